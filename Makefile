@@ -1,0 +1,41 @@
+# `make demo` and `make test` each set up everything they need, from nothing, and are fast the
+# second time (stamps in the venv and node_modules record what is installed).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+PY_STAMP := $(VENV)/.botgrpo-installed
+NODE_DIR := rewards/react
+NODE_STAMP := $(NODE_DIR)/node_modules/.botgrpo-installed
+SYS_STAMP := .cache/.system-packages
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test system clean
+
+setup: $(SYS_STAMP) $(PY_STAMP) $(NODE_STAMP)
+
+# Debian packages: python3-venv, Node.js + npm, Chromium (skipped when already present).
+$(SYS_STAMP): scripts/setup_system.sh
+	bash scripts/setup_system.sh
+	@mkdir -p $(dir $@) && touch $@
+
+# torch is installed first and pinned, so pip never resolves a multi-GB CUDA build on a CPU box.
+$(PY_STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e '.[dev]'
+	@touch $@
+
+$(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
+	cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+demo: setup
+	$(VENV)/bin/botgrpo train
+
+test: setup
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) $(NODE_DIR)/node_modules .cache runs

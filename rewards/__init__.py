@@ -1,0 +1,1 @@
+"""botgrpo reward services: each runs as its own process and speaks protocol v1 (PROTOCOL.md)."""

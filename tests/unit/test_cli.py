@@ -1,0 +1,19 @@
+from typer.testing import CliRunner
+
+from botgrpo_cli import __version__
+from botgrpo_cli.cli import app
+
+runner = CliRunner()
+
+
+def test_help_lists_every_command():
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for name in ("train", "eval", "reward", "bench", "bootstrap"):
+        assert name in result.output
+
+
+def test_version():
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert __version__ in result.output
