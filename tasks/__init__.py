@@ -1,1 +1,50 @@
-"""botgrpo tasks: prompts, references, reward wiring and eval metrics (entry points `botgrpo.tasks`)."""
+"""botgrpo tasks: prompts, references, reward wiring and eval metrics.
+
+Tasks are found through the entry-point group `botgrpo.tasks` (a name -> a callable returning a
+Task), so other packages can add tasks without editing this one.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from typing import Any
+
+from botgrpo_tasks.base import Example, Task
+
+__all__ = ["Example", "Task", "get_task", "list_tasks"]
+
+# Built-ins, also declared as entry points in pyproject.toml; listed here so a source checkout
+# that was not pip-installed still finds them.
+_BUILTIN = {
+    "react_synth": "botgrpo_tasks.react_synth:make_task",
+    "arith_synth": "botgrpo_tasks.arith_synth:make_task",
+    "react": "botgrpo_tasks.react:make_task",
+    "aime": "botgrpo_tasks.aime:make_task",
+}
+
+
+def _factories() -> dict[str, Any]:
+    found: dict[str, Any] = dict(_BUILTIN)
+    for ep in entry_points(group="botgrpo.tasks"):
+        found[ep.name] = ep
+    return found
+
+
+def list_tasks() -> list[str]:
+    return sorted(_factories())
+
+
+def get_task(name: str, seed: int = 0, **options: Any) -> Task:
+    """Construct the task called `name`. Unknown names raise KeyError listing the known ones."""
+    factories = _factories()
+    if name not in factories:
+        raise KeyError(f"unknown task {name!r}; known tasks: {', '.join(sorted(factories))}")
+    target = factories[name]
+    if isinstance(target, str):
+        import importlib
+
+        module, _, attr = target.partition(":")
+        factory = getattr(importlib.import_module(module), attr)
+    else:
+        factory = target.load()
+    return factory(seed=seed, **options)

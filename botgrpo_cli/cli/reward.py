@@ -20,4 +20,7 @@ def score(ctx: typer.Context) -> None:
 
 
 def register(app: typer.Typer) -> None:
+    from botgrpo_cli.cli import reward_render
+
+    reward_render.register(reward_app)
     app.add_typer(reward_app, name="reward", help="Reward services: serve one, or score rollout files offline.")
