@@ -276,17 +276,43 @@ def _finite(x: Any, name: str, rid: Any, lo: float = -math.inf, hi: float = math
 
 def validate_spans(spans: list[Span], n_chars: int | None, rid: Any = None) -> list[Span]:
     """Check spans: integer offsets within the text, non-empty, sorted, non-overlapping, reward in [-1, 1]."""
+    for s in spans:
+        if not isinstance(s, Span):
+            raise ProtocolError(f"each span must be a Span, got {type(s).__name__}", rid, "bad_response")
+        if isinstance(s.start, bool) or isinstance(s.end, bool) or not isinstance(s.start, int) or not isinstance(s.end, int):
+            raise ProtocolError("span offsets must be integers", rid, "bad_response")
     out = sorted(spans, key=lambda s: (s.start, s.end))
     prev_end = 0
     for s in out:
-        if isinstance(s.start, bool) or isinstance(s.end, bool) or not isinstance(s.start, int) or not isinstance(s.end, int):
-            raise ProtocolError("span offsets must be integers", rid, "bad_response")
         if s.start < 0 or s.end <= s.start or (n_chars is not None and s.end > n_chars):
             raise ProtocolError(f"span [{s.start}, {s.end}) is empty or outside the completion ({n_chars} chars)", rid, "bad_response")
         if s.start < prev_end:
             raise ProtocolError(f"span [{s.start}, {s.end}) overlaps the previous span", rid, "bad_response")
         _finite(s.reward, "span reward", rid, -1.0, 1.0)
         prev_end = s.end
+    return out
+
+
+def validate_score(score: Any, rid: Any = None) -> float:
+    """The sequence reward as a float; ProtocolError unless it is a finite number in [-1, 1]."""
+    return _finite(score, "score", rid, -1.0, 1.0)
+
+
+def validate_metrics(metrics: Any, rid: Any = None) -> dict[str, float]:
+    """Metrics as {name: float}; ProtocolError unless it is an object of finite numbers."""
+    if not isinstance(metrics, dict):
+        raise ProtocolError("metrics must be an object", rid, "bad_response")
+    return {str(k): _finite(v, f"metric {k}", rid) for k, v in metrics.items()}
+
+
+def clean_info(info: Any) -> dict[str, Any]:
+    """Info for people: keep strings and finite numbers, turn anything else into its str()."""
+    if not isinstance(info, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for k, v in info.items():
+        ok = isinstance(v, str) or (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v))
+        out[str(k)] = v if ok else str(v)
     return out
 
 
@@ -305,7 +331,7 @@ def response_from_json(obj: dict, n_chars: int | None = None) -> ScoreResponse:
         if not isinstance(err, dict):
             raise ProtocolError("error must be an object", rid, "bad_response")
         return error_response(rid, str(err.get("type", status)), str(err.get("message", "")), status, info)
-    score = _finite(obj.get("score"), "score", rid, -1.0, 1.0)
+    score = validate_score(obj.get("score"), rid)
     raw_spans = obj.get("spans") or []
     if not isinstance(raw_spans, list):
         raise ProtocolError("spans must be a list", rid, "bad_response")
@@ -316,11 +342,8 @@ def response_from_json(obj: dict, n_chars: int | None = None) -> ScoreResponse:
         label = s.get("label")
         spans.append(Span(s.get("start"), s.get("end"), s.get("reward"), None if label is None else str(label)))
     spans = validate_spans(spans, n_chars, rid)
-    metrics = obj.get("metrics") or {}
-    if not isinstance(metrics, dict):
-        raise ProtocolError("metrics must be an object", rid, "bad_response")
-    metrics = {str(k): _finite(v, f"metric {k}", rid) for k, v in metrics.items()}
-    return ScoreResponse(id=rid, status=STATUS_OK, score=score, spans=spans, metrics=metrics, info=info)
+    metrics = validate_metrics(obj.get("metrics") or {}, rid)
+    return ScoreResponse(id=rid, status=STATUS_OK, score=score, spans=spans, metrics=metrics, info=clean_info(info))
 
 
 def decode_message(line: str | bytes, n_chars: int | None = None) -> Message:

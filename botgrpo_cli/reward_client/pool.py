@@ -1,0 +1,389 @@
+"""RewardPool: N reward service processes, pipelined requests, deadlines, restarts, re-sends.
+
+How no request is lost or stuck:
+- each request sent to a worker gets an internal id unique to the pool; the caller's id is restored
+  on the response, so callers may reuse ids;
+- a worker whose request is late past its deadline plus `hang_timeout_s` is hung: it is killed;
+- when a worker's process ends for any reason it is restarted and every request it had in flight is
+  re-sent. Requests that were in flight during a crash, or late during a hang, are *suspects*: they
+  are re-sent alone on an idle worker, so a second failure pins the culprit exactly. A suspect
+  that fails again is answered (`timeout` when it was late, `error`/`service_died` when it crashed);
+  innocent requests that merely shared its worker are re-sent and scored.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import json
+import logging
+import sys
+import threading
+import time
+from concurrent.futures import Future, as_completed
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from botgrpo_cli.reward_client.worker import ServiceStartError, Worker
+from botgrpo_rewards.protocol import (
+    MAX_LINE_BYTES,
+    STATUS_TIMEOUT,
+    Hello,
+    ProtocolError,
+    ScoreRequest,
+    ScoreResponse,
+    Shutdown,
+    encode,
+    error_response,
+    request_from_json,
+    response_from_json,
+)
+
+log = logging.getLogger("botgrpo.reward_client")
+
+MONITOR_INTERVAL_S = 0.05
+
+
+@dataclass
+class _Job:
+    request: ScoreRequest  # as the caller gave it (its id is restored on the response)
+    payload: dict  # the request's wire object; "id" is replaced per send
+    future: Future = field(default_factory=Future)
+    strikes: int = 0  # times it was in flight on a worker that crashed or hung because of it
+    sent_at: float = 0.0
+    overdue: bool = False  # missed deadline + grace on the current attempt
+
+    def due(self, grace_s: float) -> float:
+        return self.sent_at + self.request.deadline_ms / 1000 + grace_s
+
+
+class RewardPool:
+    """Score requests on `workers` processes of one reward service (see the module docstring)."""
+
+    def __init__(
+        self,
+        service: str,
+        workers: int = 1,
+        command: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        startup_timeout_s: float = 120.0,
+        hang_timeout_s: float = 10.0,
+        max_inflight: int | None = None,
+    ):
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        self.service = service
+        self._argv = list(command) if command else [sys.executable, "-m", "botgrpo_rewards", service]
+        self._env = env
+        self._startup_timeout_s = startup_timeout_s
+        self._grace_s = hang_timeout_s
+        self._cap = max_inflight
+        self._cond = threading.Condition()
+        self._queue: collections.deque[_Job] = collections.deque()
+        self._suspects: collections.deque[_Job] = collections.deque()
+        self._workers: list[Worker | None] = [None] * workers
+        self._starting = 0
+        self._ids = itertools.count()
+        self._counts = collections.Counter({k: 0 for k in ("sent", "ok", "error", "timeout", "restarts", "resent")})
+        self._closing = False
+        self._start_all(workers)
+        threading.Thread(target=self._monitor, name=f"reward-{service}-monitor", daemon=True).start()
+
+    # ---------------------------------------------------------------- public API
+
+    @property
+    def stats(self) -> dict[str, int]:
+        with self._cond:
+            return dict(self._counts)
+
+    @property
+    def pids(self) -> list[int | None]:
+        """Process id of each worker slot (None while one restarts)."""
+        with self._cond:
+            return [w.pid if w else None for w in self._workers]
+
+    @property
+    def hello(self) -> Hello | None:
+        """The service's hello line (from any live worker)."""
+        with self._cond:
+            return next((w.hello for w in self._workers if w), None)
+
+    def submit(self, request: ScoreRequest | dict) -> Future:
+        """Queue one request; the Future resolves to its ScoreResponse (never to an exception)."""
+        job = self._make_job(request)
+        with self._cond:
+            if self._closing:
+                raise RuntimeError("RewardPool is closed")
+            self._counts["sent"] += 1
+            if job.future.done():
+                self._counts[job.future.result().status] += 1
+                return job.future
+            self._queue.append(job)
+            sends = self._dispatch_locked()
+            stranded = self._stranded_locked(f"no process of reward service {self.service!r} is running (restarts failed)")
+        self._send_all(sends)
+        for stuck, resp in stranded:
+            self._finish(stuck, resp)
+        return job.future
+
+    def score(self, requests: Iterable[ScoreRequest | dict], progress: Callable[[ScoreResponse], None] | None = None) -> list[ScoreResponse]:
+        """Score many requests; responses in input order. `progress` gets each one as it finishes."""
+        futures = [self.submit(r) for r in requests]
+        if progress is not None:
+            for fut in as_completed(futures):
+                progress(fut.result())
+        return [f.result() for f in futures]
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Answer unsent requests `closed`, ask each service to shut down, wait, then kill."""
+        with self._cond:
+            if self._closing:
+                return
+            self._closing = True
+            dropped = list(self._queue) + list(self._suspects)
+            self._queue.clear()
+            self._suspects.clear()
+            workers = [w for w in self._workers if w]
+            self._cond.notify_all()
+        for job in dropped:
+            self._finish(job, error_response(job.request.id, "closed", "the reward pool was closed before this was sent"))
+        for w in workers:
+            w.send(encode(Shutdown()))
+            w.close_stdin()
+        end = time.monotonic() + timeout_s
+        for w in workers:
+            try:
+                w.proc.wait(max(0.0, end - time.monotonic()))
+            except Exception:
+                w.kill()
+        with self._cond:  # each reader has handed over its last lines once its exit handler ran
+            self._cond.wait_for(lambda: not any(self._workers), timeout=max(1.0, end - time.monotonic()))
+
+    def __enter__(self) -> "RewardPool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------- starting workers
+
+    def _spawn(self, slot: int, generation: int) -> Worker:
+        w = Worker(self.service, self._argv, self._env, slot, generation)
+        w.begin(self._on_line, self._on_exit)
+        return w
+
+    def _start_all(self, n: int) -> None:
+        started: list[Worker] = []
+        try:
+            for i in range(n):  # start them all first: they warm up in parallel
+                started.append(self._spawn(i, 0))
+            for w in started:
+                w.wait_hello(self._startup_timeout_s)
+        except (ServiceStartError, OSError) as err:
+            for w in started:
+                w.kill()
+            if isinstance(err, OSError):
+                raise ServiceStartError(f"could not run reward service {self.service!r} ({' '.join(self._argv)}): {err}") from None
+            raise
+        for w in started:
+            self._register(w)
+
+    def _register(self, w: Worker) -> None:
+        with self._cond:
+            if self._closing:
+                w.kill()
+                return
+            self._workers[w.slot] = w
+            dead = w.exited  # it died before it was registered: its exit handler skipped it
+            sends = self._dispatch_locked()
+        self._send_all(sends)
+        if dead:
+            self._on_exit(w)
+
+    def _restart(self, slot: int, generation: int) -> None:
+        try:
+            w = self._spawn(slot, generation)
+            w.wait_hello(self._startup_timeout_s)
+        except (ServiceStartError, OSError) as err:
+            log.error("reward service %s (slot %d) did not restart: %s", self.service, slot, err)
+            with self._cond:
+                self._starting -= 1
+                stranded = self._stranded_locked(f"the reward service died and could not restart: {err}")
+            for job, resp in stranded:
+                self._finish(job, resp)
+            return
+        with self._cond:
+            self._starting -= 1
+        self._register(w)
+
+    def _stranded_locked(self, message: str) -> list[tuple[_Job, ScoreResponse]]:
+        """When no worker is alive or starting, queued requests can never be sent: answer them."""
+        if self._starting or any(self._workers):
+            return []
+        jobs = list(self._queue) + list(self._suspects)
+        self._queue.clear()
+        self._suspects.clear()
+        return [(j, error_response(j.request.id, "service_died", message)) for j in jobs]
+
+    # ---------------------------------------------------------------- sending
+
+    def _make_job(self, request: ScoreRequest | dict) -> _Job:
+        if isinstance(request, dict):
+            try:
+                parsed = request_from_json({"op": "score", **request})
+            except ProtocolError as err:
+                return self._failed_job(ScoreRequest(id=err.id, completion=""), err.type, str(err))
+            request = parsed  # type: ignore[assignment]
+        payload = request.to_json()
+        try:
+            size = len(json.dumps(payload, ensure_ascii=True, allow_nan=False))
+        except (TypeError, ValueError) as err:
+            return self._failed_job(request, "bad_request", f"request is not JSON-serialisable: {err}")
+        if size > MAX_LINE_BYTES:
+            return self._failed_job(request, "too_large", f"request of {size} bytes is over the {MAX_LINE_BYTES}-byte line limit")
+        return _Job(request, payload)
+
+    @staticmethod
+    def _failed_job(request: ScoreRequest, type: str, message: str) -> _Job:
+        job = _Job(request, {})
+        job.future.set_result(error_response(request.id, type, message))
+        return job
+
+    def _pick_locked(self, alone: bool) -> Worker | None:
+        best = None
+        for w in self._workers:
+            if w is None or w.hello is None or w.hung or w.exited or w.isolated:
+                continue
+            cap = min(w.hello.max_inflight, self._cap or w.hello.max_inflight)
+            if (alone and w.inflight) or len(w.inflight) >= cap:
+                continue
+            if best is None or len(w.inflight) < len(best.inflight):
+                best = w
+        return best
+
+    def _dispatch_locked(self) -> list[tuple[Worker, str]]:
+        """Assign queued requests to workers with room; the caller writes the lines after unlocking."""
+        sends = []
+        while self._suspects:  # suspects run alone, and before anything new
+            w = self._pick_locked(alone=True)
+            if w is None:
+                return sends
+            w.isolated = True
+            sends.append(self._assign_locked(self._suspects.popleft(), w))
+        while self._queue:
+            w = self._pick_locked(alone=False)
+            if w is None:
+                break
+            sends.append(self._assign_locked(self._queue.popleft(), w))
+        return sends
+
+    def _assign_locked(self, job: _Job, w: Worker) -> tuple[Worker, str]:
+        key = f"{w.slot}.{w.generation}.{next(self._ids)}"
+        w.inflight[key] = job
+        job.sent_at, job.overdue = time.monotonic(), False
+        wire = dict(job.payload, id=key)
+        return w, json.dumps(wire, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+
+    @staticmethod
+    def _send_all(sends: list[tuple[Worker, str]]) -> None:
+        for w, line in sends:
+            w.send(line)  # a failed write means the process is gone; its exit handler re-sends
+
+    # ---------------------------------------------------------------- receiving
+
+    def _on_line(self, w: Worker, line: bytes) -> None:
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            log.warning("reward service %s wrote a line that is not JSON: %.200r", self.service, line)
+            return
+        if not isinstance(obj, dict) or obj.get("op") == "pong":
+            return
+        with self._cond:
+            job = w.inflight.pop(obj.get("id"), None) if isinstance(obj.get("id"), str) else None
+            if job is None:
+                log.warning("reward service %s answered an unknown id: %.200r", self.service, line)
+                return
+            if not w.inflight:
+                w.isolated = False
+            sends = self._dispatch_locked()
+        self._send_all(sends)
+        try:
+            resp = response_from_json(obj, len(job.request.completion))
+        except ProtocolError as err:
+            resp = error_response(job.request.id, "bad_response", f"reward service {self.service!r} broke the protocol: {err}")
+        resp.id = job.request.id
+        self._finish(job, resp)
+
+    def _on_exit(self, w: Worker) -> None:
+        answered: list[tuple[_Job, ScoreResponse]] = []
+        with self._cond:
+            if self._workers[w.slot] is not w:
+                return
+            self._workers[w.slot] = None
+            self._cond.notify_all()
+            jobs = list(w.inflight.values())
+            w.inflight.clear()
+            if self._closing:
+                answered = [(j, error_response(j.request.id, "closed", "the reward pool was closed")) for j in jobs]
+            else:
+                answered = self._triage_locked(w, jobs)
+                self._counts["restarts"] += 1
+                self._starting += 1
+                threading.Thread(target=self._restart, args=(w.slot, w.generation + 1), daemon=True).start()
+            sends = self._dispatch_locked()
+        self._send_all(sends)
+        if not self._closing:
+            log.warning("reward service %s (pid %d) %s; restarting it", self.service, w.pid, "hung" if w.hung else "died")
+        for job, resp in answered:
+            self._finish(job, resp)
+
+    def _triage_locked(self, w: Worker, jobs: list[_Job]) -> list[tuple[_Job, ScoreResponse]]:
+        """Re-queue a dead worker's requests; answer suspects that failed a second time."""
+        answered = []
+        for job in jobs:
+            if w.hung and not job.overdue:
+                self._queue.appendleft(job)  # innocent bystander of a hang
+            elif job.strikes >= 1:
+                answered.append((job, self._give_up(job, w)))
+                continue
+            else:
+                job.strikes += 1
+                self._suspects.append(job)
+            self._counts["resent"] += 1
+        return answered
+
+    def _give_up(self, job: _Job, w: Worker) -> ScoreResponse:
+        rid = job.request.id
+        if job.overdue:
+            return error_response(rid, "timeout", f"no answer within deadline_ms={job.request.deadline_ms} (+{self._grace_s:g} s) on two tries; the service hung", STATUS_TIMEOUT)
+        tail = w.stderr_tail().strip().splitlines()[-3:]
+        return error_response(rid, "service_died", f"reward service {self.service!r} died twice while scoring this request. " + " | ".join(tail))
+
+    def _finish(self, job: _Job, resp: ScoreResponse) -> None:
+        if job.future.done():
+            return
+        with self._cond:
+            self._counts[resp.status] += 1
+        job.future.set_result(resp)
+
+    # ---------------------------------------------------------------- hang detection
+
+    def _monitor(self) -> None:
+        while True:
+            with self._cond:
+                if self._cond.wait_for(lambda: self._closing, timeout=MONITOR_INTERVAL_S):
+                    return
+                now = time.monotonic()
+                hung = []
+                for w in self._workers:
+                    if w is None or w.hung:
+                        continue
+                    late = [j for j in w.inflight.values() if now > j.due(self._grace_s)]
+                    for j in late:
+                        j.overdue = True
+                    if late:
+                        w.hung = True
+                        hung.append(w)
+            for w in hung:
+                w.kill()  # its reader sees EOF and _on_exit re-sends or answers what it had

@@ -1,0 +1,254 @@
+"""The service runner shared by every backend: protocol I/O, validation, concurrency, deadlines.
+
+A backend only scores one request (backend.py). This module reads requests, runs up to
+`max_inflight` of them at once on daemon threads, answers each one exactly once and within its
+deadline (a watchdog answers `timeout` for the backend when it is late; a late result is dropped),
+and turns every backend failure or invalid result into an `error` response instead of crashing.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import queue
+import sys
+import threading
+import time
+import traceback
+from typing import IO, Any, Callable
+
+from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult
+from botgrpo_rewards.protocol import (
+    MAX_LINE_BYTES,
+    STATUS_TIMEOUT,
+    Hello,
+    Ping,
+    Pong,
+    ProtocolError,
+    ScoreRequest,
+    ScoreResponse,
+    Shutdown,
+    clean_info,
+    decode_request,
+    encode,
+    error_response,
+    validate_metrics,
+    validate_score,
+    validate_spans,
+)
+
+log = logging.getLogger("botgrpo_rewards")
+
+Reply = Callable[[ScoreResponse], None]
+
+
+class _Slot:
+    """One request's single answer: the first of (backend result, watchdog timeout) wins."""
+
+    def __init__(self, request: ScoreRequest, reply: Reply, deadline: float):
+        self.request = request
+        self.deadline = deadline
+        self._reply = reply
+        self._lock = threading.Lock()
+        self.answered = False
+
+    def answer(self, response: ScoreResponse) -> bool:
+        with self._lock:
+            if self.answered:
+                return False
+            self.answered = True
+        self._reply(response)
+        return True
+
+
+def result_to_response(request: ScoreRequest, result: Any) -> ScoreResponse:
+    """Check a backend's ScoreResult against the protocol; raises ProtocolError when it breaks it."""
+    rid = request.id
+    if not isinstance(result, ScoreResult):
+        raise ProtocolError(f"backend returned {type(result).__name__}, not a ScoreResult", rid, "bad_result")
+    try:
+        score = validate_score(result.score, rid)
+        spans = validate_spans(list(result.spans), len(request.completion), rid)
+        metrics = validate_metrics(result.metrics, rid)
+    except ProtocolError as err:
+        raise ProtocolError(f"backend result is invalid: {err}", rid, "bad_result") from None
+    return ScoreResponse(id=rid, status="ok", score=score, spans=spans, metrics=metrics, info=clean_info(result.info))
+
+
+def timeout_response(request: ScoreRequest) -> ScoreResponse:
+    return error_response(request.id, "timeout", f"no result within deadline_ms={request.deadline_ms}", STATUS_TIMEOUT)
+
+
+class ServiceRunner:
+    """Runs score requests on a backend: `submit` is asynchronous, `score` waits for the answer."""
+
+    def __init__(self, backend: Backend, max_inflight: int | None = None):
+        self.backend = backend
+        self.max_inflight = max(1, int(max_inflight or backend.max_inflight))
+        self._queue: queue.Queue[_Slot] = queue.Queue()
+        self._heap: list[tuple[float, int, _Slot]] = []
+        self._seq = 0
+        self._cond = threading.Condition()
+        self._open = 0  # submitted and not yet answered
+        self._closed = False
+
+    def hello(self) -> Hello:
+        b = self.backend
+        return Hello(service=b.name, version=b.version, capabilities=list(b.capabilities), max_inflight=self.max_inflight)
+
+    def start(self) -> None:
+        """Start the backend, then the worker threads and the watchdog (all daemons: a stuck backend
+        call must never keep the process alive after shutdown)."""
+        self.backend.start()
+        for i in range(self.max_inflight):
+            threading.Thread(target=self._work, name=f"score-{i}", daemon=True).start()
+        threading.Thread(target=self._watch, name="watchdog", daemon=True).start()
+
+    def submit(self, request: ScoreRequest, reply: Reply) -> None:
+        """Queue a request; `reply` is called exactly once, by its deadline at the latest."""
+        slot = _Slot(request, self._counting(reply), time.monotonic() + request.deadline_ms / 1000)
+        with self._cond:
+            self._open += 1
+            self._seq += 1
+            heapq.heappush(self._heap, (slot.deadline, self._seq, slot))
+            self._cond.notify_all()
+        self._queue.put(slot)
+
+    def score(self, request: ScoreRequest) -> ScoreResponse:
+        box: list[ScoreResponse] = []
+        done = threading.Event()
+
+        def reply(resp: ScoreResponse) -> None:
+            box.append(resp)
+            done.set()
+
+        self.submit(request, reply)
+        done.wait()
+        return box[0]
+
+    def drain(self) -> None:
+        """Wait until every submitted request has been answered (bounded by their deadlines)."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._open == 0)
+
+    def close(self) -> None:
+        self.drain()
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        try:
+            self.backend.close()
+        except Exception:
+            log.exception("backend close failed")
+
+    def _counting(self, reply: Reply) -> Reply:
+        def wrapped(resp: ScoreResponse) -> None:
+            try:
+                reply(resp)
+            finally:
+                with self._cond:
+                    self._open -= 1
+                    self._cond.notify_all()
+
+        return wrapped
+
+    def _work(self) -> None:
+        while True:
+            slot = self._queue.get()
+            if not slot.answered:  # the watchdog may have answered it while it waited in the queue
+                slot.answer(self._run(slot))
+
+    def _run(self, slot: _Slot) -> ScoreResponse:
+        req = slot.request
+        try:
+            return result_to_response(req, self.backend.score(req, slot.deadline))
+        except BackendTimeout as err:
+            return error_response(req.id, "timeout", str(err) or "backend gave up at the deadline", STATUS_TIMEOUT)
+        except BackendError as err:
+            return error_response(req.id, err.type, str(err))
+        except ProtocolError as err:
+            log.error("request %r: %s", req.id, err)
+            return error_response(req.id, err.type, str(err))
+        except Exception as err:  # a backend bug must cost one request, never the service
+            log.error("request %r: backend raised\n%s", req.id, traceback.format_exc())
+            return error_response(req.id, "backend", f"{type(err).__name__}: {err}")
+
+    def _watch(self) -> None:
+        with self._cond:
+            while not self._closed:
+                now = time.monotonic()
+                while self._heap and (self._heap[0][2].answered or self._heap[0][0] <= now):
+                    _, _, slot = heapq.heappop(self._heap)
+                    if not slot.answered:
+                        # Answer outside the lock: the reply writes to a pipe and decrements _open.
+                        self._cond.release()
+                        try:
+                            slot.answer(timeout_response(slot.request))
+                        finally:
+                            self._cond.acquire()
+                        now = time.monotonic()
+                wait = self._heap[0][0] - now if self._heap else None
+                self._cond.wait(timeout=wait)
+
+
+class LineWriter:
+    """Writes protocol lines to a stream: one lock, one flush per line, never raises."""
+
+    def __init__(self, stream: IO[str]):
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def write(self, msg: Any) -> None:
+        try:
+            line = encode(msg)
+        except (TypeError, ValueError) as err:  # an unencodable info value must not kill the answer
+            rid = getattr(msg, "id", None)
+            line = encode(error_response(rid, "bad_result", f"response could not be encoded: {err}"))
+        with self._lock:
+            try:
+                self._stream.write(line + "\n")
+                self._stream.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                log.warning("client went away; dropping a line")
+
+
+def _read_lines(stream: IO[bytes]):
+    """Yield input lines as bytes; a line over MAX_LINE_BYTES is skipped and yields None in its place."""
+    while True:
+        line = stream.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            while True:  # discard the rest of the over-long line without holding it in memory
+                rest = stream.readline(1 << 20)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            yield None
+            continue
+        yield line
+
+
+def serve_stdio(runner: ServiceRunner, stdin: IO[bytes] | None = None, stdout: IO[str] | None = None) -> int:
+    """Serve JSON lines until shutdown or EOF; returns the exit code (0)."""
+    stdin = stdin if stdin is not None else sys.stdin.buffer
+    out = LineWriter(stdout if stdout is not None else sys.stdout)
+    out.write(runner.hello())
+    for line in _read_lines(stdin):
+        if line is None:
+            out.write(error_response(None, "too_large", f"line is over the {MAX_LINE_BYTES}-byte limit"))
+            continue
+        if not line.strip():
+            continue
+        try:
+            req = decode_request(line)
+        except ProtocolError as err:
+            out.write(error_response(err.id, err.type, str(err)))
+            continue
+        if isinstance(req, Ping):
+            out.write(Pong(req.id))
+        elif isinstance(req, Shutdown):
+            break
+        else:
+            runner.submit(req, out.write)
+    runner.close()
+    return 0
