@@ -1,0 +1,171 @@
+"""Advantage estimators (ALGORITHMS.md §2): pure functions of token rewards, scores, mask and groups.
+
+Every estimator has the signature `fn(token_rewards, scores, mask, group_ids, **options)`:
+token_rewards float (B, T), scores float (B,), mask bool or 0/1 (B, T), group_ids int (B,);
+it returns A float (B, T), exactly zero on padding. Group statistics use index_add_ over dense
+group ids; nothing loops over rows or groups in Python.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from botgrpo_cli.algos.dapo import zero_variance_groups
+from botgrpo_cli.algos.masked import (
+    as_float_mask,
+    compact_groups,
+    group_count,
+    group_sum,
+    reverse_cummin,
+    reverse_cumsum,
+)
+from botgrpo_cli.algos.registry import Registry
+
+ADVANTAGES: Registry = Registry("advantage estimator")
+
+SCALES = ("group", "batch", "none")
+RETURNS = ("immediate", "sum_to_go", "min_to_go")
+# A group whose std is below this fraction of |mean| is constant up to float32 rounding.
+_CONSTANT_RTOL = 1e-6
+
+
+def check_choice(option: str, value: str, choices: tuple[str, ...]) -> None:
+    """Raise ValueError naming the valid choices when `value` is not one of them."""
+    if value not in choices:
+        raise ValueError(f"{option}={value!r} is not valid; choose one of: {', '.join(choices)}")
+
+
+def apply_reward_return(r: Tensor, mask: Tensor, kind: str = "immediate") -> Tensor:
+    """Token reward transform. immediate: r; sum_to_go: sum_{u>=t} r; min_to_go: min_{u>=t} r.
+
+    r, mask: (B, T); reductions run over valid tokens only; padding comes back as 0.
+    """
+    check_choice("reward_return", kind, RETURNS)
+    if kind == "immediate":
+        return r
+    valid = mask.bool()
+    if kind == "sum_to_go":
+        return reverse_cumsum(torch.where(valid, r, 0.0), 1) * valid
+    to_go = reverse_cummin(torch.where(valid, r, torch.inf), 1)  # (B, T)
+    return torch.where(valid, to_go, 0.0)
+
+
+def _degenerate(count: Tensor, mean: Tensor, std: Tensor) -> Tensor:
+    """Groups with fewer than two members or (numerically) zero variance -> True. Shapes (K,)."""
+    return (count < 2) | (std <= _CONSTANT_RTOL * mean.abs())
+
+
+def _row_scale(scale: str, eps: float, group_std: Tensor, batch_std: Tensor, dense: Tensor) -> Tensor:
+    """Per-row divisor 1 / (std + eps) for scale group | batch, 1 for none. -> (B,)."""
+    if scale == "group":
+        return 1.0 / (group_std[dense] + eps)
+    if scale == "batch":
+        return (1.0 / (batch_std + eps)).expand(dense.shape[0])
+    return torch.ones(dense.shape[0], dtype=group_std.dtype, device=group_std.device)
+
+
+@ADVANTAGES.register("grpo")
+def grpo(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor, *,
+         scale: str = "group", eps: float = 1e-4) -> Tensor:
+    """GRPO (Shao et al. 2024, DeepSeekMath): A[i,t] = m[i,t] (s_i - mu_k) / (sd_k + eps).
+
+    sd_k is the Bessel-corrected std of the group's scores (as torch.std); scale=batch uses one
+    std over all scores, scale=none (Dr. GRPO) none. Single-member or constant groups give 0.
+    token_rewards is unused (outcome estimator). Shapes: (B, T), (B,), (B, T), (B,) -> (B, T).
+    """
+    check_choice("scale", scale, SCALES)
+    s = scores.to(torch.float32)
+    dense, k = compact_groups(group_ids)
+    n = group_count(dense, k)  # (K,)
+    mu = group_sum(s, dense, k) / n  # (K,)
+    dev = s - mu[dense]  # (B,)
+    var = group_sum(dev * dev, dense, k) / (n - 1).clamp(min=1)
+    std = var.sqrt()  # (K,)
+    batch_std = s.std() if s.numel() > 1 else s.new_zeros(())
+    adv = dev * _row_scale(scale, eps, std, batch_std, dense)  # (B,)
+    adv = torch.where(_degenerate(n, mu, std)[dense], 0.0, adv)
+    return mask.to(adv.dtype).mul_(adv[:, None])
+
+
+@ADVANTAGES.register("dr_grpo")
+def dr_grpo(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor, *,
+            eps: float = 1e-4) -> Tensor:
+    """Dr. GRPO (Liu et al. 2025): grpo without the std division, A = m (s_i - mu_k)."""
+    return grpo(token_rewards, scores, mask, group_ids, scale="none", eps=eps)
+
+
+@ADVANTAGES.register("rloo")
+def rloo(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor) -> Tensor:
+    """RLOO (Ahmadian et al. 2024): A[i,t] = m[i,t] (s_i - mean_{j in k, j != i} s_j).
+
+    Single-member and constant groups give exactly 0. Shapes as grpo.
+    """
+    s = scores.to(torch.float32)
+    dense, k = compact_groups(group_ids)
+    n = group_count(dense, k)[dense]  # (B,)
+    others = (group_sum(s, dense, k)[dense] - s) / (n - 1).clamp(min=1)  # (B,)
+    adv = torch.where((n > 1) & ~zero_variance_groups(s, group_ids), s - others, 0.0)
+    return mask.to(adv.dtype).mul_(adv[:, None])
+
+
+@ADVANTAGES.register("bot_grpo")
+def bot_grpo(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor, *,
+             scale: str = "group", eps: float = 1e-4, std_correction: int = 1,
+             reward_return: str = "immediate") -> Tensor:
+    """BoT-GRPO: A[i,t] = m[i,t] (r[i,t] - mu_k) / (sd_k + eps) over a bag of tokens per group.
+
+    Tokens weigh w[i,t] = m[i,t] / L_i; W_k = sum w; mu_k = sum w r / W_k;
+    var_k = sum w (r - mu_k)^2 / (W_k - c), c = std_correction (1: Bessel for frequency weights,
+    which makes constant-per-completion rewards reproduce grpo exactly). scale group|batch|none.
+    Per-row centred moments are merged into groups (Chan et al.) for float32 stability; the work
+    is a few fused passes over (B, T) with two buffers (float mask, output). Padding of token_rewards may hold any finite value. (B, T), (B,), (B, T), (B,) -> (B, T).
+    """
+    check_choice("scale", scale, SCALES)
+    if std_correction not in (0, 1):
+        raise ValueError(f"std_correction={std_correction!r} is not valid; choose 1 or 0")
+    r = apply_reward_return(token_rewards.to(torch.float32), mask, reward_return)
+    m = as_float_mask(mask, r.dtype)  # (B, T)
+    length = m.sum(1)  # (B,)
+    nonempty = length > 0
+    inv_len = torch.where(nonempty, 1.0 / length.clamp(min=1), 0.0)  # (B,)
+    centred = r * m  # (B, T): the one working buffer, returned as A
+    row_mean = centred.sum(1) * inv_len  # (B,)
+    centred.sub_(row_mean[:, None]).mul_(m)  # r - row mean on valid tokens, 0 on padding
+    row_m2 = torch.linalg.vector_norm(centred, dim=1).square() * inv_len  # (B,) within-row, weighted
+
+    dense, k = compact_groups(group_ids)
+    weight = group_sum(nonempty.to(r.dtype), dense, k)  # (K,) = W_k
+    mu = group_sum(row_mean, dense, k) / weight.clamp(min=1)  # (K,)
+    shift = row_mean - mu[dense]  # (B,)
+    m2 = group_sum(row_m2 + shift * shift * nonempty, dense, k)  # (K,)
+    std = (m2 / (weight - std_correction).clamp(min=1e-12)).sqrt()  # only read where W_k >= 2
+
+    total = weight.sum()
+    batch_shift = (row_mean - row_mean.sum() / total.clamp(min=1)) * nonempty
+    batch_m2 = (row_m2 + batch_shift * batch_shift).sum()
+    batch_std = (batch_m2 / (total - std_correction).clamp(min=1e-12)).sqrt()
+
+    row_scale = _row_scale(scale, eps, std, batch_std, dense)
+    row_scale = torch.where(_degenerate(weight, mu, std)[dense] | ~nonempty, 0.0, row_scale)
+    # (r - mu_k) m = centred + m (row_mean - mu_k): reuse the centred buffer as the output.
+    return centred.addcmul_(m, shift[:, None]).mul_(row_scale[:, None])
+
+
+def compute_advantages(name: str, *, token_rewards: Tensor, scores: Tensor, mask: Tensor,
+                       group_ids: Tensor, **options) -> Tensor:
+    """Run the estimator `name` (grpo | dr_grpo | bot_grpo | rloo | pure) -> A (B, T) float32.
+
+    token_rewards (B, T), scores (B,), mask (B, T) bool or 0/1, group_ids (B,) int; options are
+    the estimator's keyword options (ALGORITHMS.md §2). Unknown name -> KeyError listing the known.
+    """
+    estimator = ADVANTAGES[name]
+    if token_rewards.dim() != 2 or mask.shape != token_rewards.shape:
+        raise ValueError(f"token_rewards and mask must both be (B, T); got {tuple(token_rewards.shape)} "
+                         f"and {tuple(mask.shape)}")
+    b = token_rewards.shape[0]
+    if scores.shape != (b,) or group_ids.shape != (b,):
+        raise ValueError(f"scores and group_ids must be ({b},); got {tuple(scores.shape)} and "
+                         f"{tuple(group_ids.shape)}")
+    with torch.no_grad():
+        return estimator(token_rewards, scores, mask, group_ids, **options)

@@ -1,0 +1,110 @@
+"""Policy losses (ALGORITHMS.md §3): PPO-clip and GSPO surrogates, k3 KL, token aggregation."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from botgrpo_cli.algos.advantages import check_choice
+from botgrpo_cli.algos.masked import as_float_mask, masked_mean
+from botgrpo_cli.algos.registry import Registry
+
+LOSSES: Registry = Registry("policy loss")
+LOSS_AGGS = ("seq_mean_token_mean", "token_mean", "seq_mean_token_sum_norm")
+
+
+def _clipped(ratio: Tensor, adv: Tensor, eps_low: float, eps_high: float) -> tuple[Tensor, Tensor]:
+    """-min(ratio A, clip(ratio, 1-eps_low, 1+eps_high) A) and where the clip is active. (B, T)."""
+    unclipped = ratio * adv
+    clipped = ratio.clamp(1.0 - eps_low, 1.0 + eps_high) * adv
+    return -torch.minimum(unclipped, clipped), clipped < unclipped
+
+
+@LOSSES.register("clip")
+def clip_loss(logp: Tensor, logp_old: Tensor, advantages: Tensor, mask: Tensor, *,
+              eps_low: float = 0.2, eps_high: float = 0.2) -> tuple[Tensor, Tensor, Tensor]:
+    """PPO/GRPO/DAPO clip: l = -min(ratio A, clip(ratio, 1-eps_low, 1+eps_high) A).
+
+    ratio = exp(logp - logp_old). All (B, T) -> (per-token loss, ratio, clip active), (B, T).
+    """
+    ratio = torch.exp(logp - logp_old)
+    loss, active = _clipped(ratio, advantages, eps_low, eps_high)
+    return loss, ratio, active
+
+
+@LOSSES.register("gspo")
+def gspo_loss(logp: Tensor, logp_old: Tensor, advantages: Tensor, mask: Tensor, *,
+              eps_low: float = 3e-4, eps_high: float = 4e-4) -> tuple[Tensor, Tensor, Tensor]:
+    """GSPO (Zheng et al. 2025): sequence ratio s_i = exp(mean_t (logp - logp_old)).
+
+    Rows whose advantage is constant over valid tokens use s_i itself (sequence form); rows with
+    token-varying advantages use GSPO-token, s[i,t] = sg(s_i) exp(logp - sg(logp)): same value,
+    per-token gradient. Then l = -min(s A, clip(s, 1-eps_low, 1+eps_high) A). (B, T) each.
+    """
+    valid = mask.bool()
+    seq_ratio = torch.exp(masked_mean(logp - logp_old, valid, dim=1))  # (B,)
+    token_form = seq_ratio.detach()[:, None] * torch.exp(logp - logp.detach())  # (B, T)
+    a_max = torch.where(valid, advantages, -torch.inf).amax(1)
+    a_min = torch.where(valid, advantages, torch.inf).amin(1)
+    varies = (a_max > a_min)[:, None]  # (B, 1)
+    ratio = torch.where(varies, token_form, seq_ratio[:, None].expand_as(logp))
+    loss, active = _clipped(ratio, advantages, eps_low, eps_high)
+    return loss, ratio, active
+
+
+def k3_kl(logp: Tensor, logp_ref: Tensor) -> Tensor:
+    """k3 estimator of KL(pi || pi_ref) per token: exp(ref - logp) - (ref - logp) - 1. (B, T)."""
+    delta = logp_ref - logp
+    return torch.exp(delta) - delta - 1.0
+
+
+def aggregate(per_token: Tensor, mask: Tensor, loss_agg: str,
+              max_completion_length: int | None = None) -> Tensor:
+    """Reduce a (B, T) per-token loss to a scalar.
+
+    seq_mean_token_mean: mean over completions of each one's token mean (GRPO);
+    token_mean: sum over valid tokens / their count (DAPO);
+    seq_mean_token_sum_norm: sum / (B * max_completion_length), default T (Dr. GRPO).
+    """
+    check_choice("loss_agg", loss_agg, LOSS_AGGS)
+    m = as_float_mask(mask, per_token.dtype)
+    total = per_token * m
+    if loss_agg == "seq_mean_token_mean":
+        return (total.sum(1) / m.sum(1).clamp(min=1)).mean()
+    if loss_agg == "token_mean":
+        return total.sum() / m.sum().clamp(min=1)
+    norm = max_completion_length if max_completion_length is not None else per_token.shape[1]
+    if norm <= 0:
+        raise ValueError(f"max_completion_length={norm} must be > 0")
+    return total.sum() / (per_token.shape[0] * norm)
+
+
+def policy_loss(name: str, *, logp: Tensor, logp_old: Tensor, advantages: Tensor, mask: Tensor,
+                loss_agg: str, logp_ref: Tensor | None = None, beta: float = 0.0,
+                eps_low: float = 0.2, eps_high: float = 0.2,
+                max_completion_length: int | None = None) -> tuple[Tensor, dict[str, float]]:
+    """Policy loss `name` (clip | gspo) plus beta * k3 KL, aggregated by `loss_agg`.
+
+    logp, logp_old, advantages, mask, logp_ref: (B, T). Returns (scalar loss with grad to logp,
+    metrics: loss, clip_frac, ratio_mean, adv_mean, and kl when logp_ref is given).
+    """
+    surrogate = LOSSES[name]
+    if beta > 0 and logp_ref is None:
+        raise ValueError("beta > 0 needs logp_ref (reference-policy log-probs) for the KL term")
+    per_token, ratio, active = surrogate(logp, logp_old.detach(), advantages.detach(), mask,
+                                         eps_low=eps_low, eps_high=eps_high)
+    kl = k3_kl(logp, logp_ref.detach()) if logp_ref is not None else None
+    if kl is not None and beta > 0:
+        per_token = per_token + beta * kl
+    loss = aggregate(per_token, mask, loss_agg, max_completion_length)
+    valid = mask.bool()
+    with torch.no_grad():
+        metrics = {
+            "loss": float(loss),
+            "clip_frac": float(masked_mean(active.to(ratio.dtype), valid)),
+            "ratio_mean": float(masked_mean(ratio, valid)),
+            "adv_mean": float(masked_mean(advantages, valid)),
+        }
+        if kl is not None:
+            metrics["kl"] = float(masked_mean(kl, valid))
+    return loss, metrics

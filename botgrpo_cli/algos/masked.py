@@ -1,0 +1,54 @@
+"""Masked reductions and group statistics by scatter (no Python loops over rows or groups)."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def as_float_mask(mask: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
+    """Mask (B, T) bool or 0/1 -> float of `dtype` (no copy when it already is)."""
+    return mask if mask.dtype == dtype else mask.to(dtype)
+
+
+def masked_sum(x: Tensor, mask: Tensor, dim: int | None = None) -> Tensor:
+    """sum(x * mask) over `dim` (all elements when None). x, mask: same shape."""
+    # where() on a bool mask skips the float copy of the mask that x * mask would make
+    xm = torch.where(mask, x, 0.0) if mask.dtype == torch.bool else x * mask
+    return xm.sum() if dim is None else xm.sum(dim)
+
+
+def masked_mean(x: Tensor, mask: Tensor, dim: int | None = None) -> Tensor:
+    """sum(x * mask) / sum(mask) over `dim`; 0 where the mask is empty (never NaN)."""
+    m = as_float_mask(mask, x.dtype)
+    count = m.sum() if dim is None else m.sum(dim)
+    return masked_sum(x, m, dim) / count.clamp(min=1.0)
+
+
+def compact_groups(group_ids: Tensor) -> tuple[Tensor, int]:
+    """Arbitrary integer group ids (B,) -> dense ids in [0, K) and K."""
+    uniq, dense = torch.unique(group_ids, return_inverse=True)
+    return dense, int(uniq.numel())
+
+
+def group_sum(values: Tensor, dense_ids: Tensor, num_groups: int) -> Tensor:
+    """Sum per group: values (B,) or (B, C), dense_ids (B,) -> (K,) or (K, C), via index_add_."""
+    out = values.new_zeros((num_groups, *values.shape[1:]))
+    return out.index_add_(0, dense_ids, values)
+
+
+def group_count(dense_ids: Tensor, num_groups: int, dtype: torch.dtype = torch.float32) -> Tensor:
+    """Number of members per group -> (K,)."""
+    return torch.zeros(num_groups, dtype=dtype, device=dense_ids.device).index_add_(
+        0, dense_ids, torch.ones_like(dense_ids, dtype=dtype)
+    )
+
+
+def reverse_cumsum(x: Tensor, dim: int = -1) -> Tensor:
+    """out[..., t] = sum_{u >= t} x[..., u]."""
+    return x.flip(dim).cumsum(dim).flip(dim)
+
+
+def reverse_cummin(x: Tensor, dim: int = -1) -> Tensor:
+    """out[..., t] = min_{u >= t} x[..., u]."""
+    return x.flip(dim).cummin(dim).values.flip(dim)

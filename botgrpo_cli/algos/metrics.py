@@ -1,0 +1,21 @@
+"""Evaluation math (ALGORITHMS.md §5)."""
+
+from __future__ import annotations
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k (Chen et al. 2021): 1 - C(n-c, k) / C(n, k).
+
+    Computed as 1 - prod_{i=n-c+1}^{n} (1 - k/i), which never forms large binomials;
+    1.0 when n - c < k. Raises ValueError when k > n or the counts are impossible.
+    """
+    if not (0 <= c <= n and k >= 1):
+        raise ValueError(f"pass_at_k needs 0 <= c <= n and k >= 1; got n={n}, c={c}, k={k}")
+    if k > n:
+        raise ValueError(f"pass@{k} needs at least {k} samples per problem; got n={n}")
+    if n - c < k:
+        return 1.0
+    miss = 1.0
+    for i in range(n - c + 1, n + 1):
+        miss *= 1.0 - k / i
+    return 1.0 - miss

@@ -1,0 +1,33 @@
+"""`botgrpo bench algos` on a tiny batch: the loop baseline is the same math, the CLI prints the figures."""
+
+import torch
+from typer.testing import CliRunner
+
+from botgrpo_cli.algos import compute_advantages
+from botgrpo_cli.bench.algos import loop_bot_grpo, make_batch, peak_extra
+from botgrpo_cli.cli import app
+from botgrpo_cli.errors import UserError
+
+
+def test_loop_baseline_matches_bot_grpo():
+    b = make_batch(48, 6, 64, seed=1)
+    want = compute_advantages("bot_grpo", token_rewards=b.rewards, scores=b.scores, mask=b.mask,
+                              group_ids=b.group_ids)
+    torch.testing.assert_close(loop_bot_grpo(b.rewards, b.mask, b.group_ids), want, atol=1e-5, rtol=1e-5)
+
+
+def test_peak_extra_sees_a_large_allocation():
+    unit = 4 * 2**20  # 4 MiB of float32
+    got = peak_extra(lambda: torch.ones(3 * unit // 4), unit)
+    assert got is None or 2.5 <= got <= 4.0
+
+
+def test_cli_prints_table_and_ratios():
+    result = CliRunner().invoke(app, ["bench", "algos", "--batch", "16", "--groups", "4", "--seq-len", "64",
+                                      "--repeats", "2", "--threads", "1"])
+    assert result.exit_code == 0, result.output
+    for text in ("masked sum (floor)", "bot_grpo per-group loop", "pure", "per-group loop / bot_grpo",
+                 "peak extra memory"):
+        assert text in result.output
+    bad = CliRunner().invoke(app, ["bench", "algos", "--batch", "4", "--groups", "8"])
+    assert isinstance(bad.exception, UserError) and "--groups (8) cannot exceed --batch (4)" in str(bad.exception)
