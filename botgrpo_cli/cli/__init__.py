@@ -14,6 +14,7 @@ import typer
 from botgrpo_cli import __version__
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
+from botgrpo_tasks.errors import TaskError
 
 app = typer.Typer(
     name="botgrpo",
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app; user errors become one red line and exit code 1."""
     try:
         app(args=argv)  # standalone: usage errors and --help are handled by click itself
-    except UserError as err:
+    except (UserError, TaskError) as err:  # mistakes the user can fix: one line, exit 1
         if os.environ.get("BOTGRPO_DEBUG") == "1":
             console.print_exception()
         console.print(f"[bold red]error:[/] {err}")

@@ -1,0 +1,227 @@
+"""`aime`: competition-style math problems with a final answer, from any table you point it at.
+
+The data is a JSON Lines, JSON, CSV or Parquet file, a local dataset folder, or a Hugging Face Hub
+dataset id (loaded with `datasets.load_dataset(id, split=...)`, which needs the network or a warm
+cache). Each row needs a problem and an answer column. Completions are scored by the `math`
+service: 1 when the answer in the last `\\boxed{}` equals the reference.
+
+Options:
+  path            file, folder or hub id (required)
+  split           split to read from a folder or hub id (default "train"; a single file is one split)
+  problem_column  default "problem";  answer_column  default "answer"
+  id_column       optional column of unique row ids (default ids: "aime/<split>/<row number>")
+  eval_path       a second source for eval (read with `eval_split`, default `split`); or else
+  eval_fraction   share of `path` held out for eval (default 0.2). The held-out rows are the ones
+                  whose problem text has the smallest SHA-256, so the split does not depend on the
+                  seed or on row order. To evaluate on a whole file, pass it as `eval_path` too.
+  prompt_template text with a "{problem}" placeholder (default: DEFAULT_TEMPLATE)
+  steps           true: the math service also checks each step's arithmetic (default false)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import datasets
+import pyarrow.parquet as pq
+
+from botgrpo_tasks.base import Example, Task
+from botgrpo_tasks.errors import TaskError
+
+DEFAULT_TEMPLATE = (
+    "Solve the following problem. Reason step by step, showing your work, then give the final "
+    "answer in \\boxed{}.\n\nProblem: {problem}"
+)
+FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+# What a Hub id looks like ("name" or "owner/name"); anything else that does not exist is a missing file.
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
+OPTIONS = ("path", "split", "problem_column", "answer_column", "id_column", "eval_path", "eval_split",
+           "eval_fraction", "prompt_template", "steps")
+
+
+def _suffix(path: Path) -> str:
+    return path.suffix.lower()
+
+
+def _has_no_rows(path: Path, builder: str) -> bool:
+    """Whether a local file that `datasets` could not read (or read as empty) simply holds no rows."""
+    try:
+        if builder == "parquet":
+            return pq.ParquetFile(path).metadata.num_rows == 0
+        lines = [ln for ln in path.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+    except Exception:  # unreadable or corrupt: not "empty", the read error is reported instead
+        return False
+    if builder == "csv":
+        return len(lines) <= 1  # a header at most
+    return "".join(lines).strip() in ("", "[]")
+
+
+def _root_cause(err: BaseException) -> str:
+    """The innermost error's first line: `datasets` wraps the parser's message in a generic one."""
+    while err.__cause__ is not None or err.__context__ is not None:
+        err = err.__cause__ or err.__context__  # type: ignore[assignment]
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]
+
+
+def _load_file(path: Path, shown: str) -> datasets.Dataset:
+    builder = FILE_BUILDERS.get(_suffix(path))
+    if builder is None:
+        raise TaskError(f"{shown}: unsupported file type {path.suffix!r}; use one of {', '.join(FILE_BUILDERS)}")
+    try:
+        table = datasets.load_dataset(builder, data_files=str(path), split="train")
+    except Exception as err:  # datasets raises many types for one cause: an unreadable file
+        if _has_no_rows(path, builder):
+            raise TaskError(f"{shown} has no rows; add problems to it or point path= at another file") from err
+        raise TaskError(
+            f"cannot read {shown} as {builder} ({_root_cause(err)}); check that the file is valid {builder}"
+        ) from err
+    return table
+
+
+def load_table(source: str, split: str) -> datasets.Dataset:
+    """Rows of a local file, a local dataset folder or a Hub dataset id, as a `datasets.Dataset`."""
+    path = Path(source).expanduser()
+    if path.is_file():
+        table = _load_file(path, source)
+    elif path.is_dir() or (_HUB_ID.fullmatch(source) and _suffix(path) not in FILE_BUILDERS):
+        where = "folder" if path.is_dir() else "Hugging Face Hub dataset"
+        try:
+            table = datasets.load_dataset(source, split=split)
+        except Exception as err:  # not found, no network, unknown split, bad files: all the user's to fix
+            raise TaskError(
+                f"cannot load {where} {source!r} (split {split!r}): {str(err).rstrip('.')}; check the name and split, "
+                "or download it and pass a local file as path="
+            ) from err
+    else:
+        raise TaskError(f"data file {source!r} not found (relative paths start at {Path.cwd()}); check path=")
+    if len(table) == 0:
+        raise TaskError(f"{source} has no rows; add problems to it or point path= at another file")
+    return table
+
+
+def _answer_text(value: Any) -> str:
+    """Answers as the math service expects them: strings; 204.0 from a float column becomes "204"."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return "" if value is None else str(value).strip()
+
+
+class AimeTask(Task):
+    """Problems with final answers from a user-supplied table; see the module docstring for options."""
+
+    name = "aime"
+    service = "math"
+    service_options: dict[str, Any] = {}
+    success_metric = "correct"
+    step_separator = "\n\n"  # the math service's step checks also split on blank lines
+    stop = ()
+    max_new_tokens = 2048
+    eval_metrics = ("correct", "extracted")
+
+    def __init__(self, seed: int = 0, **options: Any):
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise TaskError(f"task 'aime' has no option(s) {', '.join(unknown)}; known: {', '.join(OPTIONS)}")
+        super().__init__(seed=seed, **options)
+        self.path: str = self._text("path", None)
+        self.split = self._text("split", "train")
+        self.problem_column = self._text("problem_column", "problem")
+        self.answer_column = self._text("answer_column", "answer")
+        self.id_column = self._optional_text("id_column")
+        self.eval_path = self._optional_text("eval_path")
+        self.eval_split = self._text("eval_split", self.split)
+        self.template = self._text("prompt_template", DEFAULT_TEMPLATE)
+        if "{problem}" not in self.template:
+            raise TaskError("task 'aime': prompt_template must contain the placeholder {problem}")
+        self.eval_fraction = self._fraction(options)
+        steps = options.get("steps", False)
+        if not isinstance(steps, bool):
+            raise TaskError(f"task 'aime': steps must be true or false, got {steps!r}")
+        self.service_options = {"steps": True} if steps else {}
+
+    def _text(self, key: str, default: str | None) -> str:
+        value = self.options.get(key, default)
+        if value is None:
+            raise TaskError(f"task 'aime' needs {key}=...: a .jsonl/.json/.csv/.parquet file or a Hugging Face dataset id")
+        if not isinstance(value, str) or not value:
+            raise TaskError(f"task 'aime': {key} must be a non-empty string, got {value!r}")
+        return value
+
+    def _optional_text(self, key: str) -> str | None:
+        return self._text(key, None) if self.options.get(key) is not None else None
+
+    def _fraction(self, options: dict[str, Any]) -> float:
+        if self.eval_path is not None:
+            if "eval_fraction" in options:
+                raise TaskError("task 'aime': give eval_path or eval_fraction, not both")
+            return 0.0
+        value = options.get("eval_fraction", 0.2)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+            raise TaskError(f"task 'aime': eval_fraction must be a number between 0 and 1 (exclusive), got {value!r}")
+        return float(value)
+
+    def _rows(self, source: str, split: str) -> list[tuple[str, str, str | None]]:
+        """(problem, answer, id or None) per row, after checking columns and values."""
+        table = load_table(source, split)
+        columns = [self.problem_column, self.answer_column] + ([self.id_column] if self.id_column else [])
+        wanted = list(dict.fromkeys(columns))
+        missing = [c for c in wanted if c not in table.column_names]
+        if missing:
+            raise TaskError(
+                f"{source} lacks column(s) {', '.join(map(repr, missing))} "
+                f"(its columns: {', '.join(table.column_names)}); "
+                "name the right ones with problem_column=, answer_column= or id_column="
+            )
+        rows = []
+        for i, row in enumerate(table.select_columns(wanted)):
+            problem, answer = str(row[self.problem_column] or "").strip(), _answer_text(row[self.answer_column])
+            if not problem or not answer:
+                what = "problem" if not problem else "answer"
+                raise TaskError(f"{source}: row {i} has an empty {what}; fill it in or remove the row")
+            rows.append((problem, answer, str(row[self.id_column]) if self.id_column else None))
+        ids = [r[2] for r in rows if r[2] is not None]
+        if len(set(ids)) != len(ids):
+            raise TaskError(f"{source}: id_column {self.id_column!r} has repeated values; ids must be unique")
+        return rows
+
+    def _examples(self, rows: list[tuple[str, str, str | None]], split: str, keep: list[int]) -> list[Example]:
+        return [
+            Example(
+                id=rows[i][2] or f"aime/{split}/{i}",
+                prompt=self.template.replace("{problem}", rows[i][0]),
+                reference={"answer": rows[i][1]},
+            )
+            for i in keep
+        ]
+
+    @cached_property
+    def _splits(self) -> tuple[list[Example], list[Example]]:
+        rows = self._rows(self.path, self.split)
+        if self.eval_path is not None:
+            eval_rows = self._rows(str(self.eval_path), self.eval_split)
+            train = self._examples(rows, "train", list(range(len(rows))))
+            return train, self._examples(eval_rows, "eval", list(range(len(eval_rows))))
+        n_eval = max(1, round(len(rows) * self.eval_fraction))
+        if n_eval >= len(rows):
+            raise TaskError(
+                f"{self.path} has {len(rows)} problem(s), too few to hold out {self.eval_fraction:.0%} for eval; "
+                "add problems, lower eval_fraction, or pass eval_path="
+            )
+        by_hash = sorted(range(len(rows)), key=lambda i: hashlib.sha256(rows[i][0].encode()).hexdigest())
+        held_out = set(by_hash[:n_eval])
+        train = [i for i in range(len(rows)) if i not in held_out]
+        return self._examples(rows, "train", train), self._examples(rows, "eval", sorted(held_out))
+
+    def train_examples(self) -> list[Example]:
+        return self._splits[0]
+
+    def eval_examples(self) -> list[Example]:
+        return self._splits[1]
+
+
+def make_task(seed: int = 0, **options: Any) -> AimeTask:
+    return AimeTask(seed=seed, **options)
