@@ -16,6 +16,7 @@ has_chromium() {
 }
 has_chromium || need+=(chromium)
 fc-list 2>/dev/null | grep -qi dejavu || need+=(fonts-dejavu-core)
+fc-list 2>/dev/null | grep -qi "color emoji" || need+=(fonts-noto-color-emoji)  # emoji in rendered components
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
