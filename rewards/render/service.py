@@ -1,0 +1,177 @@
+"""The render reward backend: render the completion's React component in Chromium and judge it.
+
+score = the judge's score in [0, 1] (0 when nothing rendered); metrics `rendered` and `similarity`
+(similarity judge) or `judge` (vlm judge, pairwise mode). Options and scoring are in README.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult
+from botgrpo_rewards.protocol import ScoreRequest
+from botgrpo_rewards.react.extract import extract_code
+from botgrpo_rewards.render.compiler import CompileError, Compiler
+from botgrpo_rewards.render.judges import RenderOptions, compare_similarity, similarity_verdict
+from botgrpo_rewards.render.renderer import BrowserUnavailable, Render, Renderer, RenderTimeout
+from botgrpo_rewards.render.similarity import is_blank
+from botgrpo_rewards.render.vlm import VlmClient, VlmConfig, judge_pair
+
+REF_CACHE_SIZE = 512
+
+
+class RenderBackend(Backend):
+    """Renders completions with one Chromium (`pages` reused pages) and scores them with a judge."""
+
+    name = "render"
+    version = "0.1.0"
+    capabilities = ("render", "similarity", "vlm", "pairwise")
+    max_inflight = 4
+
+    def __init__(self, chromium: str | None = None, pages: int | None = None, viewport: tuple[int, int] = (640, 480)):
+        self.chromium = chromium
+        self.pages = pages or int(os.environ.get("BOTGRPO_RENDER_PAGES", "2"))
+        self.viewport = viewport
+        self._compiler: Compiler | None = None
+        self._renderer: Renderer | None = None
+        self._refs: OrderedDict[str, Render] = OrderedDict()
+        self._vlm: dict[tuple, VlmClient] = {}
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        self._compiler = Compiler()
+        self._renderer = Renderer(self._compiler.runtime(), self.chromium, self.pages, self.viewport)
+        self._renderer.start()
+
+    def close(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+        if self._compiler is not None:
+            self._compiler.close()
+
+    # ------------------------------------------------------------------ rendering
+
+    def render_code(self, code: str, deadline: float) -> Render:
+        """Compile and render TSX source. A compile error is a failed render; past the deadline
+        raises BackendTimeout."""
+        if self._renderer is None or self._compiler is None:
+            raise BackendError("the render backend was not started (call start() first)")
+        t0 = time.perf_counter()
+        try:
+            js = self._compiler.compile(code, timeout=max(0.1, deadline - time.monotonic()))
+        except CompileError as err:
+            return Render(rendered=False, error=f"compile error: {err}")
+        except TimeoutError:
+            raise BackendTimeout("compiling the component took past the deadline") from None
+        compile_ms = (time.perf_counter() - t0) * 1e3
+        try:
+            result = self._renderer.render(js, deadline)
+        except RenderTimeout as err:
+            raise BackendTimeout(f"render: {err} (an endless loop, a huge DOM or a huge allocation?)") from None
+        except BrowserUnavailable as err:
+            raise BackendError(str(err)) from None
+        result.timings["compile_ms"] = compile_ms
+        if result.rendered and is_blank(result.png):
+            result.rendered, result.error = False, "the screenshot is blank (one colour)"
+        return result
+
+    def _cached_render(self, code: str, deadline: float, what: str) -> Render:
+        """A render of trusted code (reference, other), cached by code hash; it must render."""
+        key = hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
+        with self._lock:
+            if key in self._refs:
+                self._refs.move_to_end(key)
+                return self._refs[key]
+        result = self.render_code(code, deadline)
+        if not result.rendered:
+            raise BackendError(f"reference.{what} does not render: {result.error}; fix the task's reference", "bad_request")
+        with self._lock:
+            self._refs[key] = result
+            if len(self._refs) > REF_CACHE_SIZE:
+                self._refs.popitem(last=False)
+        return result
+
+    def _vlm_client(self, options: dict) -> VlmClient:
+        config = VlmConfig.from_options(options)
+        key = (config.url, config.model, config.api_key, config.request_timeout_s, config.max_retries)
+        with self._lock:
+            return self._vlm.setdefault(key, VlmClient(config))
+
+    # ------------------------------------------------------------------ scoring
+
+    def score(self, request: ScoreRequest, deadline: float) -> ScoreResult:
+        opts = RenderOptions.parse(request.options)
+        ref_code = _reference(request, "reference_code", required=opts.judge == "similarity")
+        other_code = _reference(request, "other_code", required=opts.mode == "pairwise")
+        client = self._vlm_client(request.options) if opts.judge == "vlm" else None
+        ref = self._cached_render(ref_code, deadline, "reference_code") if ref_code else None
+        code, _ = extract_code(request.completion)
+        cand = self.render_code(code, deadline)
+        info = _render_info(cand)
+        if opts.save_dir and cand.png:
+            info["screenshot"] = _save(cand.png, opts.save_dir, request.id)
+        metrics = {"rendered": float(cand.rendered)}
+        if opts.judge == "none":
+            return ScoreResult(score=float(cand.rendered), metrics=metrics, info=info)
+        metric = "similarity" if opts.judge == "similarity" and opts.mode == "single" else "judge"
+        value = 0.0
+        if cand.rendered:
+            t0 = time.perf_counter()
+            instruction = str(request.reference.get("spec") or request.prompt)
+            value = self._judge(opts, cand, ref, other_code, instruction, client, deadline, info)
+            info["judge_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
+        metrics[metric] = value
+        return ScoreResult(score=value, metrics=metrics, info=info)
+
+    def _judge(self, opts: RenderOptions, cand: Render, ref: Render | None, other_code: str | None,
+               instruction: str, client: VlmClient | None, deadline: float, info: dict) -> float:
+        """The judge's score of a rendered candidate; adds the judge's details to `info`."""
+        if opts.mode == "pairwise":
+            other = self._cached_render(other_code, deadline, "other_code")
+            if client is not None:
+                def verdict(first: bytes, second: bytes) -> str:
+                    return client.compare(instruction, first, second, deadline)
+            else:
+                verdict = similarity_verdict(ref, {cand.png: cand, other.png: other})
+            return judge_pair(cand.png, other.png, verdict)
+        if client is not None:
+            value, info["reason"] = client.score(instruction, cand.png, ref.png if ref else None, deadline)
+            return value
+        parts = compare_similarity(cand, ref)
+        value = parts.pop("score")
+        info.update({k: round(v, 4) for k, v in parts.items()})
+        return value
+
+
+def _reference(request: ScoreRequest, key: str, required: bool) -> str | None:
+    code = request.reference.get(key)
+    if code is None and required:
+        raise BackendError(f"this judge/mode needs reference.{key} (TSX source of a component)", "bad_request")
+    if code is not None and not isinstance(code, str):
+        raise BackendError(f"reference.{key} must be a string of TSX source", "bad_request")
+    return code
+
+
+def _render_info(result: Render) -> dict:
+    info: dict = {k: round(v, 2) for k, v in result.timings.items()}
+    if result.error:
+        info["render_error"] = result.error
+    info["n_console_errors"] = len(result.errors)
+    if result.errors:
+        info["console_errors"] = "\n".join(result.errors[:5])
+    return info
+
+
+def _save(png: bytes, folder: str, request_id) -> str:
+    path = Path(folder)
+    path.mkdir(parents=True, exist_ok=True)
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(request_id))[:100] or "render"
+    target = path / f"{name}.png"
+    target.write_bytes(png)
+    return str(target)

@@ -1,0 +1,198 @@
+"""The `vlm` judge: an OpenAI-compatible /v1/chat/completions client that rates screenshots.
+
+Single mode asks for {"score": 0-10, "reason": "..."} about a candidate (and a reference when one
+exists); pairwise mode asks which of two screenshots follows the instruction better. Replies are
+parsed leniently (code fences, prose around the JSON), transient failures are retried with
+exponential backoff inside the deadline, and verdicts are cached by (model, prompt, image hashes).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable
+
+from botgrpo_rewards.backend import BackendError, BackendTimeout
+
+SINGLE_PROMPT = (
+    "You judge a React UI component by its screenshot. Instruction the component was written for:\n"
+    "{instruction}\n\nThe first image is the candidate's screenshot.{reference}\n"
+    'Rate how well the candidate fulfils the instruction. Reply with JSON only: {{"score": <integer 0-10>, "reason": "<one sentence>"}}'
+)
+REFERENCE_NOTE = " The second image is a reference solution's screenshot, for comparison."
+PAIR_PROMPT = (
+    "You compare two React UI components by their screenshots. Instruction both were written for:\n"
+    "{instruction}\n\nThe first image is component 1, the second is component 2. Which one fulfils the "
+    'instruction better? Reply with JSON only: {{"winner": 1 | 2 | "tie", "reason": "<one sentence>"}}'
+)
+RETRY_STATUSES = {408, 409, 425, 429, 500, 502, 503, 504}
+
+
+@dataclass
+class VlmConfig:
+    """Where the model is served. `from_options` reads options first, then BOTGRPO_VLM_* env vars."""
+
+    base_url: str
+    model: str
+    api_key: str = ""
+    request_timeout_s: float = 60.0
+    max_retries: int = 3
+    backoff_s: float = 0.5
+    max_tokens: int = 200
+
+    @classmethod
+    def from_options(cls, options: dict) -> "VlmConfig":
+        base = options.get("vlm_base_url") or os.environ.get("BOTGRPO_VLM_BASE_URL")
+        model = options.get("vlm_model") or os.environ.get("BOTGRPO_VLM_MODEL")
+        if not base or not model:
+            raise BackendError("the vlm judge needs a server: set BOTGRPO_VLM_BASE_URL and BOTGRPO_VLM_MODEL "
+                               "(or options vlm_base_url / vlm_model), e.g. http://127.0.0.1:8000/v1", "bad_request")
+        return cls(base_url=base, model=model, api_key=options.get("vlm_api_key") or os.environ.get("BOTGRPO_VLM_API_KEY", ""),
+                   request_timeout_s=float(options.get("vlm_timeout_s", 60.0)),
+                   max_retries=int(options.get("vlm_max_retries", 3)))
+
+    @property
+    def url(self) -> str:
+        base = self.base_url.rstrip("/")
+        return base + ("/chat/completions" if base.endswith("/v1") else "/v1/chat/completions")
+
+
+class MalformedReply(ValueError):
+    """The model's reply holds no usable verdict."""
+
+
+def parse_json_object(text: str) -> dict:
+    """The first JSON object in a model reply (fences and prose around it allowed)."""
+    for match in re.finditer(r"\{", text):
+        try:
+            obj, _ = json.JSONDecoder().raw_decode(text[match.start():])
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            return obj
+    raise MalformedReply(f"no JSON object in the reply: {text[:200]!r}")
+
+
+def parse_score(text: str) -> tuple[float, str]:
+    """(score in [0, 1], reason) from a {"score": 0-10} reply."""
+    obj = parse_json_object(text)
+    raw = obj.get("score", obj.get("rating"))
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise MalformedReply(f"reply has no numeric score: {obj!r}") from None
+    if value != value:  # NaN
+        raise MalformedReply("reply score is NaN")
+    return min(10.0, max(0.0, value)) / 10.0, str(obj.get("reason", ""))[:500]
+
+
+def parse_winner(text: str) -> str:
+    """'first', 'second' or 'tie' from a {"winner": 1 | 2 | "tie"} reply."""
+    raw = str(parse_json_object(text).get("winner", "")).strip().lower()
+    table = {"1": "first", "a": "first", "first": "first", "2": "second", "b": "second", "second": "second", "tie": "tie"}
+    if raw not in table:
+        raise MalformedReply(f"reply names no winner: {raw!r}")
+    return table[raw]
+
+
+def judge_pair(a: bytes, b: bytes, verdict: Callable[[bytes, bytes], str]) -> float:
+    """A's win probability from asking `verdict` in both orders: 1 (A both times), 0 (B both
+    times), else 0.5 — an order-dependent verdict is a tie. `verdict(first, second)` returns
+    'first', 'second' or 'tie'."""
+    forward = verdict(a, b)
+    backward = verdict(b, a)
+    if forward == "first" and backward == "second":
+        return 1.0
+    if forward == "second" and backward == "first":
+        return 0.0
+    return 0.5
+
+
+def _image_part(png: bytes) -> dict:
+    return {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(png).decode("ascii")}}
+
+
+class VlmClient:
+    """Thread-safe judge client with a bounded verdict cache."""
+
+    def __init__(self, config: VlmConfig, cache_size: int = 10_000):
+        self.config = config
+        self._cache: OrderedDict[str, object] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    def score(self, instruction: str, candidate: bytes, reference: bytes | None, deadline: float) -> tuple[float, str]:
+        """(score in [0, 1], reason) for a candidate screenshot, optionally beside a reference."""
+        prompt = SINGLE_PROMPT.format(instruction=instruction, reference=REFERENCE_NOTE if reference else "")
+        images = [candidate] + ([reference] if reference else [])
+        return self._cached(prompt, images, parse_score, deadline)
+
+    def compare(self, instruction: str, first: bytes, second: bytes, deadline: float) -> str:
+        """'first', 'second' or 'tie': which screenshot follows the instruction better."""
+        return self._cached(PAIR_PROMPT.format(instruction=instruction), [first, second], parse_winner, deadline)
+
+    def _cached(self, prompt: str, images: list[bytes], parse: Callable, deadline: float):
+        key = hashlib.sha256("\0".join([self.config.model, prompt] + [hashlib.sha256(i).hexdigest() for i in images]).encode()).hexdigest()
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        messages = [{"role": "user", "content": [{"type": "text", "text": prompt}] + [_image_part(i) for i in images]}]
+        value = self._ask(messages, parse, deadline)
+        with self._lock:
+            self._cache[key] = value
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return value
+
+    def _ask(self, messages: list, parse: Callable, deadline: float):
+        """POST and parse, retrying transient failures and malformed replies with backoff."""
+        last = "no attempt made"
+        for attempt in range(self.config.max_retries + 1):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise BackendTimeout(f"vlm judge: deadline passed after {attempt} attempt(s) ({last})")
+            try:
+                return parse(self._post(messages, min(self.config.request_timeout_s, remaining)))
+            except MalformedReply as err:
+                last = str(err)
+            except urllib.error.HTTPError as err:
+                if err.code not in RETRY_STATUSES:
+                    raise BackendError(f"vlm judge: {self.config.url} answered HTTP {err.code}: {err.read()[:300]!r}") from None
+                last = f"HTTP {err.code}"
+            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as err:
+                last = f"{type(err).__name__}: {err}"
+            pause = self.config.backoff_s * 2**attempt
+            if time.monotonic() + pause >= deadline:
+                raise BackendTimeout(f"vlm judge: deadline passed after {attempt + 1} attempt(s) ({last})")
+            time.sleep(pause)
+        raise BackendError(f"vlm judge: gave up after {self.config.max_retries + 1} attempts ({last})")
+
+    def _post(self, messages: list, timeout: float) -> str:
+        body = {"model": self.config.model, "messages": messages, "temperature": 0, "max_tokens": self.config.max_tokens}
+        headers = {"Content-Type": "application/json"}
+        if self.config.api_key:
+            headers["Authorization"] = f"Bearer {self.config.api_key}"
+        req = urllib.request.Request(self.config.url, data=json.dumps(body).encode(), headers=headers, method="POST")
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            raw = resp.read()
+        try:
+            payload = json.loads(raw)
+        except ValueError:
+            raise MalformedReply(f"the server's body is not JSON: {raw[:200]!r}") from None
+        try:
+            content = payload["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            raise MalformedReply(f"not a chat completion: {str(payload)[:200]}") from None
+        if isinstance(content, list):  # some servers return content parts
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        return str(content or "")

@@ -1,0 +1,223 @@
+"""The render backend with real Chromium: renders, similarity, and hostile components.
+
+One backend (one browser, one page) serves the whole module, so every hostile case is followed by
+a normal render in the same worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from botgrpo_rewards.backend import BackendTimeout
+from botgrpo_rewards.protocol import ScoreRequest
+from botgrpo_rewards.render.service import RenderBackend
+
+GOOD = """```tsx
+import React, { useState } from "react";
+export default function App() {
+  const [items] = useState<string[]>(["Milk", "Eggs", "Bread"]);
+  return (
+    <div style={{ padding: 24, fontFamily: "sans-serif" }}>
+      <h1 style={{ color: "#2255aa" }}>Shopping list</h1>
+      <ul>{items.map((i) => <li key={i}>{i}</li>)}</ul>
+      <button style={{ background: "#22aa55", color: "white", padding: 8 }}>Add item</button>
+    </div>
+  );
+}
+```"""
+REFERENCE = GOOD.split("```tsx\n")[1].split("```")[0]
+DIFFERENT = """export default function App() {
+  return <div style={{ background: "#111", color: "#fd0", height: 480, fontSize: 40 }}>Weather: sunny, 31 C</div>;
+}"""
+DEADLINE_S = 2.0
+
+
+@pytest.fixture(scope="module")
+def backend():
+    b = RenderBackend(pages=1)
+    b.start()
+    yield b
+    b.close()
+
+
+def _score(backend, completion, deadline_s=DEADLINE_S, **options):
+    req = ScoreRequest(id="t", completion=completion, reference={"reference_code": REFERENCE}, options=options)
+    return backend.score(req, time.monotonic() + deadline_s)
+
+
+def _assert_still_serving(backend):
+    # A generous deadline: after a hostile render its page is rebuilt first (slow on a loaded machine).
+    res = _score(backend, GOOD, deadline_s=10)
+    assert res.metrics["rendered"] == 1.0 and res.score == 1.0
+
+
+def test_valid_component_renders_non_blank(backend, tmp_path):
+    res = _score(backend, GOOD, save_dir=str(tmp_path))
+    assert res.metrics["rendered"] == 1.0
+    pixels = np.asarray(Image.open(io.BytesIO((tmp_path / "t.png").read_bytes())).convert("RGB"))
+    assert pixels.shape == (480, 640, 3)
+    assert len(np.unique(pixels.reshape(-1, 3), axis=0)) > 10  # text and colours, not a flat page
+
+
+def test_identical_scores_one_and_different_lower(backend):
+    same = _score(backend, GOOD)
+    other = _score(backend, DIFFERENT)
+    assert same.score == 1.0 and same.metrics["similarity"] == 1.0
+    assert other.metrics["rendered"] == 1.0 and other.score < 0.5
+
+
+def test_throw_in_render_is_a_failed_render(backend):
+    res = _score(backend, 'export default function App() { throw new Error("kaboom"); }')
+    assert res.score == 0.0 and res.metrics["rendered"] == 0.0
+    assert "kaboom" in res.info["render_error"]
+    _assert_still_serving(backend)
+
+
+def test_compile_error_is_a_failed_render(backend):
+    res = _score(backend, "export default function App() { return <div>; }")
+    assert res.score == 0.0 and "compile error" in res.info["render_error"]
+
+
+def test_blank_render_scores_zero(backend):
+    res = _score(backend, "export default function App() { return <div style={{ width: 50, height: 50 }} />; }")
+    assert res.score == 0.0 and "blank" in res.info["render_error"]
+
+
+def test_console_errors_are_reported(backend):
+    res = _score(backend, 'export default function App() { console.error("widget broke"); return <p>Shopping list</p>; }')
+    assert res.metrics["rendered"] == 1.0 and res.info["n_console_errors"] == 1
+    assert "widget broke" in res.info["console_errors"]
+
+
+def test_a_render_cannot_tamper_with_the_next(backend):
+    tamper = ('import React from "react";\nexport default function App() {\n'
+              "  try { (window as any).__botgrpoMount = () => ({ nodes: 0 }); } catch (e) {}\n"
+              "  try { (React as any).createElement = () => null; } catch (e) {}\n"
+              "  const t0 = Date.now();  // later, wipe whatever page this realm shows\n"
+              "  setInterval(() => { if (Date.now() - t0 > 150) document.body.innerHTML = ''; }, 1);\n"
+              "  return <p>tamper</p>;\n}")
+    _score(backend, tamper)
+    time.sleep(0.3)
+    _assert_still_serving(backend)
+
+
+def test_alert_does_not_block(backend):
+    res = _score(backend, 'export default function App() { alert("hi"); confirm("ok?"); return <p>after alert</p>; }')
+    assert res.metrics["rendered"] == 1.0
+
+
+@pytest.mark.parametrize("body", [
+    "export default function App() { while (true) {} }",
+    'import { useEffect } from "react";\nexport default function App() { useEffect(() => { for (;;) {} }, []); return <p>x</p>; }',
+    "export default function App() { return <div>{Array.from({ length: 1000000 }, (_, i) => <span key={i}>{i}</span>)}</div>; }",
+    # 4 GB in 1 MB chunks: the renderer's heap cap stops it (a crash or a timeout, never a hang).
+    "export default function App() { const a: number[][] = []; for (let i = 0; i < 4096; i++) a.push(new Array(131072).fill(i + 0.5)); return <p>{a.length}</p>; }",
+], ids=["loop-render", "loop-effect", "million-nodes", "4gb"])
+def test_hostile_answered_in_time_and_worker_survives(backend, body):
+    t0 = time.monotonic()
+    try:
+        res = _score(backend, body)
+        assert res.score == 0.0 or body.startswith("export default function App() { return <div>{Array")
+    except BackendTimeout:
+        pass
+    assert time.monotonic() - t0 < DEADLINE_S + 1.5  # answered by its deadline, plus thread hand-offs
+    _assert_still_serving(backend)
+
+
+class _Listener:
+    """A TCP server on 127.0.0.1 that counts connection attempts."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.count = 0
+        self.running = True
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while self.running:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.count += 1
+            conn.close()
+
+    def stop(self):
+        self.running = False
+        self.thread.join()
+        self.sock.close()
+
+
+def test_network_is_blocked(backend):
+    listener = _Listener()
+    url = f"http://127.0.0.1:{listener.port}"
+    escapes = [
+        f'export default function App() {{ fetch("{url}/fetch").catch(() => 0); return <p>fetch</p>; }}',
+        f'export default function App() {{ const x = new XMLHttpRequest(); x.open("GET", "{url}/xhr"); x.send(); return <p>xhr</p>; }}',
+        f'export default function App() {{ return <div><img src="{url}/img.png" /><p style={{{{backgroundImage: "url({url}/bg.png)"}}}}>img</p></div>; }}',
+        f'export default function App() {{ try {{ new WebSocket("ws://127.0.0.1:{listener.port}/ws"); }} catch (e) {{}} return <p>ws</p>; }}',
+        f'import {{ useEffect }} from "react";\nexport default function App() {{ useEffect(() => {{ window.location.href = "{url}/nav"; }}, []); return <p>nav</p>; }}',
+        f'export default function App() {{ window.open("{url}/popup"); return <a href="{url}/link">link</a>; }}',
+    ]
+    try:
+        for code in escapes:
+            _score(backend, code)
+        time.sleep(0.5)  # let anything that slipped out arrive
+        assert listener.count == 0
+    finally:
+        listener.stop()
+    _assert_still_serving(backend)
+
+
+def test_browser_is_restarted_after_it_dies(backend):
+    renderer = backend._renderer
+    asyncio.run_coroutine_threadsafe(renderer._browser.close(), renderer._loop).result(10)
+    res = _score(backend, GOOD, deadline_s=10)
+    assert res.metrics["rendered"] == 0.0 and "crashed" in res.info["render_error"]
+    res = _score(backend, GOOD, deadline_s=10)
+    assert res.score == 1.0 and renderer.restarts == 1
+
+
+def test_pairwise_similarity_prefers_the_closer_render(backend):
+    def pair(completion, other):
+        req = ScoreRequest(id="p", completion=completion, options={"mode": "pairwise"},
+                           reference={"reference_code": REFERENCE, "other_code": other})
+        return backend.score(req, time.monotonic() + 5)
+    win, loss = pair(GOOD, DIFFERENT), pair(DIFFERENT, REFERENCE)
+    assert (win.score, win.metrics["judge"], loss.score) == (1.0, 1.0, 0.0)
+
+
+def test_vlm_judge_through_the_backend(backend):
+    from test_render_vlm import FakeServer
+
+    server = FakeServer([(0, 200, '{"score": 7, "reason": "fine"}')])
+    try:
+        req = ScoreRequest(id="v", completion=GOOD, prompt="A shopping list", reference={"reference_code": REFERENCE},
+                           options={"judge": "vlm", "vlm_base_url": server.url, "vlm_model": "m"})
+        res = backend.score(req, time.monotonic() + 5)
+    finally:
+        server.close()
+    assert res.score == pytest.approx(0.7) and res.metrics["judge"] == pytest.approx(0.7) and res.info["reason"] == "fine"
+    images = [p for p in server.requests[0]["messages"][0]["content"] if p["type"] == "image_url"]
+    assert len(images) == 2 and all(p["image_url"]["url"].startswith("data:image/png;base64,iVBOR") for p in images)
+
+
+def test_compiler_helper_is_respawned(backend):
+    compiler = backend._compiler
+    compiler._proc.kill()
+    compiler._proc.wait()
+    _assert_still_serving(backend)
+    assert compiler.restarts == 1
