@@ -1,0 +1,55 @@
+"""The jobs a worker process runs: compare an answer with the gold, judge step equalities."""
+
+from __future__ import annotations
+
+import sympy
+
+from botgrpo_rewards.math.compare import answers_equal
+from botgrpo_rewards.math.parse import ParseError, Parsed, parse
+
+_PREC = 50
+
+
+def check_answer(answer: str, gold: str) -> tuple[bool, str]:
+    """(correct, reason)."""
+    return answers_equal(answer, gold)
+
+
+def _closed(text: str) -> Parsed | None:
+    try:
+        return parse(text, allow_symbols=False)
+    except (ParseError, ValueError, TypeError, ArithmeticError, RecursionError):
+        return None
+
+
+def equality_holds(left: str, right: str, head: str | None = None) -> bool | None:
+    """True / False when both sides are closed-form numbers, None on any doubt.
+
+    With a decimal on either side a step may round or truncate: it is false only when the sides
+    differ by more than one unit in the last decimal place. A chain written as a running total
+    ("3*4 = 12 + 5 = 17": `left` equals the leading term `head` of `right`) is not called false.
+    """
+    a, b = _closed(left), _closed(right)
+    if a is None or b is None:
+        return None
+    try:
+        diff = sympy.N(a.value - b.value, _PREC)
+        if not diff.is_number or diff.has(sympy.nan, sympy.zoo, sympy.oo):
+            return None
+        places = [p.decimals for p in (a, b) if p.decimals is not None]
+        limit = sympy.Float(10) ** -min(places) if places else (1 + abs(sympy.N(b.value, _PREC))) * sympy.Float("1e-40", _PREC)
+        if abs(diff) <= limit:
+            return True
+    except (TypeError, ValueError, ArithmeticError):
+        return None
+    if head is not None and equality_holds(left, head) is True:
+        return None
+    return False
+
+
+def check_equations(items: list[tuple[str, str, str | None]]) -> list[bool | None]:
+    """equality_holds for each (left, right, head)."""
+    return [equality_holds(*item) for item in items]
+
+
+JOBS = {"answer": check_answer, "equations": check_equations}

@@ -1,0 +1,205 @@
+"""The math reward backend: final-answer correctness plus optional step checks, with spans.
+
+Score 1.0 when the extracted final answer equals `reference.answer`, else 0.0 (wrong or no answer).
+Spans: +1 / -1 over the answer's characters (right / wrong); with option `steps: true`, -1 over the
+first step holding a confidently false closed-form equality (trimmed so it never overlaps the answer).
+All sympy work runs in a killable worker pool (pool.py); verdicts are cached (LRU).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import OrderedDict
+from typing import Any
+
+from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult
+from botgrpo_rewards.math.answer import clean_item, normalize
+from botgrpo_rewards.math.extract import Extraction, extract_answer
+from botgrpo_rewards.math.pool import JobFailed, JobTimeout, NoWorker, WorkerDied, WorkerPool
+from botgrpo_rewards.math.steps import Equation, equations, split_steps
+from botgrpo_rewards.protocol import ScoreRequest, Span
+
+MAX_ANSWER_CHARS = 2000
+MAX_SIDE_CHARS = 600
+_INTEGER = re.compile(r"-?\d{1,1000}")
+
+
+class _LRU:
+    """A thread-safe least-recently-used cache."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._data: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            if key not in self._data:
+                return None
+            self._data.move_to_end(key)
+            return self._data[key]
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            if len(self._data) > self.size:
+                self._data.popitem(last=False)
+
+
+def integer_verdict(answer: str, gold: str) -> bool | None:
+    """Exact comparison when both sides are plain integers ("033", "1,000", "$204$"); else None."""
+    a, g = clean_item(normalize(answer)), clean_item(normalize(gold))
+    if _INTEGER.fullmatch(a) and _INTEGER.fullmatch(g):
+        return int(a) == int(g)
+    return None
+
+
+def _gold(request: ScoreRequest) -> str:
+    gold = request.reference.get("answer")
+    if isinstance(gold, bool) or not isinstance(gold, (str, int, float)) or str(gold).strip() == "":
+        raise BackendError("reference.answer is missing or not a string/number: send {\"answer\": \"204\"}", "bad_request")
+    return str(gold)
+
+
+def _steps_option(request: ScoreRequest) -> bool:
+    steps = request.options.get("steps", False)
+    if not isinstance(steps, bool):
+        raise BackendError("option 'steps' must be true or false", "bad_request")
+    return steps
+
+
+class MathBackend(Backend):
+    """Reward backend `math` (see the module docstring)."""
+
+    name = "math"
+    version = "0.1.0"
+    capabilities = ("spans", "steps")
+    max_inflight = 64
+
+    def __init__(self, workers: int = 2, check_limit_s: float = 2.0, cache_size: int = 65536):
+        self.check_limit_s = check_limit_s
+        self.pool = WorkerPool(workers)
+        self._cache = _LRU(cache_size)
+        self._started = False
+        self._start_lock = threading.Lock()
+
+    def start(self) -> None:
+        with self._start_lock:
+            if not self._started:
+                self.pool.start()
+                self._started = True
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def score(self, request: ScoreRequest, deadline: float) -> ScoreResult:
+        gold = _gold(request)
+        want_steps = _steps_option(request)
+        self.start()
+        found = extract_answer(request.completion)
+        correct, reason = False, found.reason
+        if found.answer is not None:
+            correct, reason = self.judge(found.answer, gold, deadline)
+        steps, wrong, first_bad = 0, 0, None
+        if want_steps:
+            steps, wrong, first_bad = self._check_steps(request.completion, deadline)
+        spans = _spans(found, correct, first_bad)
+        info: dict[str, Any] = {"answer": _clip(found.answer or ""), "gold": _clip(gold), "reason": reason}
+        if first_bad is not None:
+            info["first_wrong_step"] = _clip(first_bad[2])
+        metrics = {"correct": float(correct), "extracted": float(found.answer is not None),
+                   "steps": float(steps), "steps_wrong": float(wrong)}
+        return ScoreResult(score=1.0 if correct else 0.0, spans=spans, metrics=metrics, info=info)
+
+    def _run(self, name: str, args: tuple, deadline: float) -> Any:
+        """A pool job; retried once if its worker died (a worker killed from outside is not the answer's fault)."""
+        try:
+            return self._run_once(name, args, deadline)
+        except WorkerDied:
+            return self._run_once(name, args, deadline)
+
+    def _run_once(self, name: str, args: tuple, deadline: float) -> Any:
+        """Wait for a worker until the deadline, run at most check_limit_s. None: the check overran
+        its limit (the answer's fault); BackendTimeout: the request's deadline passed first."""
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise BackendTimeout("deadline passed before the check ran")
+        try:
+            return self.pool.run(name, list(args), min(self.check_limit_s, remaining), remaining)
+        except NoWorker:
+            raise BackendTimeout("no checker process was free before the deadline") from None
+        except JobTimeout:
+            if time.monotonic() >= deadline - 0.01:
+                raise BackendTimeout("deadline passed while checking") from None
+            return None
+
+    def judge(self, answer: str, gold: str, deadline: float) -> tuple[bool, str]:
+        """(correct, reason) for an extracted answer."""
+        if len(answer) > MAX_ANSWER_CHARS:
+            return False, f"answer longer than {MAX_ANSWER_CHARS} characters"
+        quick = integer_verdict(answer, gold)
+        if quick is not None:
+            return quick, "integers " + ("equal" if quick else "differ")
+        key = ("answer", re.sub(r"\s+", " ", answer).strip(), gold)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        try:
+            verdict = self._run("answer", (answer, gold), deadline)
+        except JobFailed as err:
+            verdict = (False, f"check failed: {err}")
+        if verdict is None:
+            verdict = (False, f"check took longer than {self.check_limit_s:.1f} s")
+        verdict = (bool(verdict[0]), str(verdict[1]))
+        self._cache.put(key, verdict)
+        return verdict
+
+    def _check_steps(self, text: str, deadline: float) -> tuple[int, int, tuple[int, int, str] | None]:
+        """(number of steps, steps with a false equality, (start, end, equation) of the first)."""
+        spans = split_steps(text)
+        found = [e for e in equations(text, spans) if len(e.left) <= MAX_SIDE_CHARS and len(e.right) <= MAX_SIDE_CHARS]
+        verdicts = self._equation_verdicts(found, deadline)
+        bad_steps = sorted({e.step for e, v in zip(found, verdicts) if v is False})
+        if not bad_steps:
+            return len(spans), 0, None
+        first = bad_steps[0]
+        eq = next(e for e, v in zip(found, verdicts) if v is False and e.step == first)
+        return len(spans), len(bad_steps), (spans[first][0], spans[first][1], f"{eq.left} = {eq.right}")
+
+    def _equation_verdicts(self, found: list[Equation], deadline: float) -> list[bool | None]:
+        if not found:
+            return []
+        items = [(e.left, e.right, e.head) for e in found]
+        key = ("equations", tuple(items))
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        try:
+            verdicts = self._run("equations", (items,), deadline)
+        except JobFailed:
+            verdicts = None
+        verdicts = verdicts if verdicts is not None else [None] * len(items)  # doubt: nothing penalised
+        self._cache.put(key, verdicts)
+        return verdicts
+
+
+def _spans(found: Extraction, correct: bool, bad: tuple[int, int, str] | None) -> list[Span]:
+    """Answer span (+1/-1) and the first wrong step's span (-1), never overlapping."""
+    spans: list[Span] = []
+    if found.answer is not None:
+        spans.append(Span(found.start, found.end, 1.0 if correct else -1.0, "answer"))
+    if bad is not None:
+        start, end = bad[0], bad[1]
+        if found.answer is not None and start < found.end and found.start < end:
+            start, end = (start, found.start) if start < found.start else (found.end, end)
+        if start < end:
+            spans.append(Span(start, end, -1.0, "step"))
+    return sorted(spans, key=lambda s: s.start)
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    """Info strings stay short: a 1 MB 'answer' is not logged whole."""
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"

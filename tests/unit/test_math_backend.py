@@ -1,0 +1,148 @@
+"""MathBackend.score called directly: verdicts, spans, metrics, steps, hostile input, the pool."""
+
+import os
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from botgrpo_rewards.backend import BackendError, BackendTimeout
+from botgrpo_rewards.math.cases import CASES
+from botgrpo_rewards.math.service import MathBackend
+from botgrpo_rewards.protocol import ScoreRequest, validate_spans
+
+
+@pytest.fixture(scope="module")
+def backend():
+    b = MathBackend(workers=2, check_limit_s=1.0)
+    b.start()
+    yield b
+    b.close()
+
+
+def score(b, completion, gold, deadline_s=10.0, **options):
+    req = ScoreRequest(id="t", completion=completion, reference={"answer": gold}, options=options)
+    start = time.monotonic()
+    result = b.score(req, start + deadline_s)
+    assert time.monotonic() - start < deadline_s
+    validate_spans(result.spans, len(completion))  # sorted, non-overlapping, inside the text
+    assert set(result.metrics) == {"correct", "extracted", "steps", "steps_wrong"}
+    return result
+
+
+def test_table_through_the_backend(backend):
+    wrong = []
+    for _, gold, answer, expected in CASES:
+        r = score(backend, f"Some work.\n\nSo the answer is \\boxed{{{answer}}}.", gold)
+        if (r.score == 1.0) is not expected:
+            wrong.append((gold, answer, r.info["reason"]))
+    assert wrong == []
+
+
+def test_correct_answer_span_and_info(backend):
+    text = "We add them: $3+4=7$.\n\nThe answer is $\\boxed{7}$."
+    r = score(backend, text, "7")
+    assert r.score == 1.0 and r.metrics["correct"] == 1.0 and r.metrics["extracted"] == 1.0
+    [span] = r.spans
+    assert (text[span.start : span.end], span.reward) == ("7", 1.0)
+    assert r.info["answer"] == "7" and r.info["gold"] == "7"
+
+
+def test_wrong_and_missing_answers(backend):
+    r = score(backend, "\\boxed{8}", "7")
+    assert r.score == 0.0 and [s.reward for s in r.spans] == [-1.0]
+    r = score(backend, "I give up.", "7")
+    assert r.score == 0.0 and r.spans == [] and r.metrics["extracted"] == 0.0 and r.info["reason"]
+    r = score(backend, "\\boxed{7} or \\boxed{8}", "7")
+    assert r.score == 0.0 and r.metrics["extracted"] == 0.0
+
+
+def test_numeric_gold_is_accepted(backend):
+    assert score(backend, "\\boxed{204}", 204).score == 1.0
+
+
+@pytest.mark.parametrize("reference,options", [({}, {}), ({"answer": ["x"]}, {}), ({"answer": "1"}, {"steps": "yes"})])
+def test_bad_requests_raise_backend_error(backend, reference, options):
+    with pytest.raises(BackendError):
+        backend.score(ScoreRequest(id="b", completion="\\boxed{1}", reference=reference, options=options), time.monotonic() + 5)
+
+
+def test_passed_deadline_is_a_timeout(backend):
+    with pytest.raises(BackendTimeout):
+        backend.score(ScoreRequest(id="d", completion="\\boxed{\\frac{1}{7}}", reference={"answer": "2/14"}), time.monotonic() - 1)
+
+
+STEPS = "Step 1: 3 * 4 = 12.\nStep 2: 12 + 5 = 18.\nStep 3: 18 / 2 = 9.\nStep 4: So the answer is \\boxed{9}."
+
+
+def test_first_false_step_gets_a_negative_span(backend):
+    r = score(backend, STEPS, "9", steps=True)
+    assert r.metrics["steps"] == 4 and r.metrics["steps_wrong"] == 1
+    assert r.score == 1.0  # the outcome is judged separately from the steps
+    step, answer = r.spans
+    assert STEPS[step.start : step.end] == "Step 2: 12 + 5 = 18." and step.reward == -1.0
+    assert STEPS[answer.start : answer.end] == "9" and answer.reward == 1.0
+    assert "12 + 5 = 18" in r.info["first_wrong_step"]
+
+
+def test_steps_off_by_default_and_true_steps_unpenalised(backend):
+    assert score(backend, STEPS, "9").metrics["steps"] == 0
+    good = STEPS.replace("= 18", "= 17").replace("18 / 2 = 9", "17 - 8 = 9")
+    r = score(backend, good, "9", steps=True)
+    assert r.metrics["steps_wrong"] == 0 and [s.label for s in r.spans] == ["answer"]
+
+
+def test_unparseable_steps_are_not_checked(backend):
+    text = "Let x be the number.\n\n2x + 3 = 7 means 2x = 4.\n\nf(2) = 5 here.\n\n\\boxed{2}"
+    r = score(backend, text, "2", steps=True)
+    assert r.metrics["steps"] == 4 and r.metrics["steps_wrong"] == 0
+
+
+def test_step_span_is_trimmed_before_the_answer(backend):
+    text = "Adding, 2 + 2 = 5 so \\boxed{5}"
+    r = score(backend, text, "4", steps=True)
+    step, answer = r.spans
+    assert step.end <= answer.start and text[step.start : step.end].startswith("Adding, 2 + 2 = 5")
+    assert r.metrics["steps_wrong"] == 1
+
+
+@pytest.mark.parametrize("answer", ["10^{10^{10^{10}}}", "100000!", "{" * 5000 + "1" + "}" * 5000,
+                                    "\x00\x00", "\ud800", "__import__('os').system('touch /tmp/pwned_math')"])
+def test_hostile_answers_are_wrong_fast_and_harmless(backend, answer):
+    r = score(backend, f"\\boxed{{{answer}}}", "5", deadline_s=5.0)
+    assert r.score == 0.0
+    assert not os.path.exists("/tmp/pwned_math")
+
+
+def test_megabyte_completion_with_nul_and_surrogates(backend):
+    text = ("1 + 1 = 2 \x00 \ud800 " * 60_000)[:1_000_000] + "\n\n\\boxed{2}"
+    r = score(backend, text, "2", deadline_s=10.0, steps=True)
+    assert r.score == 1.0 and r.metrics["steps_wrong"] == 0
+
+
+@pytest.mark.parametrize("answer", ["(a+b+c+d+e)^{100}", "\\binom{10^{10}}{10^{9}}"])
+def test_slow_check_is_killed_and_the_pool_recovers(backend, answer):
+    replaced = backend.pool.replaced
+    start = time.monotonic()
+    r = score(backend, f"\\boxed{{{answer}}}", "1", deadline_s=8.0)
+    assert r.score == 0.0 and "longer" in r.info["reason"]
+    assert time.monotonic() - start < 3.0
+    assert backend.pool.replaced == replaced + 1
+    assert score(backend, "\\boxed{\\frac{2}{6}}", "1/3").score == 1.0
+
+
+def test_pool_survives_a_killed_worker(backend):
+    for pid in backend.pool.pids():
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(0.2)
+    assert score(backend, "\\boxed{\\sqrt{8}}", "2\\sqrt{2}").score == 1.0
+    assert score(backend, "\\boxed{\\sqrt{18}}", "3\\sqrt{2}").score == 1.0
+
+
+def test_thread_safe_under_concurrency(backend):
+    pairs = [(f"\\boxed{{\\frac{{{i}}}{{{i + 1}}}}}", f"{i}/{i + 1}", True) for i in range(1, 30)]
+    pairs += [(f"\\boxed{{{i}.5}}", f"{i}", False) for i in range(30)]
+    with ThreadPoolExecutor(8) as ex:
+        results = list(ex.map(lambda p: score(backend, p[0], p[1]).score, pairs))
+    assert results == [1.0 if ok else 0.0 for *_, ok in pairs]
