@@ -1,0 +1,243 @@
+// Node side of the react reward backend: a long-lived process that checks TSX snippets.
+//
+// Private channel (JSON Lines on stdin/stdout, one check at a time, spoken only by checker.py):
+//   startup  -> {"ready": true, "heap": <bytes>}           after a warm-up check
+//   request  <- {"id": n, "code": "...", "types": true, "max_errors": 5}
+//   response -> {"id": n, "component": bool, "syntax": null | Diag, "types": null | [Diag...],
+//                "n_type_errors": int, "heap": <bytes>}          or {"id": n, "internal": "message"}
+//   Diag = {"start": utf16, "length": utf16, "code": "syntax" | "TS2322" | "import", "message": str}
+// All positions are UTF-16 code units of `code` (the Python side converts them to code points).
+//
+// Syntax comes from esbuild (`transformSync`, loader tsx, automatic JSX); types from a TypeScript
+// LanguageService kept warm over one in-memory file, so lib and @types/react stay parsed.
+'use strict';
+
+const path = require('path');
+const readline = require('readline');
+const esbuild = require('esbuild');
+const ts = require('typescript');
+
+const FILE = path.join(__dirname, '__botgrpo_check__.tsx'); // virtual: never written to disk
+const ALLOWED_MODULES = new Set(['react', 'react-dom', 'react-dom/client', 'react/jsx-runtime']);
+const COMPONENT_BASES = new Set(['Component', 'PureComponent', 'React.Component', 'React.PureComponent']);
+
+const OPTIONS = {
+  strict: true,
+  jsx: ts.JsxEmit.ReactJSX,
+  target: ts.ScriptTarget.ES2020,
+  module: ts.ModuleKind.ESNext,
+  moduleResolution: ts.ModuleResolutionKind.Bundler,
+  moduleDetection: ts.ModuleDetectionKind.Force, // no clashes with lib.dom globals like `name`
+  lib: ['lib.es2020.d.ts', 'lib.dom.d.ts', 'lib.dom.iterable.d.ts'],
+  types: [],
+  noEmit: true,
+  skipLibCheck: true,
+  esModuleInterop: true,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Positions
+
+/** UTF-16 offsets where each line starts, with esbuild's line breaks (\n, \r\n, \r, U+2028/9). */
+function lineStarts(code) {
+  const starts = [0];
+  for (let i = 0; i < code.length; i++) {
+    const c = code.charCodeAt(i);
+    if (c === 13 && code.charCodeAt(i + 1) === 10) continue; // \r\n: break after the \n
+    if (c === 10 || c === 13 || c === 0x2028 || c === 0x2029) starts.push(i + 1);
+  }
+  return starts;
+}
+
+/** esbuild's location (1-based line, UTF-8 byte column of a lossy line text) -> UTF-16 offset. */
+function esbuildOffset(code, starts, loc) {
+  const lineStart = starts[Math.min(loc.line, starts.length) - 1];
+  // Lone surrogates become U+FFFD in lineText: one UTF-16 unit either way, so lengths agree.
+  const prefix = Buffer.from(loc.lineText, 'utf8').subarray(0, loc.column).toString('utf8');
+  return Math.min(lineStart + prefix.length, code.length);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Syntax stage (esbuild)
+
+/** The first syntax error, or null. At end of file the opening tag's note (if any) is used. */
+function syntaxError(code) {
+  try {
+    esbuild.transformSync(code, { loader: 'tsx', jsx: 'automatic', logLevel: 'silent' });
+    return null;
+  } catch (err) {
+    const first = (err.errors || [])[0];
+    if (!first || !first.location) return { start: 0, length: 0, code: 'syntax', message: String(err.message || err) };
+    const starts = lineStarts(code);
+    let loc = first.location;
+    const atEof = esbuildOffset(code, starts, loc) >= code.trimEnd().length;
+    const note = (first.notes || []).find((n) => n.location);
+    if (atEof && note) loc = note.location;
+    return { start: esbuildOffset(code, starts, loc), length: loc.length, code: 'syntax', message: first.text };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Type stage (TypeScript LanguageService over one in-memory file)
+
+function remember(cache, key, compute) {
+  if (!cache.has(key)) cache.set(key, compute(key));
+  return cache.get(key);
+}
+
+/** A LanguageService over the virtual file; `registry` shares parsed lib files between services. */
+function createService(registry) {
+  const state = { code: '', version: 0 };
+  const snapshots = new Map(); // lib and @types files: read once, kept for the process lifetime
+  const fileExists = new Map(); // module resolution probes the disk on every check otherwise
+  const dirExists = new Map();
+  const host = {
+    getCompilationSettings: () => OPTIONS,
+    getScriptFileNames: () => [FILE],
+    getScriptVersion: (f) => (f === FILE ? String(state.version) : '1'),
+    getScriptSnapshot: (f) => {
+      if (f === FILE) return ts.ScriptSnapshot.fromString(state.code);
+      if (!snapshots.has(f)) {
+        const text = ts.sys.readFile(f);
+        snapshots.set(f, text === undefined ? undefined : ts.ScriptSnapshot.fromString(text));
+      }
+      return snapshots.get(f);
+    },
+    getCurrentDirectory: () => __dirname,
+    getDefaultLibFileName: (o) => ts.getDefaultLibFilePath(o),
+    fileExists: (f) => f === FILE || remember(fileExists, f, ts.sys.fileExists),
+    readFile: (f) => (f === FILE ? state.code : ts.sys.readFile(f)),
+    directoryExists: (d) => remember(dirExists, d, ts.sys.directoryExists),
+    getDirectories: (d) => ts.sys.getDirectories(d),
+  };
+  const service = ts.createLanguageService(host, registry);
+  return {
+    /** Parse `code` as the service's file (the program reuses every other file). */
+    load(code) {
+      state.code = code;
+      state.version += 1;
+      return service.getProgram().getSourceFile(FILE);
+    },
+    /** Type diagnostics (syntactic + semantic) of the file last loaded. */
+    diagnostics() {
+      return service.getSyntacticDiagnostics(FILE).concat(service.getSemanticDiagnostics(FILE));
+    },
+  };
+}
+
+function flatten(messageText) {
+  return ts.flattenDiagnosticMessageText(messageText, '\n').split('\n')[0];
+}
+
+/** Import specifiers other than react / react-dom, as diagnostics over the string literal. */
+function importErrors(source) {
+  const out = [];
+  for (const st of source.statements) {
+    const spec = (ts.isImportDeclaration(st) || ts.isExportDeclaration(st)) ? st.moduleSpecifier : undefined;
+    if (!spec || !ts.isStringLiteral(spec) || ALLOWED_MODULES.has(spec.text)) continue;
+    const start = spec.getStart(source);
+    out.push({ start, length: spec.end - start, code: 'import', message: `Module '${spec.text}' is not allowed: import only from react or react-dom.` });
+  }
+  return out;
+}
+
+/** Distinct (by start) type diagnostics sorted by position; import errors win ties. */
+function typeErrors(source, diags) {
+  const byStart = new Map();
+  const all = importErrors(source).concat(diags.filter((d) => d.category === ts.DiagnosticCategory.Error && d.start !== undefined)
+    .map((d) => ({ start: d.start, length: d.length || 0, code: `TS${d.code}`, message: flatten(d.messageText) })));
+  for (const d of all) if (!byStart.has(d.start)) byStart.set(d.start, d);
+  return [...byStart.values()].sort((a, b) => a.start - b.start);
+}
+
+// ---------------------------------------------------------------------------------------------
+// What counts as a component when the syntax is valid (see README.md): JSX somewhere in the
+// file, and a top-level function component (capitalised function / arrow / function expression,
+// possibly wrapped in a call such as memo(...)), an `export default` function, or a class
+// extending (React.)Component.
+
+function unwrap(expr) {
+  let e = expr;
+  while (e && (ts.isParenthesizedExpression(e) || ts.isAsExpression(e) || ts.isSatisfiesExpression(e) || ts.isCallExpression(e))) {
+    e = ts.isCallExpression(e) ? e.arguments[0] : e.expression;
+  }
+  return e;
+}
+
+const isFunctionLike = (e) => !!e && (ts.isArrowFunction(e) || ts.isFunctionExpression(e));
+const isCapitalised = (name) => !!name && /^[A-Z]/.test(name.text);
+const isDefaultExport = (st) => (ts.getCombinedModifierFlags(st) & ts.ModifierFlags.Default) !== 0;
+
+function declaresComponent(st, source) {
+  if (ts.isFunctionDeclaration(st)) return isCapitalised(st.name) || isDefaultExport(st);
+  if (ts.isExportAssignment(st)) return isFunctionLike(unwrap(st.expression));
+  if (ts.isVariableStatement(st)) {
+    return st.declarationList.declarations.some((d) => ts.isIdentifier(d.name) && isCapitalised(d.name) && isFunctionLike(unwrap(d.initializer)));
+  }
+  if (ts.isClassDeclaration(st)) {
+    return (st.heritageClauses || []).some((h) => h.types.some((t) => COMPONENT_BASES.has(t.expression.getText(source))));
+  }
+  return false;
+}
+
+function hasJsx(node) {
+  if (ts.isJsxElement(node) || ts.isJsxSelfClosingElement(node) || ts.isJsxFragment(node)) return true;
+  return !!ts.forEachChild(node, (child) => (hasJsx(child) ? true : undefined));
+}
+
+function hasComponent(source) {
+  return hasJsx(source) && source.statements.some((st) => declaresComponent(st, source));
+}
+
+// ---------------------------------------------------------------------------------------------
+// One check
+
+// Something that looks like a JSX tag: `<` then a name or `>`. A pre-filter for valid code, and
+// the whole component test for code with a syntax error, whose parse cannot be trusted.
+const MAYBE_JSX = /<\s*[A-Za-z_$>]/;
+
+function check(service, req) {
+  const code = req.code;
+  const syntax = syntaxError(code);
+  const out = { id: req.id, component: MAYBE_JSX.test(code), syntax, types: null, n_type_errors: 0 };
+  if (syntax !== null || !out.component) return out;
+  const types = req.types !== false;
+  const source = types ? service.load(code) : ts.createSourceFile(FILE, code, ts.ScriptTarget.ES2020, true, ts.ScriptKind.TSX);
+  out.component = hasComponent(source);
+  if (types && out.component) {
+    const errors = typeErrors(source, service.diagnostics());
+    out.n_type_errors = errors.length;
+    out.types = errors.slice(0, Math.max(1, req.max_errors || 5));
+  }
+  return out;
+}
+
+const WARM_UP = [
+  'export function A() { return <div />; }',
+  "import { useState } from 'react';\nexport function B(p: { n: number }) {\n  const [s, setS] = useState(p.n);\n  return <button onClick={() => setS(s + 1)}>{s}</button>;\n}\n",
+  'export default function C() { return <ul>{[1, 2].map((i) => <li key={i}>{i}</li>)}</ul>; }',
+];
+
+function main() {
+  const registry = ts.createDocumentRegistry();
+  let service = createService(registry);
+  for (const code of WARM_UP) check(service, { id: 0, code, types: true }); // parse libs, warm the JIT
+  const write = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
+  write({ ready: true, heap: process.memoryUsage().heapUsed });
+  const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+  rl.on('line', (line) => {
+    let req = { id: null };
+    try {
+      req = JSON.parse(line);
+      write(Object.assign(check(service, req), { heap: process.memoryUsage().heapUsed }));
+    } catch (err) {
+      // E.g. a stack overflow on absurdly nested JSX. A fresh service (lib files still cached in
+      // the registry) drops whatever half-built program the failure left behind.
+      service = createService(registry);
+      write({ id: req.id, internal: String((err && err.stack) || err).slice(0, 2000) });
+    }
+  });
+  rl.on('close', () => process.exit(0));
+}
+
+main();

@@ -1,0 +1,52 @@
+"""The react reward backend: syntax (esbuild) and types (TypeScript) of a TSX component.
+
+Scoring rules are in README.md beside this file; the work happens in a warm Node process
+(checker.js, driven by checker.py) and the verdict is computed in verdict.py.
+"""
+
+from __future__ import annotations
+
+import time
+
+from botgrpo_rewards.backend import Backend, BackendTimeout, ScoreResult
+from botgrpo_rewards.protocol import ScoreRequest
+from botgrpo_rewards.react.checker import NodeChecker
+from botgrpo_rewards.react.extract import extract_code
+from botgrpo_rewards.react.verdict import ReactOptions, verdict
+
+
+class ReactBackend(Backend):
+    """Scores a completion's first TSX block: 1.0 syntax and types pass, 0.5 syntax only, else 0."""
+
+    name = "react"
+    version = "0.1.0"
+    capabilities = ("spans",)
+    # One Node process checks one completion at a time; a second slot lets the runner hand over
+    # the next request while the current one runs (they queue on the checker's lock).
+    max_inflight = 2
+
+    def __init__(self, heap_limit_mb: int = 768, max_old_space_mb: int = 1536, startup_timeout_s: float = 60.0):
+        self._checker = NodeChecker(heap_limit_mb, max_old_space_mb, startup_timeout_s)
+
+    @property
+    def restarts(self) -> int:
+        """How many times the Node process was replaced (timeouts, crashes, heap limit)."""
+        return self._checker.restarts
+
+    def node_cpu_seconds(self) -> float | None:
+        """CPU time used by the current Node process (Linux; None elsewhere), for benchmarks."""
+        return self._checker.cpu_seconds()
+
+    def start(self) -> None:
+        self._checker.start()
+
+    def score(self, request: ScoreRequest, deadline: float) -> ScoreResult:
+        opts = ReactOptions.parse(request.options)
+        code, offset = extract_code(request.completion)
+        if time.monotonic() >= deadline:
+            raise BackendTimeout("deadline passed before the react check started")
+        found = self._checker.check(code, opts.types, opts.max_type_errors, deadline)
+        return verdict(request.completion, code, offset, found, opts)
+
+    def close(self) -> None:
+        self._checker.close()
