@@ -1,12 +1,53 @@
 """`botgrpo bootstrap`: build a tiny local model for a task (tokenizer, Qwen2-style model, SFT)."""
 
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
 import typer
 
-from botgrpo_cli.errors import NotBuiltYet
+from botgrpo_cli.console import console
+from botgrpo_cli.errors import UserError
+
+STAGES = {"tokenizer": "training the tokenizer", "train": "supervised warm start",
+          "sample": "sampling eval prompts", "score": "scoring samples"}
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-    def bootstrap(ctx: typer.Context) -> None:
-        """Build a tiny warm-started model for a task, locally (no hub needed)."""
-        raise NotBuiltYet("`botgrpo bootstrap`", 6)
+    @app.command()
+    def bootstrap(
+        task: Annotated[str, typer.Option("--task", help="task name, e.g. react_synth or arith_synth")],
+        out_dir: Annotated[Optional[Path], typer.Option("--out", help="write the model here, not in the cache")] = None,
+        seed: Annotated[int, typer.Option("--seed", help="seed for corpus, initialisation and sampling")] = 0,
+        force: Annotated[bool, typer.Option("--force", help="rebuild even when a cached build exists")] = False,
+        size: Annotated[str, typer.Option("--size", help="tiny or small")] = "tiny",
+    ) -> None:
+        """Build a tiny warm-started model for a task, locally (no hub needed), and print its base
+        success rate. Cached under $BOTGRPO_CACHE or ~/.cache/botgrpo."""
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from botgrpo_cli.bootstrap import RECIPES, bootstrap as build, describe, read_info
+        from botgrpo_tasks import get_task, list_tasks
+
+        try:
+            task_obj = get_task(task, seed=seed)
+        except KeyError:
+            raise UserError(f"unknown task {task!r}; choose one of: {', '.join(list_tasks())}") from None
+        if size not in RECIPES:
+            raise UserError(f"unknown size {size!r}; choose one of: {', '.join(RECIPES)}")
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=console, transient=True) as bar:
+            ids: dict[str, int] = {}
+
+            def on_progress(stage: str, done: int, total: int) -> None:
+                if stage not in ids:
+                    ids[stage] = bar.add_task(STAGES.get(stage, stage), total=total)
+                bar.update(ids[stage], completed=done)
+
+            try:
+                path = build(task_obj, out=out_dir, seed=seed, force=force, size=size, progress=on_progress)
+            except NotImplementedError as err:
+                raise UserError(f"task {task!r} cannot be bootstrapped: {err}") from None
+        console.print(f"{task_obj.name}: {describe(read_info(path))}")
+        typer.echo(str(path))  # stdout: the path alone, for scripts

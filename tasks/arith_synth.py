@@ -1,0 +1,182 @@
+"""`arith_synth`: multi-step arithmetic word problems solved one equality per paragraph.
+
+A solution is 3-5 paragraphs separated by blank lines, each one equality such as `7 * 4 = 28`,
+then `\\boxed{N}`. Scored by the `math` service with step checks. The supervised corpus carries
+realistic slips (a forgotten carry or borrow, an off-by-one-row product) that propagate to the
+answer, so a warm-started model is wrong in the same places people are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from botgrpo_tasks.base import Example, Task
+
+NAMES = ("Mia", "Tom", "Zoë", "José", "Ana", "Jürgen", "Lena", "Omar", "Renée", "Kai")
+ITEMS = ("apples", "pens", "stickers", "coins", "marbles", "cards", "shells", "books")
+
+# Probability of a slip when the step invites one (carry, borrow) or at all (products).
+SLIP_RATES = {"carry": 0.4, "borrow": 0.35, "product": 0.1}
+
+
+@dataclass(frozen=True)
+class Step:
+    a: int
+    op: str  # one of + - *
+    b: int
+
+    def value(self) -> int:
+        return {"+": self.a + self.b, "-": self.a - self.b, "*": self.a * self.b}[self.op]
+
+
+@dataclass(frozen=True)
+class Problem:
+    text: str
+    ops: tuple[tuple[str, int], ...]  # the first is ("*", b) applied to the first count a
+    start: int
+
+    def steps(self, slips: frozenset[int] = frozenset()) -> list[tuple[Step, int]]:
+        """Each step with the result written for it; a slipped step's error propagates."""
+        out, x = [], self.start
+        for i, (op, b) in enumerate(self.ops):
+            step = Step(x, op, b)
+            x = _slipped(step) if i in slips else step.value()
+            out.append((step, x))
+        return out
+
+    def answer(self) -> int:
+        return self.steps()[-1][1]
+
+
+def _slipped(step: Step) -> int:
+    """The typical wrong result of a step: carry or borrow forgotten, or one row off in a product."""
+    if step.op == "+":
+        return step.value() - 10
+    if step.op == "-":
+        return step.value() + 10
+    return step.value() + step.a
+
+
+def _slip_kind(step: Step) -> str | None:
+    if step.op == "+" and step.a % 10 + step.b % 10 >= 10:
+        return "carry"
+    if step.op == "-" and step.a % 10 < step.b % 10:
+        return "borrow"
+    if step.op == "*":
+        return "product"
+    return None
+
+
+def solution(problem: Problem, slips: frozenset[int] = frozenset()) -> str:
+    paras = [f"{s.a} {s.op} {s.b} = {r}" for s, r in problem.steps(slips)]
+    return "\n\n".join(paras + [f"\\boxed{{{problem.steps(slips)[-1][1]}}}"])
+
+
+def sample_problem(rng: random.Random) -> Problem:
+    """A product, then alternating gains and losses. The fixed order and small numbers (totals stay
+    under 40) keep the problems within reach of a tiny model; the slips make them hard."""
+    name, item = rng.choice(NAMES), rng.choice(ITEMS)
+    a, b = rng.randint(2, 4), rng.randint(2, 5)
+    sentences = [f"{name} has {a} bags with {b} {item} each."]
+    ops: list[tuple[str, int]] = [("*", b)]
+    x = a * b
+    for i in range(rng.randint(2, 4)):
+        if i % 2 == 0:
+            k = rng.randint(2, 6)
+            ops.append(("+", k))
+            sentences.append(f"They find {k} more {item}.")
+        else:
+            k = rng.randint(2, min(6, x - 1))
+            ops.append(("-", k))
+            sentences.append(f"They give away {k} {item}.")
+        x = Step(x, *ops[-1]).value()
+    sentences.append(f"How many {item} does {name} have now?")
+    return Problem(" ".join(sentences), tuple(ops), a)
+
+
+def draw_slips(rng: random.Random, problem: Problem, scale: float = 1.0) -> frozenset[int]:
+    """Which steps slip, judged on the operands actually written (after earlier slips)."""
+    slips, x = set(), problem.start
+    for i, (op, b) in enumerate(problem.ops):
+        step = Step(x, op, b)
+        kind = _slip_kind(step)
+        if kind and rng.random() < min(1.0, SLIP_RATES[kind] * scale):
+            slips.add(i)
+            x = _slipped(step)
+        else:
+            x = step.value()
+    return frozenset(slips)
+
+
+def _is_eval(problem: Problem) -> bool:
+    return hashlib.sha256(problem.text.encode()).digest()[0] < 26  # about 10%
+
+
+def draw_problems(seed: int, n: int, split: str) -> list[Problem]:
+    rng = random.Random(f"arith_synth/{split}/{seed}")
+    seen: set[str] = set()
+    out: list[Problem] = []
+    for _ in range(n * 100):
+        p = sample_problem(rng)
+        if _is_eval(p) == (split == "eval") and p.text not in seen:
+            seen.add(p.text)
+            out.append(p)
+            if len(out) == n:
+                return out
+    raise ValueError(f"arith_synth: could not draw {n} distinct {split} problems")
+
+
+@dataclass(frozen=True)
+class CorpusItem:
+    problem: Problem
+    slips: frozenset[int]
+    prompt: str
+    completion: str
+
+
+class ArithSynthTask(Task):
+    """Options: n_train (default 2000), n_eval (256), slip_scale (multiplies SLIP_RATES, 1.0)."""
+
+    name = "arith_synth"
+    service = "math"
+    service_options: dict[str, Any] = {"steps": True}
+    success_metric = "correct"
+    step_separator = "\n\n"
+    stop = ()  # completions end with the model's EOS
+    max_new_tokens = 96
+    eval_metrics = ("correct", "steps_wrong")
+
+    def _examples(self, split: str, n: int) -> list[Example]:
+        return [
+            Example(id=f"arith_synth/{split}/{i}", prompt=prompt(p), reference={"answer": str(p.answer())})
+            for i, p in enumerate(draw_problems(self.seed, n, split))
+        ]
+
+    def train_examples(self) -> list[Example]:
+        return self._examples("train", int(self.options.get("n_train", 2000)))
+
+    def eval_examples(self) -> list[Example]:
+        return self._examples("eval", int(self.options.get("n_eval", 256)))
+
+    def corpus_items(self, n: int, seed: int = 0) -> list[CorpusItem]:
+        scale = float(self.options.get("slip_scale", 1.0))
+        rng = random.Random(f"arith_synth/corpus/{seed}")
+        items = []
+        for p in draw_problems(seed, n, "train"):
+            slips = draw_slips(rng, p, scale)
+            items.append(CorpusItem(p, slips, prompt(p), solution(p, slips)))
+        return items
+
+    def corpus(self, n: int, seed: int = 0) -> list[tuple[str, str]]:
+        return [(it.prompt, it.completion) for it in self.corpus_items(n, seed)]
+
+
+def prompt(problem: Problem) -> str:
+    return problem.text + "\nSolve step by step, one equation per paragraph.\n"
+
+
+def make_task(seed: int = 0, **options: Any) -> ArithSynthTask:
+    return ArithSynthTask(seed=seed, **options)
