@@ -1,12 +1,80 @@
-"""`botgrpo eval`: Pass@k, compile rate and judged win rate for a model on a task."""
+"""`botgrpo eval`: Pass@k, compile and render rates, and a judged win rate for a model on a task."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Optional
 
 import typer
 
-from botgrpo_cli.errors import NotBuiltYet
+from botgrpo_cli.errors import UserError
+
+
+def parse_task_options(pairs: list[str]) -> dict[str, Any]:
+    """key=value pairs; values are read as JSON when they parse (true, 3, 0.5), else kept as text."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--task-option {pair!r}: write it as key=value, e.g. path=problems.jsonl")
+        try:
+            options[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key.strip()] = value
+    return options
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("eval", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-    def evaluate(ctx: typer.Context) -> None:
-        """Evaluate a model on a task: Pass@k, compile rate, judged win rate."""
-        raise NotBuiltYet("`botgrpo eval`", 7)
+    @app.command("eval")
+    def evaluate(
+        task: Annotated[str, typer.Option("--task", help="react_synth, arith_synth, react, aime, or an installed task.")],
+        model: Annotated[str, typer.Option("--model", help="Hub id, model folder, checkpoint folder, or a run directory "
+                                                           "of `botgrpo train` (every checkpoint, plotted vs step).")],
+        out: Annotated[Path, typer.Option("--out", help="Folder for eval.json, eval.md, screenshots and plots.")],
+        n: Annotated[int, typer.Option("--n", help="Samples per problem.")] = 4,
+        k: Annotated[str, typer.Option("--k", help="Pass@k values, comma-separated; each at most --n.")] = "1",
+        temperature: Annotated[float, typer.Option(help="Sampling temperature (0 = greedy).")] = 1.0,
+        top_p: Annotated[float, typer.Option("--top-p", help="Nucleus sampling mass.")] = 1.0,
+        max_new_tokens: Annotated[Optional[int], typer.Option("--max-new-tokens", help="Default: the task's.")] = None,
+        seed: Annotated[int, typer.Option(help="Fixes the samples (and the bootstrap interval).")] = 0,
+        workers: Annotated[int, typer.Option("--workers", help="Processes per reward service.")] = 1,
+        split: Annotated[str, typer.Option("--split", help="eval or train.")] = "eval",
+        limit: Annotated[Optional[int], typer.Option("--limit", help="Evaluate the first N problems only.")] = None,
+        task_option: Annotated[Optional[list[str]], typer.Option("--task-option", help="Task option key=value "
+                                                                 "(repeatable), e.g. path=aime.jsonl.")] = None,
+        against: Annotated[Optional[str], typer.Option("--against", help="A second model: judged win rate "
+                                                       "of --model over it on the same prompts.")] = None,
+        judge: Annotated[str, typer.Option("--judge", help="Pairwise judge for --against: auto, score, similarity, "
+                                           "vlm (auto: vlm when BOTGRPO_VLM_* is set, else similarity, for "
+                                           "React tasks; score otherwise).")] = "auto",
+        render: Annotated[bool, typer.Option("--render/--no-render", help="React tasks: render every sample "
+                                             "(screenshots, render rate, similarity).")] = True,
+        batch_size: Annotated[int, typer.Option("--batch-size", help="Prompts per generate call.")] = 8,
+        threads: Annotated[int, typer.Option("--threads", help="torch threads; 0 keeps torch's default.")] = 0,
+    ) -> None:
+        """Evaluate a model on a task: unbiased Pass@k, compile/render rates, judged win rate."""
+        from botgrpo_cli.console import out as stdout
+        from botgrpo_cli.evaluation import EvalOptions, run_eval
+        from botgrpo_cli.evaluation.metrics import parse_ks
+
+        try:
+            ks = parse_ks(k)
+        except ValueError as err:
+            raise UserError(f"--k: {err}") from None
+        if threads < 0:
+            raise UserError("--threads must be 0 (torch's default) or a positive count")
+        if threads:
+            import torch
+
+            torch.set_num_threads(threads)
+        opts = EvalOptions(task=task, model=model, out=out, n=n, ks=ks, temperature=temperature, top_p=top_p,
+                           max_new_tokens=max_new_tokens, seed=seed, workers=workers, split=split, limit=limit,
+                           task_options=parse_task_options(task_option or []), against=against, judge=judge,
+                           render=render, batch_size=batch_size)
+        result = run_eval(opts)
+        summary = (out / "eval.md").read_text(encoding="utf-8").split("\n## Per problem")[0].rstrip()
+        stdout.print(summary, markup=False, soft_wrap=True)
+        stdout.print(f"\nwrote {out / 'eval.json'} and {out / 'eval.md'}")
+        if result.get("plot"):
+            stdout.print(f"plot: {out / result['plot']}")

@@ -1,0 +1,76 @@
+"""What `--model` names: a hub id, a model folder, one checkpoint of `botgrpo train`, or a whole
+run directory (every checkpoint, in step order). Loading goes through the trainer's policy loader."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from botgrpo_cli.errors import UserError
+
+WEIGHTS = ("config.json", "adapter_config.json")  # a full model or a LoRA adapter
+
+
+@dataclass(frozen=True)
+class Target:
+    label: str  # "model", "step-000020", or the --against model's "against"
+    path: str  # a model folder or a hub id
+    step: int | None = None  # training step, for checkpoints
+
+
+def _is_model_dir(path: Path) -> bool:
+    return any((path / name).is_file() for name in WEIGHTS)
+
+
+def _checkpoint(ckpt: Path) -> Target:
+    state = ckpt / "state.json"
+    step = json.loads(state.read_text())["step"] if state.is_file() else int(ckpt.name.rsplit("-", 1)[-1])
+    return Target(label=ckpt.name, path=str(ckpt / "model"), step=int(step))
+
+
+def _looks_local(name: str) -> bool:
+    """Paths, not hub ids ("owner/name" or "name"): start with . / ~, or have more than one '/'."""
+    return name.startswith((".", "/", "~")) or (os.sep in name and name.count("/") != 1)
+
+
+def resolve(name: str, label: str = "model") -> list[Target]:
+    """The models to evaluate for one `--model` value (several for a run directory)."""
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if _is_model_dir(path):
+            return [Target(label, str(path))]
+        if _is_model_dir(path / "model"):
+            return [_checkpoint(path)]
+        ckpts = sorted(p for p in (path / "checkpoints").glob("step-*") if _is_model_dir(p / "model"))
+        if ckpts:
+            return [_checkpoint(p) for p in ckpts]
+        if (path / "metrics.jsonl").is_file() or (path / "checkpoints").is_dir():
+            raise UserError(f"run directory {path} has no checkpoints to evaluate; train with run.save_every > 0 "
+                            "or until the last step (it is always saved)")
+        raise UserError(f"{path} is not a model folder (no config.json), a checkpoint or a run directory; "
+                        "give one of those or a Hugging Face hub id")
+    if path.exists() or _looks_local(name):
+        raise UserError(f"model path {name} does not exist; give a model folder, a checkpoint or run directory "
+                        "of `botgrpo train`, or a hub id")
+    return [Target(label, name)]
+
+
+def load(target: Target) -> tuple[Any, Any]:
+    """(model in eval mode, tokenizer) for a target; a LoRA adapter is loaded onto its base model."""
+    from botgrpo_cli.config import ModelConfig
+    from botgrpo_cli.trainer.policy import load_model, load_tokenizer
+
+    tok = load_tokenizer(target.path)  # first: it also quiets transformers' progress bars
+    adapter = Path(target.path) / "adapter_config.json"
+    if not adapter.is_file():
+        return load_model(target.path, ModelConfig(), trainable=False), tok
+    from peft import PeftModel
+
+    base = json.loads(adapter.read_text()).get("base_model_name_or_path")
+    if not base:
+        raise UserError(f"LoRA adapter {target.path} does not name its base model (base_model_name_or_path)")
+    model = PeftModel.from_pretrained(load_model(base, ModelConfig(), trainable=False), target.path)
+    return model.eval().requires_grad_(False), tok

@@ -1,0 +1,59 @@
+"""PNG plots: eval figures vs training step, and runs compared vs step and vs wall time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; no display needed
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_vs_step(points: Sequence[tuple[int, dict[str, float]]], keys: Sequence[str], out: Path, title: str) -> Path:
+    """One line per figure in `keys` (rates in [0, 1]) against the checkpoint's step."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    steps = [step for step, _ in points]
+    for key in keys:
+        ys = [figs.get(key) for _, figs in points]
+        ax.plot(steps, [float("nan") if y is None else y for y in ys], marker="o", label=key)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("training step")
+    ax.set_ylabel("rate")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out
+
+
+def plot_runs(curves: Sequence[Any], metric: str, target: float | None, out: Path) -> Path:
+    """Two panels: `metric` vs step and vs wall time (s), one line per run (compare.Curve)."""
+    plt = _pyplot()
+    fig, (by_step, by_time) = plt.subplots(1, 2, figsize=(11, 4.0))
+    for c in curves:
+        marker = "." if len(c.steps) < 40 else None
+        by_step.plot(c.steps, c.values, marker=marker, label=c.name)
+        by_time.plot(c.wall_s, c.values, marker=marker, label=c.name)
+    for ax, xlabel in ((by_step, "step"), (by_time, "wall time (s)")):
+        if target is not None:
+            ax.axhline(target, color="grey", linestyle="--", linewidth=1)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(metric)
+        ax.grid(alpha=0.3)
+    by_step.legend(fontsize=8)
+    fig.suptitle(f"{metric}" + (f" (target {target:g})" if target is not None else ""))
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out

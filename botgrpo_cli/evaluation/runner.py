@@ -1,0 +1,189 @@
+"""`botgrpo eval` end to end: resolve models, sample and score, judge pairs, write the reports."""
+
+from __future__ import annotations
+
+import dataclasses
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from botgrpo_cli.errors import UserError
+from botgrpo_cli.evaluation import models, pairwise, report, sheets, winrate
+from botgrpo_cli.evaluation.metrics import aggregate
+from botgrpo_cli.evaluation.results import Problem
+from botgrpo_cli.evaluation.sampling import Scoring, evaluate_model
+
+SPLITS = ("eval", "train")
+RENDER_FIGURES = ("rendered", "similarity", "judge")
+PLOTTED = ("syntax_ok", "types_ok", "rendered", "similarity", "correct")  # rates, beside pass@k
+
+
+@dataclass
+class EvalOptions:
+    """Everything `botgrpo eval` takes (see its --help for each)."""
+
+    task: str
+    model: str
+    out: Path
+    n: int = 4
+    ks: list[int] = field(default_factory=lambda: [1])
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int | None = None  # None = the task's default
+    seed: int = 0
+    workers: int = 1
+    split: str = "eval"
+    limit: int | None = None
+    task_options: dict[str, Any] = field(default_factory=dict)
+    against: str | None = None
+    judge: str = "auto"
+    render: bool = True  # React tasks: screenshots, render rate, similarity
+    batch_size: int = 8  # prompts per generate call
+    deadline_ms: int = 30_000
+
+
+def check(opts: EvalOptions) -> None:
+    """Reject bad option values before anything is loaded."""
+    if opts.n < 1:
+        raise UserError(f"--n must be at least 1, got {opts.n}")
+    too_big = [k for k in opts.ks if k > opts.n]
+    if too_big:
+        raise UserError(f"--k {','.join(map(str, too_big))} is larger than --n {opts.n}: pass@k needs at least k "
+                        f"samples per problem; raise --n to {max(too_big)} or drop those k")
+    if opts.split not in SPLITS:
+        raise UserError(f"--split must be one of {', '.join(SPLITS)}, got {opts.split!r}")
+    if opts.limit is not None and opts.limit < 1:
+        raise UserError(f"--limit must be at least 1, got {opts.limit}")
+    if opts.judge not in pairwise.JUDGES:
+        raise UserError(f"--judge must be one of {', '.join(pairwise.JUDGES)}, got {opts.judge!r}")
+    if min(opts.workers, opts.batch_size) < 1:
+        raise UserError("--workers and --batch-size must be at least 1")
+
+
+def load_task(opts: EvalOptions) -> tuple[Any, list]:
+    """The task and the problems to evaluate (the split, cut to --limit)."""
+    from botgrpo_tasks import get_task
+
+    try:
+        task = get_task(opts.task, seed=opts.seed, **opts.task_options)
+    except KeyError as err:
+        raise UserError(f"--task: {err.args[0]}") from None
+    except TypeError as err:
+        raise UserError(f"--task-option values do not fit task {opts.task!r}: {err}") from None
+    examples = task.eval_examples() if opts.split == "eval" else task.train_examples()
+    examples = examples[: opts.limit] if opts.limit else examples
+    if not examples:
+        raise UserError(f"task {opts.task!r} has no {opts.split} problems; check its data or use --split train")
+    return task, examples
+
+
+def _targets(opts: EvalOptions) -> tuple[list[models.Target], models.Target | None]:
+    targets = models.resolve(opts.model)
+    if opts.against is None:
+        return targets, None
+    if len(targets) > 1:
+        raise UserError("--against compares two single models; give one checkpoint of the run, not the run directory")
+    other = models.resolve(opts.against, label="against")
+    if len(other) > 1:
+        raise UserError("--against takes one model; give one checkpoint of the run, not the run directory")
+    return targets, other[0]
+
+
+def _figure_names(task: Any) -> list[str]:
+    return list(dict.fromkeys((task.success_metric, *task.eval_metrics, *RENDER_FIGURES)))
+
+
+def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOptions, scoring: Scoring,
+              shots_root: Path | None, progress: Any) -> tuple[dict, list[Problem]]:
+    from botgrpo_cli.rollout import SamplingParams
+
+    model, tok = models.load(target)
+    params = SamplingParams(max_new_tokens=opts.max_new_tokens or task.max_new_tokens, temperature=opts.temperature,
+                            top_p=opts.top_p, stop=tuple(task.stop), seed=opts.seed)
+    shots = shots_root / target.label / "png" if shots_root is not None else None
+    bar = progress.add_task(f"{target.label}: sampling", total=len(examples))
+    problems = evaluate_model(model, tok, task, examples, opts.n, params, scoring, opts.out, shots, opts.batch_size,
+                              tick=lambda k: progress.advance(bar, k))
+    entry = {"label": target.label, "model": target.path, "step": target.step,
+             "aggregates": aggregate(problems, opts.ks, _figure_names(task)),
+             "problems": report.problem_rows(problems, opts.ks)}
+    if shots is not None:
+        entry["contact_sheet"] = sheets.write(problems, shots.parent, opts.out, f"{opts.task}: {target.label}")
+    return entry, problems
+
+
+def _pools(stack: ExitStack, task: Any, opts: EvalOptions, render: bool) -> Scoring:
+    from botgrpo_cli.reward_client import RewardPool
+
+    pool = stack.enter_context(RewardPool(task.service, workers=opts.workers))
+    render_pool = None
+    if render:
+        render_pool = pool if task.service == "render" else stack.enter_context(RewardPool("render", workers=opts.workers))
+    return Scoring(pool, dict(task.service_options), task.success_metric, render_pool, deadline_ms=opts.deadline_ms)
+
+
+def run_eval(opts: EvalOptions) -> dict[str, Any]:
+    """Evaluate, write eval.json / eval.md (and screenshots, plots) under opts.out; return the report."""
+    from rich.progress import Progress
+
+    from botgrpo_cli.console import console
+
+    check(opts)
+    task, examples = load_task(opts)
+    targets, against = _targets(opts)
+    render = opts.render and task.service in ("react", "render")
+    judge = pairwise.choose_judge(opts.judge, render)
+    if against is not None and judge != "score" and not render:
+        raise UserError(f"--judge {judge} needs rendered React components; use --judge score for task {opts.task!r}")
+    opts.out.mkdir(parents=True, exist_ok=True)
+    shots_root = opts.out.resolve() / "screens" if render else None  # absolute: services save there
+    evaluations, finals, other, win = [], [], None, None
+    with ExitStack() as stack, Progress(console=console, transient=True) as progress:
+        scoring = _pools(stack, task, opts, render)
+        for target in targets:
+            entry, finals = _evaluate(target, task, examples, opts, scoring, shots_root, progress)
+            evaluations.append(entry)
+        if against is not None:
+            other, other_problems = _evaluate(against, task, examples, opts, scoring, shots_root, progress)
+            win = _win_rate(finals, other_problems, examples, judge, scoring, opts)
+    result = _report(opts, task, evaluations, other, judge, win)
+    report.write_json(opts.out / "eval.json", result)
+    (opts.out / "eval.md").write_text(report.markdown(result, finals, opts.ks), encoding="utf-8")
+    return result
+
+
+def _win_rate(a: list[Problem], b: list[Problem], examples: list, judge: str, scoring: Scoring,
+              opts: EvalOptions) -> dict[str, float]:
+    """The judged win rate of the model over --against, with its bootstrap interval."""
+    outcomes, undecided = pairwise.judge_pairs(a, b, examples, judge, scoring.render_pool, opts.deadline_ms)
+    if not any(outcomes):
+        raise UserError(f"the {judge} judge could not decide any of the {undecided} pairs (service errors); "
+                        "check the render service (`botgrpo reward serve render`) or use --judge score")
+    return {**winrate.summarize(outcomes, seed=opts.seed), "undecided": float(undecided)}
+
+
+def _report(opts: EvalOptions, task: Any, evaluations: list[dict], other: dict | None, judge: str,
+            win: dict[str, float] | None) -> dict[str, Any]:
+    config = {**dataclasses.asdict(opts), "out": str(opts.out),
+              "max_new_tokens": opts.max_new_tokens or task.max_new_tokens}
+    result: dict[str, Any] = {
+        "config": config,
+        "task": {"name": task.name, "service": task.service, "success_metric": task.success_metric,
+                 "eval_metrics": list(task.eval_metrics)},
+        "aggregates": evaluations[-1]["aggregates"],
+        "evaluations": evaluations,
+        "contact_sheets": [{"label": e["label"], "path": e["contact_sheet"]} for e in evaluations + [other or {}]
+                           if e.get("contact_sheet")],
+    }
+    if other is not None:
+        result.update(against=other, judge=judge, win_rate=win)
+    steps = [(e["step"], e["aggregates"]) for e in evaluations if e["step"] is not None]
+    if len(steps) > 1:
+        rates = (*(f"pass@{k}" for k in opts.ks), *(("success_rate",) if 1 not in opts.ks else ()), *PLOTTED)
+        keys = [k for k in rates if k in steps[-1][1]]  # success_rate is pass@1: shown once
+        from botgrpo_cli.evaluation.plots import plot_vs_step
+
+        plot_vs_step(steps, keys, opts.out / "metrics_vs_step.png", f"{opts.task}: eval vs training step")
+        result["plot"] = "metrics_vs_step.png"
+    return result

@@ -1,0 +1,139 @@
+"""Sample n completions per eval problem and score them: the task's service, plus a render pass
+(screenshots, render rate, similarity to the reference) for React tasks.
+
+Scoring requests are sent as soon as each generated chunk is ready, so the services work while
+the model generates the next chunk.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from botgrpo_cli.evaluation.results import Problem, Sample
+from botgrpo_cli.rollout import HFEngine, SamplingParams
+from botgrpo_rewards.protocol import ScoreRequest, ScoreResponse
+
+
+@dataclass
+class Scoring:
+    """Where completions go: the task's pool and, for React tasks, a render pool (or None)."""
+
+    pool: Any  # RewardPool of task.service
+    options: dict  # the task's service options
+    success_metric: str
+    render_pool: Any = None  # RewardPool("render"); None = no render pass
+    deadline_ms: int = 30_000
+
+
+@dataclass
+class Pending:
+    """A generated completion whose scoring is in flight."""
+
+    problem: int
+    text: str
+    tokens: int
+    finished: bool
+    task: Future
+    render: Future | None
+    render_request: ScoreRequest | None
+    render_note: str | None = None  # why the render pass fell back to no judge
+
+
+def _request(rid: str, text: str, example: Any, options: dict, deadline_ms: int) -> ScoreRequest:
+    return ScoreRequest(id=rid, completion=text, prompt=example.prompt, reference=dict(example.reference),
+                        options=options, deadline_ms=deadline_ms)
+
+
+def _render_options(example: Any, save_dir: Path | None) -> dict:
+    judge = "similarity" if "reference_code" in example.reference else "none"  # similarity needs a reference
+    options = {"judge": judge, "mode": "single"}
+    return {**options, "save_dir": str(save_dir)} if save_dir is not None else options
+
+
+def submit_all(model: Any, tok: Any, task: Any, examples: list, n: int, params: SamplingParams, scoring: Scoring,
+               shots: Path | None, batch_size: int, tick: Callable[[int], None] = lambda k: None) -> list[Pending]:
+    """Generate chunk by chunk (chunk c uses seed params.seed + c) and send every completion to the
+    services at once. `shots`: folder for screenshots (React tasks), or None."""
+    engine = HFEngine(model, tok)
+    rows: list[Pending] = []
+    in_task = task.service == "render"  # the task itself scores by rendering: no second pass
+    for c, lo in enumerate(range(0, len(examples), batch_size)):
+        chunk = examples[lo:lo + batch_size]
+        batch = engine.generate([task.format_prompt(ex, tok) for ex in chunk], n,
+                                dataclasses.replace(params, seed=params.seed + c))
+        lengths = batch.lengths.tolist()
+        for i, text in enumerate(batch.texts):
+            p = lo + i // n
+            rid, ex = f"p{p:05d}-s{i % n:03d}", examples[p]
+            options = {**scoring.options, **({"save_dir": str(shots)} if in_task and shots else {})}
+            shown = None
+            if scoring.render_pool is not None and not in_task:
+                shown = _request(rid, text, ex, _render_options(ex, shots), scoring.deadline_ms)
+            rows.append(Pending(p, text, int(lengths[i]), bool(batch.finished[i]),
+                             scoring.pool.submit(_request(rid, text, ex, options, scoring.deadline_ms)),
+                             scoring.render_pool.submit(shown) if shown else None, shown))
+        tick(len(chunk))
+    return rows
+
+
+def _relative(path: Any, root: Path) -> str | None:
+    return os.path.relpath(path, root) if isinstance(path, str) and path else None
+
+
+def _sample(row: Pending, success_metric: str, root: Path) -> Sample:
+    resp: ScoreResponse = row.task.result()
+    ok = resp.ok and resp.score is not None
+    metrics = {k: float(v) for k, v in resp.metrics.items()} if ok else {}
+    shot, render_status, render_error = resp.info.get("screenshot"), None, None
+    if row.render is not None:
+        shown: ScoreResponse = row.render.result()
+        shot, render_status = shown.info.get("screenshot"), shown.status
+        if shown.ok:
+            metrics.update({k: float(v) for k, v in shown.metrics.items()})
+            render_error = shown.info.get("render_error") or row.render_note  # why it did not render
+        else:
+            render_error = shown.error.message if shown.error else "no answer"
+    status = "ok" if ok else ("error" if resp.ok else resp.status)  # ok without a score is an error
+    error = None if ok else f"{status}: {resp.error.message if resp.error else 'no score'}"
+    return Sample(text=row.text, status=status, score=float(resp.score) if ok else None,
+                  success=metrics.get(success_metric, 0.0) >= 0.5, metrics=metrics, tokens=row.tokens,
+                  finished=row.finished, error=error, screenshot=_relative(shot, root), render_status=render_status,
+                  render_error=render_error)
+
+
+def rerender_unjudged(rows: list[Pending], pool: Any) -> None:
+    """A reference that does not render makes the similarity judge answer `bad_request`; that says
+    nothing about the sample, so render it again with no judge: it still counts for the render rate
+    and gets its screenshot (its similarity stays unmeasured)."""
+    for row in rows:
+        if row.render is None or row.render_request is None or row.render_request.options["judge"] == "none":
+            continue
+        resp: ScoreResponse = row.render.result()
+        if resp.error is not None and resp.error.type == "bad_request":
+            request = row.render_request  # without reference_code: the service would render it again
+            retry = dataclasses.replace(request, options={**request.options, "judge": "none"},
+                                        reference={k: v for k, v in request.reference.items() if k != "reference_code"})
+            row.render, row.render_note = pool.submit(retry), f"similarity not measured: {resp.error.message}"
+
+
+def collect(rows: list[Pending], examples: list, success_metric: str, root: Path) -> list[Problem]:
+    """Wait for every response and group samples by problem (failed scorings stay, as failures)."""
+    problems = [Problem(ex.id, ex.prompt, []) for ex in examples]
+    for row in rows:
+        problems[row.problem].samples.append(_sample(row, success_metric, root))
+    return problems
+
+
+def evaluate_model(model: Any, tok: Any, task: Any, examples: list, n: int, params: SamplingParams,
+                   scoring: Scoring, root: Path, shots: Path | None, batch_size: int,
+                   tick: Callable[[int], None] = lambda k: None) -> list[Problem]:
+    """Sample and score one model on `examples`; screenshot paths are made relative to `root`."""
+    rows = submit_all(model, tok, task, examples, n, params, scoring, shots, batch_size, tick)
+    if scoring.render_pool is not None:
+        rerender_unjudged(rows, scoring.render_pool)
+    return collect(rows, examples, scoring.success_metric, root)
