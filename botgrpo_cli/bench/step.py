@@ -1,0 +1,90 @@
+"""`botgrpo bench step`: one training step's time, its split and peak memory, per preset, side by side.
+
+Each preset runs in its own subprocess (so RSS high-water marks are per run) on the task's tiny
+model at 8 prompts x 8 completions x 48 new tokens; the first step is a warm-up and not counted.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from botgrpo_cli.errors import UserError
+
+SHAPE = ["rollout.prompts_per_step=8", "rollout.group_size=8", "rollout.max_new_tokens=48", "reward.workers=2",
+         "optim.micro_batch_size=16", "log.tensorboard=false", "log.samples_every=0", "run.save_every=0"]
+
+
+@dataclass
+class StepFigures:
+    algo: str
+    step_s: float  # medians over the timed steps
+    generate_s: float
+    reward_s: float  # time blocked on scoring after the overlapped log-prob pass
+    logp_s: float
+    update_s: float  # advantage + loss + backward + optimizer
+    peak_rss_mb: float
+    steps: int
+
+    @property
+    def reward_share(self) -> float:
+        return self.reward_s / self.step_s
+
+
+def measure(algo: str, steps: int, task: str, threads: int, out_dir: Path, model: str = "") -> StepFigures:
+    """Train `steps` + 1 steps in this process and return the medians of all but the first."""
+    from botgrpo_cli.config import load_config
+    from botgrpo_cli.trainer import train
+
+    cfg = load_config(None, algo=algo, sets=[*SHAPE, f"run.task={task}", f"run.steps={steps + 1}",
+                                             f"run.threads={threads}"])
+    cfg.run.out_dir, cfg.model.name_or_path = str(out_dir), model or None
+    records = train(cfg).metrics[1:]
+
+    def med(key: str) -> float:
+        return statistics.median(r[key] for r in records)
+
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+    return StepFigures(algo, med("time/step_s"), med("time/generate_s"), med("time/reward_s"), med("time/logp_s"),
+                       med("time/update_s"), peak_mb, len(records))
+
+
+def _one(algo: str, steps: int, task: str, threads: int, model: str | None, out: Path) -> StepFigures:
+    argv = [sys.executable, "-m", "botgrpo_cli.bench.step", algo, str(steps), task, str(threads), str(out), model or ""]
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise UserError(f"bench step for {algo} failed: {' | '.join(tail)}")
+    return StepFigures(**json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def run(algos: list[str], steps: int, task: str, threads: int, model: str | None = None,
+        repeats: int = 2) -> list[StepFigures]:
+    """Measure each preset in fresh subprocesses, alternating presets `repeats` times (so load from
+    other processes hits them alike); medians over all timed steps and runs."""
+    if steps < 1 or repeats < 1:
+        raise UserError("--steps and --repeats must be at least 1")
+    runs: dict[str, list[StepFigures]] = {a: [] for a in algos}
+    with tempfile.TemporaryDirectory(prefix="botgrpo-bench-step-") as tmp:
+        for r in range(repeats):
+            for algo in algos:
+                runs[algo].append(_one(algo, steps, task, threads, model, Path(tmp) / f"{algo}-{r}"))
+    return [_median_of(a, figs) for a, figs in runs.items()]
+
+
+def _median_of(algo: str, figs: list[StepFigures]) -> StepFigures:
+    keys = ("step_s", "generate_s", "reward_s", "logp_s", "update_s", "peak_rss_mb")
+    med = {k: statistics.median(getattr(f, k) for f in figs) for k in keys}
+    return StepFigures(algo=algo, steps=sum(f.steps for f in figs), **med)
+
+
+if __name__ == "__main__":  # the per-preset worker: prints one JSON line
+    a, n, t, th, o, m = sys.argv[1:7]
+    fig = measure(a, int(n), t, int(th), Path(o), m)
+    print(json.dumps(fig.__dict__))

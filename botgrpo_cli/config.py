@@ -1,0 +1,309 @@
+"""Typed training configuration: dataclasses documented once, YAML files, `--set a.b=c`, validation.
+
+Every field's help text lives in its `metadata["help"]`; validation messages and `describe()` read
+it from there. Fields left as None mean "the task's (or the preset's) default".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from botgrpo_cli.errors import UserError
+
+
+def opt(default: Any, help: str, choices: tuple | None = None) -> Any:
+    """A dataclass field with its help text (and allowed values) attached as metadata."""
+    meta = {"help": help, "choices": choices}
+    if isinstance(default, (dict, list)):
+        return field(default_factory=lambda: type(default)(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass
+class ModelConfig:
+    name_or_path: Optional[str] = opt(None, "HF hub id or local directory; None = the task's bootstrapped tiny model")
+    dtype: str = opt("float32", "parameter dtype", ("float32", "bfloat16", "float16"))
+    gradient_checkpointing: bool = opt(False, "recompute activations in backward to save memory")
+    lora_r: int = opt(0, "LoRA rank; 0 trains all parameters")
+    lora_alpha: int = opt(16, "LoRA alpha (scale = alpha / r)")
+    lora_dropout: float = opt(0.0, "LoRA dropout")
+    lora_target_modules: list = opt([], "module names LoRA adapts; empty = peft's default for the model")
+
+
+@dataclass
+class RolloutConfig:
+    engine: str = opt("hf", "generation engine: hf (transformers generate) or vllm", ("hf", "vllm"))
+    group_size: int = opt(8, "completions sampled per prompt (G)")
+    prompts_per_step: int = opt(8, "prompts per training step")
+    max_new_tokens: Optional[int] = opt(None, "generation length limit; None = the task's")
+    temperature: float = opt(1.0, "sampling temperature (also divides logits when computing log-probs)")
+    top_p: float = opt(1.0, "nucleus sampling threshold")
+    stop: Optional[list] = opt(None, "stop strings (kept in the text); None = the task's")
+
+
+@dataclass
+class RewardConfig:
+    service: Optional[str] = opt(None, "reward service name; None = the task's")
+    command: Optional[list] = opt(None, "argv that starts the service instead of `python -m botgrpo_rewards NAME`")
+    workers: int = opt(1, "reward service processes")
+    deadline_ms: int = opt(10000, "per-completion scoring deadline in milliseconds")
+    lambda_seq: float = opt(1.0, "weight of the sequence score in each token's reward")
+    lambda_tok: float = opt(1.0, "weight of the span rewards in each token's reward (0 = outcome only)")
+    options: dict = opt({}, "options sent with each request, merged over the task's")
+
+
+@dataclass
+class AlgoConfig:
+    name: str = opt("bot_grpo", "preset (ALGORITHMS.md section 4) filling the fields below that are unset")
+    advantage: Optional[str] = opt(None, "advantage estimator: grpo | bot_grpo | rloo | pure")
+    advantage_options: Optional[dict] = opt(None, "estimator options (scale, eps, std_correction, credit ...)")
+    loss: Optional[str] = opt(None, "policy loss: clip | gspo")
+    loss_agg: Optional[str] = opt(None, "seq_mean_token_mean | token_mean | seq_mean_token_sum_norm")
+    eps_low: Optional[float] = opt(None, "lower clip range")
+    eps_high: Optional[float] = opt(None, "upper clip range")
+    beta: float = opt(0.0, "k3 KL penalty weight against the initial model (0 = no reference model)")
+    dynamic_sampling: Optional[bool] = opt(None, "drop zero-variance groups and refill with new prompts (DAPO)")
+    max_rounds: int = opt(3, "sampling rounds per step at most when dynamic_sampling is on")
+    overlong_shaping: Optional[bool] = opt(None, "DAPO soft length penalty added to each score")
+    overlong_cache: int = opt(8, "DAPO overlong buffer L_cache in tokens")
+
+
+@dataclass
+class OptimConfig:
+    lr: float = opt(1e-3, "AdamW learning rate")
+    weight_decay: float = opt(0.0, "AdamW weight decay")
+    betas: list = opt([0.9, 0.99], "AdamW betas [beta1, beta2]")
+    warmup_steps: int = opt(0, "linear warm-up steps (then constant)")
+    grad_clip: float = opt(1.0, "max global gradient norm; 0 disables clipping")
+    micro_batch_size: int = opt(16, "completions per forward/backward (gradient accumulation bounds memory)")
+
+
+@dataclass
+class RunConfig:
+    task: str = opt("react_synth", "task name (botgrpo_tasks)")
+    task_options: dict = opt({}, "options passed to the task's constructor")
+    steps: int = opt(20, "training steps")
+    seed: int = opt(0, "seed for sampling, data order and initialisation")
+    out_dir: Optional[str] = opt(None, "run directory; None = runs/<task>-<algo>-<time>")
+    save_every: int = opt(10, "checkpoint every N steps (and at the end); 0 = only at the end")
+    keep_last: int = opt(2, "checkpoints kept")
+    eval_every: int = opt(0, "evaluate success on held-out prompts every N steps; 0 = never")
+    eval_prompts: int = opt(32, "held-out prompts per evaluation")
+    threads: int = opt(0, "torch CPU threads; 0 = torch's default")
+
+
+@dataclass
+class LogConfig:
+    every: int = opt(1, "print and record metrics every N steps")
+    samples_every: int = opt(5, "add completions to samples.html every N steps; 0 = never")
+    samples: int = opt(4, "completions shown per sampled step")
+    tensorboard: bool = opt(True, "write TensorBoard event files when tensorboard is installed")
+    wandb: bool = opt(False, "log to Weights & Biases when wandb is installed")
+
+
+@dataclass
+class Config:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def save(self, path: Path) -> None:
+        path.write_text(yaml.safe_dump(self.to_dict(), sort_keys=False))
+
+
+_CLASSES: dict[str, type] = typing.get_type_hints(Config)  # section name -> dataclass
+_HINTS = {section: typing.get_type_hints(cls) for section, cls in _CLASSES.items()}  # resolved field types
+
+
+def describe() -> str:
+    """Every option with its type, default and help text (for docs and `--help`)."""
+    lines = []
+    for section, cls in _CLASSES.items():
+        for f in dataclasses.fields(cls):
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            lines.append(f"{section}.{f.name} ({_type_name(_HINTS[section][f.name])}, default {default!r}): "
+                         f"{f.metadata['help']}")
+    return "\n".join(lines)
+
+
+def _type_name(tp: Any) -> str:
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    base = args[0] if args else tp
+    return getattr(base, "__name__", str(base))
+
+
+_KINDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string", list: "a list",
+          dict: "a mapping"}
+
+
+def _kind(tp: Any) -> str:
+    return _KINDS.get(tp, _type_name(tp))
+
+
+def _closest(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    return f"{hint}known: {', '.join(known)}"
+
+
+def _field_of(section: str, key: str) -> dataclasses.Field:
+    if section not in _CLASSES:
+        raise UserError(f"unknown config section {section!r}; {_closest(section, list(_CLASSES))}")
+    fields = {f.name: f for f in dataclasses.fields(_CLASSES[section])}
+    if key not in fields:
+        raise UserError(f"unknown config key {section}.{key}; {_closest(key, list(fields))}")
+    return fields[key]
+
+
+def _coerce(where: str, value: Any, tp: Any) -> Any:
+    """Check (and for strings from `--set`, parse) a value against the field's annotated type."""
+    args = typing.get_args(tp)
+    optional = type(None) in args
+    base = next((a for a in args if a is not type(None)), tp)
+    if value is None or (optional and isinstance(value, str) and value.lower() in ("null", "none")):
+        if optional:
+            return None
+        raise UserError(f"{where} may not be empty; give {_kind(base)}")
+    if isinstance(value, str) and base is not str:
+        try:
+            value = yaml.safe_load(value)
+        except yaml.YAMLError as err:
+            raise UserError(f"{where}: cannot parse {value!r} as {_kind(base)} ({err})") from None
+    if base is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if base is float and isinstance(value, str):
+        value = _float_or(value, where)
+    ok = isinstance(value, base) and not (base in (int, float) and isinstance(value, bool))
+    if not ok:
+        raise UserError(f"{where} must be {_kind(base)}, got {value!r}")
+    return value
+
+
+def _float_or(value: str, where: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise UserError(f"{where} must be a number, got {value!r}") from None
+
+
+def _set(raw: dict, section: str, key: str, value: Any) -> None:
+    f = _field_of(section, key)
+    raw.setdefault(section, {})[key] = _coerce(f"{section}.{key}", value, _HINTS[section][f.name])
+
+
+def _parse_set(item: str) -> tuple[str, str, str]:
+    if "=" not in item:
+        raise UserError(f"--set {item!r}: expected SECTION.KEY=VALUE, e.g. --set optim.lr=3e-4")
+    path, value = item.split("=", 1)
+    parts = path.strip().split(".")
+    if len(parts) != 2:
+        raise UserError(f"--set {item!r}: the key must be SECTION.KEY, e.g. algo.beta")
+    return parts[0], parts[1], value
+
+
+def _read_yaml(path: Path) -> dict:
+    if not path.is_file():
+        raise UserError(f"config file {path} not found; pass an existing YAML file or none for defaults")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise UserError(f"config file {path} is not valid YAML: {err}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise UserError(f"config file {path}: expected sections (model, rollout, ...) each mapping keys to values")
+    return data
+
+
+def load_config(path: str | Path | None = None, sets: list[str] | None = None, algo: str | None = None) -> Config:
+    """YAML file (optional) -> `--set` overrides -> `--algo` preset -> validated Config."""
+    raw: dict[str, dict] = {}
+    for section, values in (_read_yaml(Path(path)) if path else {}).items():
+        for key, value in values.items():
+            _set(raw, section, key, value)
+    for item in sets or []:
+        _set(raw, *_parse_set(item))
+    if algo is not None:
+        _set(raw, "algo", "name", algo)
+    cfg = Config(**{s: _CLASSES[s](**raw.get(s, {})) for s in _CLASSES})
+    apply_preset(cfg.algo)
+    validate(cfg)
+    return cfg
+
+
+def apply_preset(algo: AlgoConfig) -> None:
+    """Fill every algo field left unset (None) from the named preset."""
+    from botgrpo_cli.algos import PRESETS
+
+    if algo.name not in PRESETS:
+        raise UserError(f"unknown algorithm preset {algo.name!r}; {_closest(algo.name, sorted(PRESETS))}")
+    p = PRESETS[algo.name]
+    preset_values = {
+        "advantage": p.advantage, "advantage_options": dict(p.advantage_options), "loss": p.loss,
+        "loss_agg": p.loss_agg, "eps_low": p.loss_options.get("eps_low", 0.2),
+        "eps_high": p.loss_options.get("eps_high", 0.2), "dynamic_sampling": p.dynamic_sampling,
+        "overlong_shaping": p.overlong_shaping,
+    }
+    for key, value in preset_values.items():
+        if getattr(algo, key) is None:
+            setattr(algo, key, value)
+
+
+_POSITIVE = ["rollout.group_size", "rollout.prompts_per_step", "algo.max_rounds", "optim.micro_batch_size",
+             "run.keep_last", "run.eval_prompts", "log.every", "optim.lr", "reward.workers", "reward.deadline_ms"]
+_NON_NEGATIVE = ["run.steps", "run.save_every", "run.eval_every", "log.samples_every", "optim.warmup_steps",
+                 "optim.grad_clip", "algo.beta", "algo.eps_low", "algo.eps_high", "model.lora_r",
+                 "optim.weight_decay", "algo.overlong_cache", "run.threads", "rollout.temperature"]
+
+
+def validate(cfg: Config) -> None:
+    """Range and choice checks; each message names the field, its meaning and the fix."""
+    from botgrpo_cli.algos import ADVANTAGES, LOSSES
+
+    def get(dotted: str) -> Any:
+        section, key = dotted.split(".")
+        return getattr(getattr(cfg, section), key)
+
+    def fail(dotted: str, problem: str) -> None:
+        section, key = dotted.split(".")
+        help_text = _field_of(section, key).metadata["help"]
+        raise UserError(f"{dotted} {problem} ({help_text})")
+
+    for dotted in _POSITIVE:
+        if get(dotted) <= 0:
+            fail(dotted, f"must be > 0, got {get(dotted)}")
+    for dotted in _NON_NEGATIVE:
+        if get(dotted) < 0:
+            fail(dotted, f"must be >= 0, got {get(dotted)}")
+    for section, cls in _CLASSES.items():
+        for f in dataclasses.fields(cls):
+            choices, value = f.metadata["choices"], getattr(getattr(cfg, section), f.name)
+            if choices and value not in choices:
+                fail(f"{section}.{f.name}", f"must be one of {', '.join(choices)}; got {value!r}")
+    if not 0 < cfg.rollout.top_p <= 1:
+        fail("rollout.top_p", f"must be in (0, 1], got {cfg.rollout.top_p}")
+    if cfg.rollout.max_new_tokens is not None and cfg.rollout.max_new_tokens <= 0:
+        fail("rollout.max_new_tokens", "must be > 0")
+    if len(cfg.optim.betas) != 2 or not all(0 <= b < 1 for b in cfg.optim.betas):
+        fail("optim.betas", f"must be two numbers in [0, 1), got {cfg.optim.betas}")
+    if cfg.algo.advantage not in ADVANTAGES:
+        fail("algo.advantage", f"{cfg.algo.advantage!r} is unknown; {_closest(cfg.algo.advantage, ADVANTAGES.names())}")
+    if cfg.algo.loss not in LOSSES:
+        fail("algo.loss", f"{cfg.algo.loss!r} is unknown; {_closest(cfg.algo.loss, LOSSES.names())}")
+    aggs = ("seq_mean_token_mean", "token_mean", "seq_mean_token_sum_norm")
+    if cfg.algo.loss_agg not in aggs:
+        fail("algo.loss_agg", f"must be one of {', '.join(aggs)}; got {cfg.algo.loss_agg!r}")
+    if cfg.rollout.engine == "vllm":
+        raise UserError("rollout.engine=vllm is not available yet; use rollout.engine=hf (the CPU default)")

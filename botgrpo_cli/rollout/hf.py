@@ -1,0 +1,115 @@
+"""Rollouts with transformers' `generate`: batched sampling with a KV cache over left-padded prompts."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
+
+from botgrpo_cli.rollout.base import RolloutBatch, SamplingParams
+from botgrpo_cli.rollout.offsets import OffsetDecoder, cut_at_stop, truncate
+
+
+class _RowWatcher(StoppingCriteria):
+    """Ends a row once its generated text (not the prompt) holds a stop string, and reports each row
+    the moment it is done (EOS or stop), so callers can start scoring while other rows still grow."""
+
+    def __init__(self, engine: "HFEngine", stops: tuple[str, ...], prompt_len: int,
+                 on_done: Callable[[int, str], None] | None):
+        self.engine, self.stops, self.prompt_len, self.on_done = engine, stops, prompt_len, on_done
+        self.window = 4 * max((len(s) for s in stops), default=0) + 4  # tokens enough to hold any stop
+        self.reported: set[int] = set()
+
+    def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:
+        done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        if self.stops:
+            tail = input_ids[:, max(self.prompt_len, input_ids.shape[1] - self.window):]
+            texts = self.engine.tok.batch_decode(tail, skip_special_tokens=True)
+            done |= torch.tensor([any(s in t for s in self.stops) for t in texts], device=input_ids.device)
+        if self.on_done is not None:
+            ended = done | torch.isin(input_ids[:, -1], torch.tensor(self.engine.eos_ids, device=input_ids.device))
+            for i in ended.nonzero().flatten().tolist():
+                if i not in self.reported:
+                    self.reported.add(i)
+                    self.on_done(i, self.engine._row(input_ids[i, self.prompt_len:].tolist(), self.stops)[1])
+        return done
+
+
+class HFEngine:
+    """Samples from the trainer's own model object, so weights are always current."""
+
+    def __init__(self, model: Any, tokenizer: Any):
+        self.model, self.tok = model, tokenizer
+        self.decoder = OffsetDecoder(tokenizer)
+        self.eos_ids = _eos_ids(model, tokenizer)
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_ids[0]
+
+    def sync_weights(self) -> None:
+        """Nothing to do: generation uses the training model itself."""
+
+    def generate(self, prompts: list[str], n: int, params: SamplingParams,
+                 on_done: Callable[[int, str], None] | None = None) -> RolloutBatch:
+        """n completions of each prompt; rows i*n .. i*n+n-1 belong to prompt i (group id i).
+        on_done(row, text) is called once per row as soon as it ends (EOS or stop), before the batch
+        is complete, with the text the batch will hold; rows cut by the length limit are not reported."""
+        self.tok.padding_side = "left"
+        # Prompts arrive fully formatted (chat template included), so no special tokens are added: as TRL does.
+        enc = self.tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        ids = enc["input_ids"].repeat_interleave(n, 0)  # (B, P)
+        attn = enc["attention_mask"].repeat_interleave(n, 0)  # (B, P)
+        out = self._sample(ids, attn, params, on_done)[:, ids.shape[1]:]  # (B, T) generated part
+        rows = [self._row(out[i].tolist(), params.stop) for i in range(out.shape[0])]
+        width = max(1, max(len(r[0]) for r in rows))
+        completion = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.bool)
+        for i, (tokens, *_rest) in enumerate(rows):
+            completion[i, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
+            mask[i, : len(tokens)] = True
+        prompt_ids = [row[attn[i].bool()].tolist() for i, row in enumerate(ids)]
+        return RolloutBatch(
+            prompt_ids=prompt_ids, completion_ids=completion, mask=mask, texts=[r[1] for r in rows],
+            offsets=[r[2] for r in rows], group_ids=torch.arange(len(prompts)).repeat_interleave(n),
+            finished=torch.tensor([r[3] for r in rows], dtype=torch.bool),
+            prompts=[p for p in prompts for _ in range(n)])
+
+    @torch.no_grad()
+    def _sample(self, ids: torch.Tensor, attn: torch.Tensor, params: SamplingParams,
+                on_done: Callable[[int, str], None] | None) -> torch.Tensor:
+        greedy = params.temperature == 0
+        config = GenerationConfig(
+            max_new_tokens=params.max_new_tokens, do_sample=not greedy, use_cache=True,
+            temperature=None if greedy else params.temperature, top_p=None if greedy else params.top_p,
+            top_k=None, pad_token_id=self.pad_id, eos_token_id=self.eos_ids)
+        watch = params.stop or on_done is not None
+        criteria = StoppingCriteriaList([_RowWatcher(self, params.stop, ids.shape[1], on_done)] if watch else [])
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.random.fork_rng(devices=[]):  # sampling draws never disturb the trainer's RNG
+                torch.manual_seed(params.seed)
+                return self.model.generate(input_ids=ids, attention_mask=attn, generation_config=config,
+                                           stopping_criteria=criteria)
+        finally:
+            self.model.train(was_training)
+
+    def _row(self, generated: list[int], stops: tuple[str, ...]) -> tuple[list[int], str, list, bool]:
+        """Valid tokens (through the first EOS or stop string), text, offsets, finished."""
+        eos_at = next((k for k, t in enumerate(generated) if t in self.eos_ids), None)
+        tokens = generated if eos_at is None else generated[: eos_at + 1]
+        text, offsets = self.decoder.decode(tokens)
+        cut = cut_at_stop(text, stops)
+        if cut is not None:
+            text, offsets = truncate(text, offsets, cut)
+            tokens = tokens[: len(offsets)]
+        return tokens, text, offsets, eos_at is not None or cut is not None
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
+    eos = getattr(model.generation_config, "eos_token_id", None)
+    ids = eos if isinstance(eos, list) else [eos] if eos is not None else []
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
+        ids.append(tokenizer.eos_token_id)
+    if not ids:
+        raise ValueError("the model and tokenizer define no EOS token; set tokenizer.eos_token")
+    return ids

@@ -1,0 +1,55 @@
+"""Per-token log-probabilities of sampled completions, in micro-batches (bounded memory)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+
+def pack(prompt_ids: list[list[int]], completion_ids: Tensor, pad_id: int) -> tuple[Tensor, Tensor, Tensor]:
+    """[left padding][prompt][completion] -> input ids, attention mask, position ids; all (b, P + T).
+    Every completion starts at column P, the longest prompt's length."""
+    width = max(len(p) for p in prompt_ids)
+    b, t = completion_ids.shape
+    prompts = torch.full((b, width), pad_id, dtype=torch.long)
+    attn = torch.zeros((b, width + t), dtype=torch.long)
+    for i, p in enumerate(prompt_ids):
+        prompts[i, width - len(p):] = torch.tensor(p, dtype=torch.long)
+        attn[i, width - len(p):width] = 1
+    attn[:, width:] = 1  # padding after a completion only affects positions nobody reads
+    positions = (attn.cumsum(1) - 1).clamp(min=0)  # (b, P + T), as generate numbers left-padded rows
+    return torch.cat([prompts, completion_ids], 1), attn, positions
+
+
+def forward_logps(model: Any, prompt_ids: list[list[int]], completion_ids: Tensor, pad_id: int,
+                  temperature: float, with_entropy: bool = False) -> tuple[Tensor, Tensor | None]:
+    """log pi(y_t | x, y_<t) for each completion token -> (b, T); entropy (b, T) if asked."""
+    ids, attn, pos = pack(prompt_ids, completion_ids, pad_id)
+    t = completion_ids.shape[1]
+    logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, logits_to_keep=t + 1).logits
+    logits = logits[:, :-1].float() / max(temperature, 1e-6)  # (b, T, V): logits predicting y_t
+    logp_all = torch.log_softmax(logits, -1)  # (b, T, V)
+    logp = logp_all.gather(-1, completion_ids[..., None]).squeeze(-1)  # (b, T)
+    entropy = None
+    if with_entropy:
+        with torch.no_grad():
+            entropy = -(logp_all.exp() * logp_all).sum(-1)  # (b, T)
+    return logp, entropy
+
+
+@torch.no_grad()
+def batch_logps(model: Any, prompt_ids: list[list[int]], completion_ids: Tensor, mask: Tensor, pad_id: int,
+                temperature: float, micro_batch: int) -> Tensor:
+    """No-grad log-probs for the whole batch (behaviour or reference policy) -> (B, T), 0 on padding."""
+    was_training = model.training
+    model.eval()
+    out = torch.zeros(completion_ids.shape, dtype=torch.float32)
+    for lo in range(0, completion_ids.shape[0], micro_batch):
+        hi = lo + micro_batch
+        width = max(1, int(mask[lo:hi].sum(1).max()))
+        logp, _ = forward_logps(model, prompt_ids[lo:hi], completion_ids[lo:hi, :width], pad_id, temperature)
+        out[lo:hi, :width] = logp * mask[lo:hi, :width]
+    model.train(was_training)
+    return out

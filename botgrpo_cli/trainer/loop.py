@@ -1,0 +1,109 @@
+"""The training loop: generate, score, advantage, loss, step, log; one screen per step."""
+
+from __future__ import annotations
+
+import inspect
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from botgrpo_cli.algos import ADVANTAGES, compute_advantages, project_spans, token_rewards
+from botgrpo_cli.config import Config
+from botgrpo_cli.console import console
+from botgrpo_cli.rollout import RolloutBatch
+from botgrpo_cli.trainer.evaluate import success_rate
+from botgrpo_cli.trainer.logprobs import batch_logps
+from botgrpo_cli.trainer.metrics import MetricsLog, read
+from botgrpo_cli.trainer.plots import plot_curves
+from botgrpo_cli.trainer.progress import make_progress, stats_line
+from botgrpo_cli.trainer.report import sample_rows, step_metrics
+from botgrpo_cli.trainer.rollouts import collect_rollouts, isolate_failed, shaped_scores
+from botgrpo_cli.trainer.samples import SamplesPage
+from botgrpo_cli.trainer.session import Session, open_session
+from botgrpo_cli.trainer.steps import step_ends
+from botgrpo_cli.trainer.update import UpdateInputs, update
+
+
+@dataclass
+class TrainResult:
+    run_dir: Path
+    metrics: list[dict]  # every line of metrics.jsonl
+    samples: Path
+    curves: Path | None
+    eval_before: dict | None = None
+    eval_after: dict | None = None
+
+
+def train(cfg: Config, resume: bool = False, eval_around: bool = False, pool=None) -> TrainResult:
+    """Run (or resume) training; with eval_around, measure held-out success before and after.
+    `pool`: a running RewardPool for the task's service to reuse (e.g. across a sweep); else one is started."""
+    eval_seed = cfg.run.seed + 7919  # one fixed seed: every evaluation samples comparably
+    with open_session(cfg, resume, pool) as s:
+        if eval_around:
+            console.print(f"measuring success on {cfg.run.eval_prompts} held-out prompts before and after training")
+        before = success_rate(s, cfg.run.eval_prompts, eval_seed) if eval_around else None
+        log = MetricsLog(s.run_dir, cfg.log.tensorboard, cfg.log.wandb, cfg.to_dict(), s.state.step)
+        page = SamplesPage(s.run_dir / "samples.html", f"{cfg.run.task} / {cfg.algo.name}")
+        with make_progress() as progress:
+            bar = progress.add_task("train", total=cfg.run.steps, completed=s.state.step, stats="")
+            for step in range(s.state.step + 1, cfg.run.steps + 1):
+                metrics = train_step(s, step, page)
+                if cfg.run.eval_every and step % cfg.run.eval_every == 0:
+                    metrics.update(success_rate(s, cfg.run.eval_prompts, eval_seed))
+                if step % cfg.log.every == 0 or step == cfg.run.steps:
+                    log.write(step, metrics)
+                progress.update(bar, completed=step, stats=stats_line(metrics))
+                s.state.step, s.state.data_position = step, s.stream.position
+                if (cfg.run.save_every and step % cfg.run.save_every == 0) or step == cfg.run.steps:
+                    s.save()
+        log.close()
+        after = success_rate(s, cfg.run.eval_prompts, eval_seed) if eval_around else None
+        records = read(s.run_dir / "metrics.jsonl")
+        curves = plot_curves(records, s.run_dir / "curves.png", f"{cfg.run.task} / {cfg.algo.name}")
+        return TrainResult(s.run_dir, records, page.path, curves, before, after)
+
+
+def train_step(s: Session, step: int, page: SamplesPage) -> dict[str, float]:
+    cfg, a = s.cfg, s.cfg.algo
+    t0 = time.perf_counter()
+    ro = collect_rollouts(s, step)  # prompts -> G completions each; scoring already running
+    b = ro.batch
+    t_gen = time.perf_counter()
+    logp_old = batch_logps(s.model, b.prompt_ids, b.completion_ids, b.mask, s.engine.pad_id,
+                           cfg.rollout.temperature, cfg.optim.micro_batch_size)  # overlaps scoring
+    logp_ref = None if s.ref is None else batch_logps(s.ref, b.prompt_ids, b.completion_ids, b.mask,
+                                                      s.engine.pad_id, cfg.rollout.temperature,
+                                                      cfg.optim.micro_batch_size)
+    t_logp = time.perf_counter()
+    scored = ro.wait()  # scores + spans; failed rows come back with ok = False
+    t_rew = time.perf_counter()
+    mask = b.mask & scored.ok[:, None]  # (B, T) failed completions are masked out, and counted
+    scores = shaped_scores(scored, b, s)  # (B,)
+    rho = project_spans(scored.spans, b.offsets, b.mask.shape[1])  # (B, T)
+    r = token_rewards(scores, rho, mask, cfg.reward.lambda_seq, cfg.reward.lambda_tok)  # (B, T)
+    gids = isolate_failed(b.group_ids, scored.ok)  # (B,)
+    adv = compute_advantages(a.advantage, token_rewards=r, scores=scores, mask=mask, group_ids=gids,
+                             **estimator_options(s, b, rho))  # (B, T)
+    upd = update(s.model, s.opt, s.sched, UpdateInputs(b.prompt_ids, b.completion_ids, mask, adv, logp_old,
+                                                       logp_ref), cfg, s.engine.pad_id, s.params.max_new_tokens)
+    s.engine.sync_weights()
+    t_end = time.perf_counter()
+    times = {"step": t_end - t0, "generate": t_gen - t0, "logp": t_logp - t_gen, "reward": t_rew - t_logp,
+             "update": t_end - t_rew}
+    if cfg.log.samples_every and (step % cfg.log.samples_every == 0 or step == 1):
+        page.add(step, sample_rows(ro, scored, r, adv, cfg.log.samples))
+    return step_metrics(s, ro, scored, scores, mask, adv, upd, times)
+
+
+def estimator_options(s: Session, batch: RolloutBatch, rho: torch.Tensor) -> dict:
+    """The configured options, plus step boundaries and process rewards for estimators that take them
+    (decided by the estimator's signature, never by its name)."""
+    options = dict(s.cfg.algo.advantage_options or {})
+    accepted = inspect.signature(ADVANTAGES[s.cfg.algo.advantage]).parameters
+    if "step_ends" in accepted and "step_ends" not in options:
+        options["step_ends"] = step_ends(batch.texts, batch.offsets, s.task.step_separator, rho.shape[1])
+    if "process_rewards" in accepted and "process_rewards" not in options:
+        options["process_rewards"] = s.cfg.reward.lambda_tok * rho
+    return options

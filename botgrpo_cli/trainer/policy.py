@@ -1,0 +1,80 @@
+"""Load the policy (and a frozen reference) from a hub id or a local path; optional LoRA."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from botgrpo_cli.config import ModelConfig
+from botgrpo_cli.console import console
+from botgrpo_cli.errors import UserError
+
+
+def resolve_model_path(cfg: ModelConfig, task: str) -> str:
+    """The configured model, or the task's bootstrapped tiny model (built once, cached)."""
+    if cfg.name_or_path is None:
+        from botgrpo_cli.bootstrap import bootstrap
+
+        console.print(f"model: the bootstrapped tiny {task} model (built on first use, then cached)")
+        return str(bootstrap(task))
+    name = cfg.name_or_path
+    looks_local = name.startswith((".", "/", "~")) or os.sep in name and name.count("/") != 1
+    if looks_local or Path(name).expanduser().exists():
+        path = Path(name).expanduser()
+        if not (path / "config.json").is_file():
+            raise UserError(f"model.name_or_path: {path} is not a model directory (no config.json there); "
+                            f"give a directory saved with save_pretrained, a hub id, or leave it unset "
+                            f"for the task's tiny model")
+        return str(path)
+    return name
+
+
+def _quiet() -> None:
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()  # the trainer has its own progress display
+
+
+def load_tokenizer(path: str) -> Any:
+    from transformers import AutoTokenizer
+
+    _quiet()
+    try:
+        tok = AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError) as err:
+        raise UserError(f"cannot load a tokenizer from {path!r}: {err}") from None
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def load_model(path: str, cfg: ModelConfig, trainable: bool = True, adapter: str | None = None) -> Any:
+    """A causal LM from `path`; LoRA-wrapped when cfg.lora_r > 0 (from `adapter` when resuming)."""
+    from transformers import AutoModelForCausalLM
+
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, cfg.dtype))
+    except (OSError, ValueError) as err:
+        raise UserError(f"cannot load model {path!r}: {err}. Give a local model directory or a hub id "
+                        f"that is reachable (offline machines need a local path).") from None
+    if not trainable:
+        return model.eval().requires_grad_(False)
+    if cfg.lora_r > 0:
+        model = _with_lora(model, cfg, adapter)
+    if cfg.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+        model.config.use_cache = False  # generate still passes use_cache=True explicitly
+    return model
+
+
+def _with_lora(model: Any, cfg: ModelConfig, adapter: str | None) -> Any:
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    if adapter is not None:
+        return PeftModel.from_pretrained(model, adapter, is_trainable=True)
+    lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
+                      target_modules=list(cfg.lora_target_modules) or None, task_type="CAUSAL_LM")
+    return get_peft_model(model, lora)

@@ -1,0 +1,24 @@
+"""The Rich progress line: step, reward, success, KL, step time, ETA."""
+
+from __future__ import annotations
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from botgrpo_cli.console import console
+
+
+def make_progress() -> Progress:
+    return Progress(
+        TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        TextColumn("{task.fields[stats]}"), console=console, transient=False,
+    )
+
+
+def stats_line(m: dict[str, float]) -> str:
+    parts = [f"reward {m.get('reward/mean', float('nan')):+.3f}"]
+    if "success" in m:
+        parts.append(f"success {m['success']:.2f}")
+    if "kl" in m:
+        parts.append(f"kl {m['kl']:.4f}")
+    parts.append(f"{m.get('time/step_s', 0.0):.2f}s/step")
+    return "  ".join(parts)

@@ -1,0 +1,94 @@
+"""The trainer end to end on the bootstrapped tiny react_synth model with the real react service (Node)."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from botgrpo_cli.algos import PRESETS
+from botgrpo_cli.config import load_config
+from botgrpo_cli.trainer import train
+from botgrpo_cli.trainer.metrics import TIMING_KEYS
+
+TASK = "react_synth"
+SMALL = ["rollout.prompts_per_step=2", "rollout.group_size=4", "rollout.max_new_tokens=48", "run.threads=1",
+         "optim.micro_batch_size=3", "log.tensorboard=false", "reward.workers=1", "run.save_every=0"]
+
+
+@pytest.fixture(scope="module")
+def model_dir() -> Path:
+    os.environ.setdefault("BOTGRPO_CACHE", str(Path(__file__).resolve().parents[2] / ".cache" / "botgrpo"))
+    from botgrpo_cli.bootstrap import bootstrap
+
+    return bootstrap(TASK)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    """One react service for the whole module (starting Node + TypeScript costs seconds per run)."""
+    from botgrpo_cli.reward_client import RewardPool
+
+    with RewardPool("react", workers=1) as running:
+        yield running
+
+
+def _cfg(model_dir: Path, out: Path, algo: str, steps: int, *extra: str):
+    cfg = load_config(None, algo=algo, sets=[*SMALL, f"run.task={TASK}", f"run.steps={steps}", *extra])
+    cfg.model.name_or_path, cfg.run.out_dir = str(model_dir), str(out)
+    return cfg
+
+
+def _weights(path: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(path / "model.safetensors"))
+
+
+def _final_weights(run_dir: Path) -> dict[str, torch.Tensor]:
+    return _weights(sorted((run_dir / "checkpoints").glob("step-*"))[-1] / "model")
+
+
+@pytest.mark.parametrize("algo", sorted(PRESETS))
+def test_two_steps_of_every_preset_change_parameters(model_dir, pool, tmp_path, algo):
+    result = train(_cfg(model_dir, tmp_path / "run", algo, 2, "optim.lr=1e-2"), pool=pool)
+    assert [r["step"] for r in result.metrics] == [1, 2]
+    for record in result.metrics:
+        bad = [k for k, v in record.items() if v is None or not math.isfinite(v)]
+        assert not bad, f"non-finite metrics: {bad}"
+        assert record["reward/masked"] == 0 and "reward/syntax_ok" in record and "adv/std" in record
+    before, after = _weights(model_dir), _final_weights(result.run_dir)
+    assert any(not torch.equal(before[k], after[k]) for k in before), "no parameter changed"
+    for name in ("config.yaml", "metrics.jsonl", "samples.html", "curves.png"):
+        assert (result.run_dir / name).is_file()
+    assert "<span" in (result.run_dir / "samples.html").read_text()
+
+
+def test_bot_grpo_without_token_rewards_equals_grpo(model_dir, pool, tmp_path):
+    runs = {}
+    for algo in ("grpo", "bot_grpo"):
+        cfg = _cfg(model_dir, tmp_path / algo, algo, 1, "reward.lambda_tok=0", "optim.lr=1e-2", "rollout.group_size=8")
+        runs[algo] = train(cfg, pool=pool)
+    a, b = _final_weights(runs["grpo"].run_dir), _final_weights(runs["bot_grpo"].run_dir)
+    assert any(not torch.equal(a[k], _weights(model_dir)[k]) for k in a)
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], rtol=1e-5, atol=1e-6)
+
+
+def test_resume_continues_exactly(model_dir, pool, tmp_path):
+    full = train(_cfg(model_dir, tmp_path / "full", "bot_grpo", 6, "run.save_every=3"), pool=pool)
+    part = _cfg(model_dir, tmp_path / "part", "bot_grpo", 3, "run.save_every=3")
+    train(part, pool=pool)
+    part.run.steps = 6
+    resumed = train(part, resume=True, pool=pool)
+
+    def strip(records: list[dict]) -> list[dict]:
+        return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in records]
+
+    assert [r["step"] for r in resumed.metrics] == [1, 2, 3, 4, 5, 6]
+    assert strip(resumed.metrics) == strip(full.metrics)
+    final_a, final_b = _final_weights(full.run_dir), _final_weights(resumed.run_dir)
+    assert all(torch.equal(final_a[k], final_b[k]) for k in final_a)
+    assert [p.name for p in sorted((resumed.run_dir / "checkpoints").iterdir())] == ["step-000003", "step-000006"]

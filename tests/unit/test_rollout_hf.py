@@ -1,0 +1,94 @@
+"""The HF generate engine on a tiny random Qwen2 model: groups, seeding, left padding, stop strings."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+from botgrpo_cli.rollout import HFEngine, SamplingParams
+
+CORPUS = ["count the apples: 3 + 4 = 7", "déjà vu 😀 café", "x = y * 2; return x;"] * 20
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[HFEngine]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny matmuls: more threads only add contention
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator(CORPUS, trainers.BpeTrainer(vocab_size=300, special_tokens=["<eos>", "<pad>"],
+                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<eos>", pad_token="<pad>")
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(Qwen2Config(
+        vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+        num_key_value_heads=1, max_position_embeddings=256, eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id))
+    yield HFEngine(model.eval(), tok)
+    torch.set_num_threads(threads)
+
+
+PROMPTS = ["count the apples:", "x = y * 2; return x; and more words here", "😀"]
+
+
+def test_batch_shapes_groups_and_offsets(engine):
+    batch = engine.generate(PROMPTS, 3, SamplingParams(max_new_tokens=12, seed=1))
+    assert batch.completion_ids.shape[0] == 9 and batch.mask.shape == batch.completion_ids.shape
+    assert batch.group_ids.tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    assert batch.prompts[3] == PROMPTS[1]
+    for i, (text, offs) in enumerate(zip(batch.texts, batch.offsets)):
+        n = int(batch.mask[i].sum())
+        assert len(offs) == n and bool(batch.mask[i, :n].all())  # mask is a prefix
+        ids = batch.completion_ids[i, :n].tolist()
+        assert text == engine.tok.decode(ids, skip_special_tokens=True)
+        assert offs[-1][1] == len(text) if offs else text == ""
+        ended_by_eos = ids[-1] == engine.tok.eos_token_id
+        assert bool(batch.finished[i]) == ended_by_eos or n < 12
+
+
+def test_same_seed_same_tokens_other_seed_differs(engine):
+    p = SamplingParams(max_new_tokens=10, seed=7)
+    a, b = engine.generate(PROMPTS, 2, p), engine.generate(PROMPTS, 2, p)
+    c = engine.generate(PROMPTS, 2, SamplingParams(max_new_tokens=10, seed=8))
+    assert torch.equal(a.completion_ids, b.completion_ids) and a.texts == b.texts
+    assert a.texts != c.texts
+
+
+def test_left_padding_matches_unbatched_greedy(engine):
+    p = SamplingParams(max_new_tokens=8, temperature=0.0)
+    together = engine.generate(PROMPTS, 1, p)
+    alone = [engine.generate([q], 1, p).texts[0] for q in PROMPTS]
+    assert together.texts == alone
+
+
+def test_stop_string_ends_row_and_is_kept(engine):
+    stop = "e"
+    batch = engine.generate(PROMPTS * 3, 2, SamplingParams(max_new_tokens=24, temperature=1.5, seed=3, stop=(stop,)))
+    stopped = 0
+    for i, text in enumerate(batch.texts):
+        if stop in text:
+            assert text.endswith(stop) and text.find(stop) == len(text) - 1  # cut right after the first stop
+            assert bool(batch.finished[i]) and batch.offsets[i][-1][1] == len(text)
+            stopped += 1
+    assert stopped > 0
+
+
+def test_rows_are_reported_as_soon_as_they_end_with_their_final_text(engine):
+    seen: dict[int, str] = {}
+
+    def on_done(i: int, text: str) -> None:
+        assert i not in seen  # once per row
+        seen[i] = text
+
+    batch = engine.generate(PROMPTS * 2, 2, SamplingParams(max_new_tokens=24, temperature=1.5, seed=5, stop=("e",)),
+                            on_done=on_done)
+    assert seen, "some rows should end before the length limit"
+    for i, text in seen.items():
+        assert text == batch.texts[i] and bool(batch.finished[i])
+    unreported = set(range(len(batch.texts))) - set(seen)
+    assert all(not bool(batch.finished[i]) for i in unreported)  # only length-limited rows are left

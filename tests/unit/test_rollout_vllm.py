@@ -1,0 +1,73 @@
+"""The parts of the vLLM engine that need no GPU: per-row seeds, the row rule shared with the HF
+engine, the weights pushed to vLLM (names as in an HF checkpoint, LoRA merged), the missing-extra error."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+from botgrpo_cli.errors import UserError
+from botgrpo_cli.rollout import OffsetDecoder
+from botgrpo_cli.rollout.vllm import VLLMEngine, VLLMOptions, finish_row, policy_weights, row_seed
+
+
+def test_row_seeds_depend_on_prompt_and_index_only():
+    seeds = {row_seed(5, p, k) for p in ("a", "b") for k in range(4)}
+    assert len(seeds) == 8  # distinct per prompt and per completion index
+    assert row_seed(5, "a", 1) == row_seed(5, "a", 1) and row_seed(5, "a", 1) != row_seed(6, "a", 1)
+    assert all(0 <= s < 2**31 - 1 for s in seeds)  # within vLLM's seed range
+
+
+@pytest.fixture(scope="module")
+def tok() -> PreTrainedTokenizerFast:
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator(["a = 1;\n\nb = 2; café"] * 10, trainers.BpeTrainer(
+        vocab_size=280, special_tokens=["<eos>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    return PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<eos>", pad_token="<eos>")
+
+
+def test_rows_end_at_eos_or_stop_string_with_exact_offsets(tok):
+    decoder, eos = OffsetDecoder(tok), [tok.eos_token_id]
+    ids = tok("a = 1;\n\nb = 2;", add_special_tokens=False)["input_ids"]
+    tokens, text, offsets, finished = finish_row(decoder, eos, ids + eos + ids, ())
+    assert tokens == ids + eos and text == "a = 1;\n\nb = 2;" and finished
+    assert offsets[-1][0] == offsets[-1][1] == len(text)  # EOS owns no characters
+    tokens, text, offsets, finished = finish_row(decoder, eos, ids, ("\n\n",))
+    assert text == "a = 1;\n\n" and finished and offsets[-1][1] == len(text) and len(tokens) == len(offsets)
+    tokens, text, _, finished = finish_row(decoder, eos, ids, ())
+    assert tokens == ids and not finished  # cut by the length limit
+
+
+def _model() -> Qwen2ForCausalLM:
+    torch.manual_seed(0)
+    return Qwen2ForCausalLM(Qwen2Config(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                        num_attention_heads=2, num_key_value_heads=1, tie_word_embeddings=True))
+
+
+def test_pushed_weights_have_checkpoint_names_and_merged_lora():
+    from peft import LoraConfig, get_peft_model
+
+    plain = _model()
+    names = [n for n, _ in plain.named_parameters()]
+    assert [n for n, _ in policy_weights(plain)] == names
+    lora = get_peft_model(_model(), LoraConfig(r=2, target_modules=["q_proj"], init_lora_weights=False))
+    lora.merge_adapter()
+    pushed = dict(policy_weights(lora))
+    assert list(pushed) == names  # adapter matrices left out, wrapper prefixes gone
+    q = "model.layers.0.self_attn.q_proj.weight"
+    assert not torch.equal(pushed[q], plain.state_dict()[q])  # the merged (adapted) weight is what is sent
+    lora.unmerge_adapter()
+    torch.testing.assert_close(lora.base_model.model.model.layers[0].self_attn.q_proj.base_layer.weight,
+                               plain.state_dict()[q])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here")
+def test_missing_vllm_is_one_clear_error(tok):
+    with pytest.raises(UserError, match=r"pip install 'botgrpo\[vllm\]'"):
+        VLLMEngine(_model(), tok, "unused", VLLMOptions())
