@@ -1,14 +1,17 @@
-"""`python -m botgrpo_rewards NAME [--http HOST:PORT] [--max-inflight N]`: run one reward service."""
+"""`python -m botgrpo_rewards NAME [--http HOST:PORT] [--max-inflight N]`: run one reward service.
+
+Exit codes: 0 after shutdown; 1 when the service could not start or run; 2 for a bad name or
+--http address. Errors are one line on stderr (see run.py).
+"""
 
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 from botgrpo_rewards.http_server import parse_address
 from botgrpo_rewards.registry import SERVICES
-from botgrpo_rewards.run import run_service, setup_logging
+from botgrpo_rewards.run import EXIT_START_FAILED, EXIT_USAGE, one_line, run_service, setup_logging
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,18 +23,18 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging()
     if args.name not in SERVICES:
         print(f"error: unknown reward service {args.name!r}; known: {', '.join(sorted(SERVICES))}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     if args.http is not None:
         try:
             parse_address(args.http)
         except ValueError as err:
             print(f"error: {err}", file=sys.stderr)
-            return 2
+            return EXIT_USAGE
     try:
         return run_service(args.name, http=args.http, max_inflight=args.max_inflight)
-    except Exception:
-        logging.getLogger("botgrpo_rewards").exception("service %s failed to start", args.name)
-        return 1
+    except Exception as err:  # e.g. the backend's dependencies fail to import, the port is taken
+        print(f"error: reward service {args.name!r} failed: {one_line(err)}", file=sys.stderr)
+        return EXIT_START_FAILED
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
     except (UserError, TaskError) as err:  # mistakes the user can fix: one line, exit 1
         if os.environ.get("BOTGRPO_DEBUG") == "1":
             console.print_exception()
-        console.print(f"[bold red]error:[/] {err}")
+        console.print(f"[bold red]error:[/] {err}", soft_wrap=True)  # one line, never wrapped
         sys.exit(1)
     except KeyboardInterrupt:
         console.print("[red]interrupted[/]")

@@ -31,7 +31,7 @@ def serve(
 ) -> None:
     """Run one reward service on stdin/stdout (JSON lines), or over HTTP with --http."""
     from botgrpo_rewards.http_server import parse_address
-    from botgrpo_rewards.run import run_service, setup_logging
+    from botgrpo_rewards.run import ServiceStartError, serve_runner, setup_logging, start_runner
 
     _check_service(name)
     if http is not None:
@@ -46,7 +46,11 @@ def serve(
         backend = load_backend(name)
     except Exception as err:  # a missing dependency or tool: say which, not a traceback
         raise UserError(f"reward service {name!r} could not load: {type(err).__name__}: {err}") from None
-    raise typer.Exit(run_service(backend, http=http, max_inflight=max_inflight))
+    try:
+        runner = start_runner(backend, max_inflight)
+    except ServiceStartError as err:  # e.g. no Chromium: the backend's message says what to install
+        raise UserError(str(err)) from None
+    raise typer.Exit(serve_runner(runner, http))
 
 
 @reward_app.command()

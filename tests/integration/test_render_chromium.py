@@ -1,7 +1,8 @@
 """The render backend with real Chromium: renders, similarity, and hostile components.
 
 One backend (one browser, one page) serves the whole module, so every hostile case is followed by
-a normal render in the same worker.
+a normal render in the same worker. The similarity judge is checked on real task references
+(tasks/data/react) against blank pages, the other references, and small hand edits of each.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import io
 import socket
+import statistics
 import threading
 import time
 
@@ -18,7 +20,9 @@ from PIL import Image
 
 from botgrpo_rewards.backend import BackendTimeout
 from botgrpo_rewards.protocol import ScoreRequest
+from botgrpo_rewards.render.judges import compare_similarity
 from botgrpo_rewards.render.service import RenderBackend
+from botgrpo_tasks.react import load_specs
 
 GOOD = """```tsx
 import React, { useState } from "react";
@@ -38,6 +42,22 @@ DIFFERENT = """export default function App() {
   return <div style={{ background: "#111", color: "#fd0", height: 480, fontSize: 40 }}>Weather: sunny, 31 C</div>;
 }"""
 DEADLINE_S = 2.0
+# Small edits of real references: (old, new) for one text, one colour, one removed element.
+EDITS = {
+    "todo_list": [('"Write report"', '"Call mom"'), ('background: "#f9fafb"', 'background: "#fef3c7"'),
+                  ('      <small>{left} item{left === 1 ? "" : "s"} left</small>\n', "")],
+    "stat_card": [('"Monthly revenue"', '"Active users"'), ('color: "#6b7280"', 'color: "#2563eb"'),
+                  ('      <span style={{ fontSize: 12, color: "#9ca3af", marginLeft: 6 }}>vs last month</span>\n',
+                   "")],
+    "product_card": [('"Trail Running Shoe"', '"Canvas Sneaker"'), ('color = "#0ea5e9"', 'color = "#f97316"'),
+                     ('        <p style={{ margin: "0 0 12px", fontSize: 18, fontWeight: 700 }}>${price.toFixed(2)}</p>\n',
+                      "")],
+    "voting_poll": [('"Which language should we learn next?"', '"Pick a language"'),
+                    ('"1px solid #a78bfa"', '"1px solid #f59e0b"'),
+                    ('      <small>{total} vote{total === 1 ? "" : "s"}</small>\n', "")],
+}
+NEAR_BLANK = {"blank": "export default function App() { return <div />; }",
+              "hello": "export default function App() { return <div>Hello</div>; }"}
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +92,54 @@ def test_identical_scores_one_and_different_lower(backend):
     other = _score(backend, DIFFERENT)
     assert same.score == 1.0 and same.metrics["similarity"] == 1.0
     assert other.metrics["rendered"] == 1.0 and other.score < 0.5
+
+
+@pytest.fixture(scope="module")
+def reference_scores(backend):
+    """Similarity scores against four real references: {ref: {"identical", "blank", "hello",
+    "unrelated": [...], "edits": [text, colour, removed], "all_three": ...}}."""
+    specs = {s.id: s for s in load_specs() if s.id in EDITS}
+
+    def render(code):
+        return backend.render_code(code, time.monotonic() + 30)
+
+    refs = {k: render(specs[k].code) for k in EDITS}
+    near_blank = {name: render(code) for name, code in NEAR_BLANK.items()}
+    scores = {}
+    for k, ref in refs.items():
+        code, combined = specs[k].code, specs[k].code
+        for old, new in EDITS[k]:
+            assert code.count(old) == 1, f"{k}: the edit target {old!r} is gone; update EDITS"
+            combined = combined.replace(old, new)
+        edited = [render(code.replace(old, new)) for old, new in EDITS[k]] + [render(combined)]
+        assert all(e.rendered and e.png != ref.png for e in edited), k
+
+        def score(cand):
+            return compare_similarity(cand, ref)["score"]
+        scores[k] = {"identical": score(ref), **{name: score(r) for name, r in near_blank.items()},
+                     "unrelated": [score(o) for name, o in refs.items() if name != k],
+                     "edits": [score(e) for e in edited[:3]], "all_three": score(edited[3])}
+    return scores
+
+
+def test_similarity_identical_is_one_and_blank_near_zero(reference_scores):
+    for k, s in reference_scores.items():
+        assert s["identical"] == 1.0, k
+        assert s["blank"] == 0.0 and s["hello"] <= 0.1, (k, s)
+
+
+def test_similarity_of_unrelated_references_is_low(reference_scores):
+    unrelated = [u for s in reference_scores.values() for u in s["unrelated"]]
+    assert statistics.median(unrelated) <= 0.35 and max(unrelated) < 0.5, unrelated
+
+
+def test_similarity_of_small_edits_is_high_and_falls_with_edit_size(reference_scores):
+    singles = [e for s in reference_scores.values() for e in s["edits"]]
+    assert statistics.median(singles) >= 0.7 and min(singles) >= 0.6, reference_scores
+    for k, s in reference_scores.items():
+        assert min(s["edits"]) > max(s["unrelated"]), (k, s)  # any small edit beats another component
+        assert s["all_three"] < statistics.mean(s["edits"]), (k, s)  # three edits cost more than one
+        assert s["all_three"] > max(s["unrelated"]), (k, s)
 
 
 def test_throw_in_render_is_a_failed_render(backend):
