@@ -1,0 +1,208 @@
+"""`botgrpo bench step --vs trl`: botgrpo's trainer and TRL's GRPOTrainer, side by side.
+
+Both sides: the task's bootstrapped tiny model, the same prompts (botgrpo's seeded prompt stream,
+fed to TRL in that order), outcome rewards from the task's reward service (one process each),
+8 prompts x 8 completions, 48 new tokens, temperature 1, beta 0, one update per batch, CPU, the
+same torch threads. Each side runs in its own subprocess (rounds alternate the order); its first step is a warm-up, not
+counted. Each step is split into generate / reward / rest (log-probs, loss, backward, optimizer), and
+its CPU seconds are reported too: on a shared machine they move less with load than wall time.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from botgrpo_cli.errors import UserError
+
+PROMPTS, GROUP, NEW_TOKENS = 8, 8, 48  # the shape of `botgrpo bench step`
+TARGET = 0.7  # botgrpo's step time / TRL's
+
+
+@dataclass
+class SideFigures:
+    side: str
+    step_s: float  # medians over the timed steps
+    generate_s: float
+    reward_s: float  # time spent waiting for scores
+    rest_s: float  # log-probs, loss, backward, optimizer, bookkeeping
+    cpu_s: float  # CPU seconds of the trainer process per step (all its threads; services excluded)
+    steps: int
+
+
+def measure_botgrpo(steps: int, task: str, threads: int, out_dir: Path) -> SideFigures:
+    """botgrpo's trainer with the grpo preset (outcome advantages) at `bench step`'s shape."""
+    from botgrpo_cli.bench.step import SHAPE
+    from botgrpo_cli.config import load_config
+    from botgrpo_cli.trainer import loop
+
+    cfg = load_config(None, algo="grpo", sets=[*SHAPE, f"run.task={task}", f"run.steps={steps + 1}",
+                                               f"run.threads={threads}", "run.seed=0"])
+    cfg.run.out_dir = str(out_dir)
+    cpu: list[float] = []
+    step_fn = loop.train_step
+
+    def timed_step(*args: Any) -> dict[str, float]:  # CPU time per step; the loop calls it by module name
+        t0 = time.process_time()
+        try:
+            return step_fn(*args)
+        finally:
+            cpu.append(time.process_time() - t0)
+
+    loop.train_step = timed_step
+    try:
+        records = loop.train(cfg).metrics[1:]
+    finally:
+        loop.train_step = step_fn
+
+    def med(key: str) -> float:
+        return statistics.median(r[f"time/{key}_s"] for r in records)
+
+    return SideFigures("botgrpo", med("step"), med("generate"), med("reward"),
+                       med("step") - med("generate") - med("reward"), statistics.median(cpu[1:]), len(records))
+
+
+def _timed_trainer_class() -> type:
+    from trl import GRPOTrainer
+
+    class TimedGRPOTrainer(GRPOTrainer):
+        """GRPOTrainer that adds up, per step, the seconds spent generating and scoring."""
+
+        phase: dict[str, float] = {}
+
+        def _generate(self, prompts: list) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return super()._generate(prompts)
+            finally:
+                self.phase["generate"] = self.phase.get("generate", 0.0) + time.perf_counter() - t0
+
+        def _calculate_rewards(self, *args: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return super()._calculate_rewards(*args)
+            finally:
+                self.phase["reward"] = self.phase.get("reward", 0.0) + time.perf_counter() - t0
+
+    return TimedGRPOTrainer
+
+
+def measure_trl(steps: int, task: str, threads: int, out_dir: Path) -> SideFigures:
+    """TRL's GRPOTrainer at the same shape, rewards from the same service (sequence scores)."""
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from trl import GRPOConfig
+
+    from botgrpo_cli.bootstrap import bootstrap
+    from botgrpo_cli.integrations.trl import reward_function
+    from botgrpo_cli.trainer.data import PromptStream
+    from botgrpo_tasks import get_task
+
+    torch.set_num_threads(threads)
+    task_obj = get_task(task, seed=0)
+    model_dir = bootstrap(task_obj)
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    examples = PromptStream(task_obj.train_examples(), seed=0).take(PROMPTS * (steps + 1))
+    data = Dataset.from_list([{"prompt": task_obj.format_prompt(ex, tok), "reference": json.dumps(ex.reference)}
+                              for ex in examples])
+    args = GRPOConfig(output_dir=str(out_dir), per_device_train_batch_size=PROMPTS * GROUP, num_generations=GROUP,
+                      max_completion_length=NEW_TOKENS, max_steps=steps + 1, learning_rate=1e-3, beta=0.0,
+                      num_iterations=1, loss_type="grpo", temperature=1.0, top_p=1.0, top_k=0, use_cpu=True,
+                      gradient_checkpointing=False,  # TRL's default is on; botgrpo's is off: compare like with like
+                      bf16=False, report_to="none", save_strategy="no", logging_steps=1, seed=0,
+                      shuffle_dataset=False, dataloader_num_workers=0, disable_tqdm=True)
+    reward = reward_function(task_obj.service, options=task_obj.service_options)
+    trainer_cls = _timed_trainer_class()
+    records: list[dict[str, float]] = []
+
+    class StepClock(TrainerCallback):
+        def on_step_begin(self, *_: Any, **__: Any) -> None:
+            trainer_cls.phase.clear()
+            self.t0, self.c0 = time.perf_counter(), time.process_time()
+
+        def on_step_end(self, *_: Any, **__: Any) -> None:
+            records.append({"step": time.perf_counter() - self.t0, "cpu": time.process_time() - self.c0,
+                            **trainer_cls.phase})
+
+    try:
+        trainer = trainer_cls(model, reward_funcs=_json_reference(reward), args=args, train_dataset=data,
+                              processing_class=tok, callbacks=[StepClock()])
+        trainer.train()
+    finally:
+        reward.close()
+    timed = records[1:]
+
+    def med(key: str) -> float:
+        return statistics.median(r.get(key, 0.0) for r in timed)
+
+    rest = statistics.median(r["step"] - r.get("generate", 0.0) - r.get("reward", 0.0) for r in timed)
+    return SideFigures("trl", med("step"), med("generate"), med("reward"), rest, med("cpu"), len(timed))
+
+
+def _json_reference(reward: Any) -> Any:
+    """The dataset stores each reference as JSON text (Arrow needs one column type); decode it."""
+    def score(prompts: list, completions: list, reference: list[str], **kwargs: Any) -> list:
+        return reward(prompts, completions, reference=[json.loads(r) for r in reference], **kwargs)
+
+    score.__name__ = reward.__name__
+    return score
+
+
+def _side(side: str, steps: int, task: str, threads: int, out: Path) -> SideFigures:
+    argv = [sys.executable, "-m", "botgrpo_cli.bench.peer_trl", side, str(steps), task, str(threads), str(out)]
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise UserError(f"bench step --vs trl: the {side} run failed: {' | '.join(tail)}")
+    return SideFigures(**json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def _pooled(runs: list[SideFigures]) -> SideFigures:
+    """Median of each figure over rounds; `steps` is the total number of timed steps."""
+    fields = ("step_s", "generate_s", "reward_s", "rest_s", "cpu_s")
+    return SideFigures(runs[0].side, *(statistics.median(getattr(r, f) for r in runs) for f in fields),
+                       sum(r.steps for r in runs))
+
+
+def run(console: Any, steps: int = 5, task: str = "react_synth", threads: int = 2,
+        rounds: int = 2) -> list[SideFigures]:
+    """Measure both sides in fresh subprocesses, alternating order over `rounds` so that load drift
+    on a shared machine hits both; print medians, the split and the ratios; return [botgrpo, trl]."""
+    from rich.table import Table
+
+    if steps < 1 or rounds < 1:
+        raise UserError("--steps and --rounds must be at least 1")
+    runs: dict[str, list[SideFigures]] = {"botgrpo": [], "trl": []}
+    with tempfile.TemporaryDirectory(prefix="botgrpo-bench-peer-") as tmp:
+        for k in range(rounds):
+            for side in ("botgrpo", "trl") if k % 2 == 0 else ("trl", "botgrpo"):
+                console.print(f"[bold]bench step --vs trl:[/] round {k + 1}/{rounds}, {side}, {steps} timed steps")
+                runs[side].append(_side(side, steps, task, threads, Path(tmp) / f"{side}-{k}"))
+    ours, trl = _pooled(runs["botgrpo"]), _pooled(runs["trl"])
+    table = Table(title=f"seconds per training step, {task} tiny model, {PROMPTS} prompts x {GROUP} completions "
+                        f"x {NEW_TOKENS} new tokens, beta 0, {threads} threads "
+                        f"(medians, {rounds} rounds x {steps} steps)")
+    for col in ("trainer", "step s", "generate s", "reward s", "rest s", "CPU s", "step / trl", "CPU / trl"):
+        table.add_column(col, justify="left" if col == "trainer" else "right")
+    for r in (ours, trl):
+        table.add_row(r.side, f"{r.step_s:.3f}", f"{r.generate_s:.3f}", f"{r.reward_s:.3f}", f"{r.rest_s:.3f}",
+                      f"{r.cpu_s:.3f}", f"{r.step_s / trl.step_s:.3f}", f"{r.cpu_s / trl.cpu_s:.3f}")
+    console.print(table)
+    verdict = "met" if ours.step_s <= TARGET * trl.step_s else "NOT met"
+    console.print(f"botgrpo / trl step time = {ours.step_s / trl.step_s:.3f} (target <= {TARGET}: {verdict})")
+    return [ours, trl]
+
+
+if __name__ == "__main__":  # one side per process: prints one JSON line
+    side, n, t, th, o = sys.argv[1:6]
+    measure = {"botgrpo": measure_botgrpo, "trl": measure_trl}[side]
+    print(json.dumps(asdict(measure(int(n), t, int(th), Path(o)))))

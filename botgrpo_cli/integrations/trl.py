@@ -1,0 +1,153 @@
+"""TRL adapters (trl >= 1.16, < 1.17): a reward function backed by a botgrpo reward service, and
+`BoTGRPOTrainer`, a `GRPOTrainer` that trains on token-level BoT-GRPO advantages.
+
+    from botgrpo_cli.integrations.trl import BoTGRPOTrainer, reward_function
+    trainer = BoTGRPOTrainer(model, reward_funcs=reward_function("math"), args=GRPOConfig(...),
+                             train_dataset=dataset)   # dataset: "prompt" + reference columns ("answer")
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Sequence
+
+import torch
+from trl import GRPOTrainer
+
+from botgrpo_cli.algos import ADVANTAGES, compute_advantages, project_spans, token_rewards
+from botgrpo_cli.integrations.service import Scored, ServiceScorer, references
+from botgrpo_cli.rollout import OffsetDecoder
+
+# Keyword arguments TRL passes to reward functions that are not dataset columns.
+_CONTROL_KWARGS = ("trainer_state", "log_extra", "log_metric", "environments", "completion_ids")
+
+
+def _text(item: Any) -> str:
+    """A prompt or completion as text: plain strings as they are, conversations by their last message."""
+    if isinstance(item, str):
+        return item
+    if isinstance(item, list) and item and isinstance(item[-1], dict):
+        content = item[-1].get("content", "")
+        return content if isinstance(content, str) else "".join(
+            part.get("text", "") for part in content if isinstance(part, dict))
+    raise TypeError(f"expected text or a list of chat messages, got {type(item).__name__}")
+
+
+class ServiceReward:
+    """A TRL reward function: the service's sequence score per completion.
+
+    A completion the service could not score (status `error` or `timeout`) gets None, which TRL
+    reads as "no reward" (NaN): it is left out of the group baseline and, when no other reward
+    function scores it, its advantage is 0. The last batch's responses are kept in `last`.
+    """
+
+    def __init__(self, scorer: ServiceScorer, reference_columns: Sequence[str] | None = None):
+        self.scorer = scorer
+        self.reference_columns = None if reference_columns is None else list(reference_columns)
+        self.__name__ = scorer.service  # TRL logs rewards/<name>/mean
+        self.last: Scored | None = None
+
+    def score(self, prompts: list, texts: list[str], kwargs: dict[str, Any]) -> Scored:
+        columns = {k: v for k, v in kwargs.items() if k not in _CONTROL_KWARGS}
+        refs = references(columns, len(texts), self.reference_columns)
+        self.last = self.scorer.score([_text(p) for p in prompts], texts, refs)
+        return self.last
+
+    def __call__(self, prompts: list, completions: list, **kwargs: Any) -> list[float | None]:
+        return self.score(prompts, [_text(c) for c in completions], kwargs).scores
+
+    def close(self) -> None:
+        self.scorer.close()
+
+
+def reward_function(service: str, *, reference_columns: Sequence[str] | None = None, workers: int = 1,
+                    url: str | None = None, options: dict | None = None, deadline_ms: int = 10_000,
+                    command: list[str] | None = None, env: dict[str, str] | None = None) -> ServiceReward:
+    """A TRL reward function scoring completions with the botgrpo reward service `service`.
+
+    reference_columns: dataset columns sent as the request's `reference` (default: a `reference`
+    column of dicts if there is one, else every dataset column). options: the service's knobs
+    (math: {"steps": True}). url: use a running `botgrpo reward serve NAME --http` instead of
+    starting `workers` local processes. Returns a list of float, None where scoring failed.
+    """
+    scorer = ServiceScorer(service, workers=workers, url=url, options=options, deadline_ms=deadline_ms,
+                           command=command, env=env)
+    return ServiceReward(scorer, reference_columns)
+
+
+class _TokenLevelReward:
+    """Scores the exact text of the generated ids and keeps offsets for span projection."""
+
+    def __init__(self, reward: ServiceReward, decoder: OffsetDecoder | None = None):
+        self.reward, self.decoder = reward, decoder
+        self.__name__ = reward.__name__
+        self.offsets: list[list[tuple[int, int]]] = []
+
+    def __call__(self, prompts: list, completions: list, completion_ids: list[list[int]], **kwargs: Any) -> list:
+        decoded = [self.decoder.decode(list(ids)) for ids in completion_ids]
+        self.offsets = [offsets for _, offsets in decoded]
+        return self.reward.score(prompts, [text for text, _ in decoded], kwargs).scores
+
+
+class BoTGRPOTrainer(GRPOTrainer):
+    """`GRPOTrainer` with token-level advantages from a botgrpo reward service (BoT-GRPO by default).
+
+    Same arguments as GRPOTrainer, except that `reward_funcs` must be one `reward_function(...)`.
+    Each batch: the service scores the decoded completion ids; its spans are projected onto those
+    ids' tokens (code-point offsets), r = lambda_seq * score + lambda_tok * rho; advantages (B, T)
+    come from `compute_advantages(advantage, ...)` over TRL's groups, with TRL's `scale_rewards`
+    as `scale`; TRL's loss takes them as they are. Rows the service failed to score get 0.
+    """
+
+    def __init__(self, model: Any, reward_funcs: ServiceReward | list[ServiceReward], args: Any = None, *,
+                 advantage: str = "bot_grpo", advantage_options: dict | None = None,
+                 lambda_seq: float = 1.0, lambda_tok: float = 1.0, **kwargs: Any):
+        funcs = reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
+        if len(funcs) != 1 or not isinstance(funcs[0], ServiceReward):
+            raise TypeError("BoTGRPOTrainer needs reward_funcs=reward_function(SERVICE): exactly one reward service")
+        for unsupported in ("tools", "environment_factory"):
+            if kwargs.get(unsupported) is not None:
+                raise ValueError(f"BoTGRPOTrainer does not support {unsupported}= (tool tokens have no service spans)")
+        estimator = ADVANTAGES[advantage]  # unknown name -> KeyError listing the known ones, before the model loads
+        self.token_reward = _TokenLevelReward(funcs[0])
+        self.advantage, self.lambda_seq, self.lambda_tok = advantage, lambda_seq, lambda_tok
+        self.advantage_options = dict(advantage_options or {})
+        super().__init__(model, reward_funcs=[self.token_reward], args=args, **kwargs)
+        self.token_reward.decoder = OffsetDecoder(self._tokenizer)
+        if "scale" in inspect.signature(estimator).parameters:
+            self.advantage_options.setdefault("scale", self.scale_rewards)
+
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        output = super()._generate_and_score_completions(inputs)
+        output["advantages"] = self._token_advantages(output)
+        return output
+
+    def _token_advantages(self, output: dict[str, Any]) -> torch.Tensor:
+        """(B, T) advantages for this process's rows; group statistics use every process's rows."""
+        scored = self.token_reward.reward.last
+        mask = output["completion_mask"].bool()  # (B, T), already zero for masked truncations
+        ok = torch.tensor([s is not None for s in scored.scores], device=mask.device)  # (B,)
+        scores = torch.tensor([s or 0.0 for s in scored.scores], device=mask.device)  # (B,)
+        mask = mask & ok[:, None]
+        rho = project_spans(scored.spans, self.token_reward.offsets, mask.shape[1]).to(mask.device)  # (B, T)
+        r = token_rewards(scores, rho, mask, self.lambda_seq, self.lambda_tok)  # (B, T)
+        r_all, m_all, s_all, ok_all = self._gather_rows(r, mask.float(), scores, ok.float())  # bool: no collective
+        m_all, ok_all = m_all.bool(), ok_all.bool()
+        rows = torch.arange(len(s_all), device=s_all.device)
+        mode = "train" if self.model.training else "eval"
+        groups = rows // (self.num_generations if mode == "train" else self.num_generations_eval)
+        groups = torch.where(ok_all, groups, len(s_all) + rows)  # failed rows: own group, advantage 0
+        adv = compute_advantages(self.advantage, token_rewards=r_all, scores=s_all, mask=m_all, group_ids=groups,
+                                 **self.advantage_options)  # (B_all, T_max)
+        start = self.accelerator.process_index * mask.shape[0]
+        return adv[start:start + mask.shape[0], : mask.shape[1]]
+
+    def _gather_rows(self, *tensors: torch.Tensor) -> list[torch.Tensor]:
+        """Rows of every process in rank order; (B, T) tensors padded to the longest T first."""
+        acc = self.accelerator
+        out = []
+        for t in tensors:
+            if t.dim() == 2:
+                t = acc.pad_across_processes(t, dim=1, pad_index=0)
+            out.append(acc.gather(t))
+        return out

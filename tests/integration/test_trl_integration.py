@@ -1,0 +1,132 @@
+"""BoTGRPOTrainer on TRL: two real training steps of the tiny arith model scored by the math service."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+pytest.importorskip("trl")
+
+from datasets import Dataset  # noqa: E402
+from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
+from trl import GRPOConfig  # noqa: E402
+
+from botgrpo_cli.algos import compute_advantages, project_spans, token_rewards  # noqa: E402
+from botgrpo_cli.integrations.trl import BoTGRPOTrainer, reward_function  # noqa: E402
+from botgrpo_tasks import get_task  # noqa: E402
+
+GROUP = 4
+
+
+class RecordingTrainer(BoTGRPOTrainer):
+    """Keeps what each generation produced (before TRL shuffles it) and what the loss received."""
+
+    def __init__(self, *args, **kwargs):
+        self.generated: list[dict] = []
+        self.loss_inputs: list[dict] = []
+        super().__init__(*args, **kwargs)
+
+    def _generate_and_score_completions(self, inputs):
+        out = super()._generate_and_score_completions(inputs)
+        self.generated.append({"out": {k: v.clone() for k, v in out.items() if torch.is_tensor(v)},
+                               "scored": self.token_reward.reward.last})
+        return out
+
+    def _compute_loss(self, model, inputs):
+        self.loss_inputs.append({k: v.detach().clone() for k, v in inputs.items() if torch.is_tensor(v)})
+        return super()._compute_loss(model, inputs)
+
+
+def _offsets(tokenizer, ids: list[int]) -> tuple[str, list[tuple[int, int]]]:
+    """Code-point offsets by decoding one token at a time (the completions here are ASCII)."""
+    pieces = [tokenizer.decode([i], skip_special_tokens=True) for i in ids]
+    ends = [sum(len(p) for p in pieces[: k + 1]) for k in range(len(pieces))]
+    return "".join(pieces), [(e - len(p), e) for p, e in zip(pieces, ends)]
+
+
+def _expected(tokenizer, generated: dict) -> torch.Tensor:
+    """compute_advantages("bot_grpo") on the scored rewards, rebuilt from the generated ids."""
+    out, scored = generated["out"], generated["scored"]
+    mask = out["completion_mask"].bool()
+    offsets = []
+    for row, m, text in zip(out["completion_ids"], mask, scored.texts):
+        decoded, offs = _offsets(tokenizer, row[m].tolist())
+        assert decoded == text  # the service scored exactly the generated tokens' text
+        offsets.append(offs)
+    ok = torch.tensor([s is not None for s in scored.scores])
+    scores = torch.tensor([s or 0.0 for s in scored.scores])
+    mask = mask & ok[:, None]
+    rho = project_spans(scored.spans, offsets, mask.shape[1])
+    r = token_rewards(scores, rho, mask)
+    rows = torch.arange(len(scores))
+    groups = torch.where(ok, rows // GROUP, len(scores) + rows)
+    return compute_advantages("bot_grpo", token_rewards=r, scores=scores, mask=mask, group_ids=groups)
+
+
+def test_bot_grpo_trainer_feeds_token_advantages_to_trl_loss(tiny_arith_model_dir, tmp_path):
+    task = get_task("arith_synth")
+    examples = task.train_examples()[:4]
+    dataset = Dataset.from_list([{"prompt": task.format_prompt(ex), "answer": ex.reference["answer"]}
+                                 for ex in examples])
+    tokenizer = AutoTokenizer.from_pretrained(tiny_arith_model_dir)
+    model = AutoModelForCausalLM.from_pretrained(tiny_arith_model_dir)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2 * GROUP, num_generations=GROUP,
+                      max_completion_length=48, max_steps=2, learning_rate=1e-3, beta=0.0, use_cpu=True,
+                      bf16=False, report_to="none", save_strategy="no", logging_steps=1, seed=0,
+                      dataloader_num_workers=0)
+    reward = reward_function("math", options=task.service_options)
+    try:
+        trainer = RecordingTrainer(model, reward_funcs=reward, args=args, train_dataset=dataset,
+                                   processing_class=tokenizer)
+        trainer.train()
+    finally:
+        reward.close()
+
+    assert len(trainer.generated) == 2 and len(trainer.loss_inputs) == 2
+    spans_seen = 0
+    for generated, received in zip(trainer.generated, trainer.loss_inputs):
+        expected = _expected(tokenizer, generated)
+        out = generated["out"]
+        assert torch.allclose(out["advantages"], expected, atol=1e-6)
+        # TRL shuffles rows before the loss: match them back by their token ids.
+        by_ids = {(tuple(p.tolist()), tuple(c.tolist())): a for p, c, a in
+                  zip(out["prompt_ids"], out["completion_ids"], expected)}
+        assert received["advantages"].shape == received["completion_ids"].shape  # (B, T), not (B,)
+        for p, c, a in zip(received["prompt_ids"], received["completion_ids"], received["advantages"]):
+            assert torch.allclose(a, by_ids[(tuple(p.tolist()), tuple(c.tolist()))], atol=1e-6)
+        assert expected.abs().sum() > 0
+        spans_seen += sum(len(s) for s in generated["scored"].spans)
+    # Step spans make advantages vary inside a completion: the token-level signal reached the loss.
+    assert spans_seen > 0
+    rows = torch.cat([g["out"]["advantages"] for g in trainer.generated])
+    masks = torch.cat([g["out"]["completion_mask"] for g in trainer.generated]).bool()
+    assert any(len(set(a[m].tolist())) > 1 for a, m in zip(rows, masks))
+    changed = [n for n, p in model.named_parameters() if not torch.equal(p.detach(), before[n])]
+    assert changed
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    assert losses and all(math.isfinite(x) for x in losses)
+
+
+def test_reward_function_returns_none_for_unscorable(tmp_path):
+    """The plain TRL reward function: sequence scores, None where the service answers with an error."""
+    reward = reward_function("math", reference_columns=["answer"])
+    try:
+        scores = reward(prompts=["1+1?", "2+2?"], completions=["\\boxed{2}", "x" * 3_000_000],
+                        answer=["2", "4"], trainer_state=None)
+    finally:
+        reward.close()
+    assert scores[0] == pytest.approx(1.0)
+    assert scores[1] is None
+
+
+def test_trainer_refuses_reward_functions_that_are_not_a_service():
+    def length(prompts, completions, **kwargs):
+        return [float(len(c)) for c in completions]
+
+    with pytest.raises(TypeError, match="reward_function"):
+        BoTGRPOTrainer("unused-model-id", reward_funcs=length)
+    with pytest.raises(KeyError, match="known"):
+        BoTGRPOTrainer("unused-model-id", reward_funcs=reward_function("math"), advantage="nope")
