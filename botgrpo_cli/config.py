@@ -46,6 +46,14 @@ class RolloutConfig:
     temperature: float = opt(1.0, "sampling temperature (also divides logits when computing log-probs)")
     top_p: float = opt(1.0, "nucleus sampling threshold")
     stop: Optional[list] = opt(None, "stop strings (kept in the text); None = the task's")
+    per_prompt_seed: bool = opt(False, "seed each prompt's group from its text: a completion does not depend on the "
+                                       "batch or the process sampling it (one HF generate call per prompt)")
+    vllm_gpu_memory_utilization: float = opt(0.3, "vllm: share of the GPU vLLM takes for weights and KV cache")
+    vllm_tensor_parallel_size: int = opt(1, "vllm: GPUs (training processes) one vLLM engine spans")
+    vllm_sleep_mode: bool = opt(False, "vllm: free vLLM's GPU memory while the trainer updates (sleep / wake_up)")
+    vllm_max_model_len: Optional[int] = opt(None, "vllm: prompt + completion tokens; None = the model's limit")
+    vllm_enforce_eager: bool = opt(False, "vllm: no CUDA graphs or compilation (starts in seconds, decodes slower)")
+    vllm_dtype: Optional[str] = opt(None, "vllm: weight dtype float32 | bfloat16 | float16; None = model.dtype")
 
 
 @dataclass
@@ -96,7 +104,9 @@ class RunConfig:
     keep_last: int = opt(2, "checkpoints kept")
     eval_every: int = opt(0, "evaluate success on held-out prompts every N steps; 0 = never")
     eval_prompts: int = opt(32, "held-out prompts per evaluation")
-    threads: int = opt(0, "torch CPU threads; 0 = torch's default")
+    threads: int = opt(0, "torch CPU threads (per process); 0 = torch's default")
+    distributed: str = opt("ddp", "with several processes: ddp (replicas) or fsdp (sharded; GPUs, rollout.engine=vllm)",
+                           ("ddp", "fsdp"))
 
 
 @dataclass
@@ -261,7 +271,7 @@ def apply_preset(algo: AlgoConfig) -> None:
             setattr(algo, key, value)
 
 
-_POSITIVE = ["rollout.group_size", "rollout.prompts_per_step", "algo.max_rounds", "optim.micro_batch_size",
+_POSITIVE = ["rollout.group_size", "rollout.prompts_per_step", "rollout.vllm_tensor_parallel_size", "algo.max_rounds", "optim.micro_batch_size",
              "run.keep_last", "run.eval_prompts", "log.every", "optim.lr", "reward.workers", "reward.deadline_ms"]
 _NON_NEGATIVE = ["run.steps", "run.save_every", "run.eval_every", "log.samples_every", "optim.warmup_steps",
                  "optim.grad_clip", "algo.beta", "algo.eps_low", "algo.eps_high", "model.lora_r",
@@ -305,5 +315,11 @@ def validate(cfg: Config) -> None:
     aggs = ("seq_mean_token_mean", "token_mean", "seq_mean_token_sum_norm")
     if cfg.algo.loss_agg not in aggs:
         fail("algo.loss_agg", f"must be one of {', '.join(aggs)}; got {cfg.algo.loss_agg!r}")
-    if cfg.rollout.engine == "vllm":
-        raise UserError("rollout.engine=vllm is not available yet; use rollout.engine=hf (the CPU default)")
+    if not 0 < cfg.rollout.vllm_gpu_memory_utilization <= 1:
+        fail("rollout.vllm_gpu_memory_utilization", f"must be in (0, 1], got {cfg.rollout.vllm_gpu_memory_utilization}")
+    if cfg.rollout.vllm_dtype not in (None, "float32", "bfloat16", "float16"):
+        fail("rollout.vllm_dtype", f"must be float32, bfloat16 or float16, got {cfg.rollout.vllm_dtype!r}")
+    if cfg.run.distributed == "fsdp" and cfg.rollout.engine != "vllm":
+        fail("run.distributed", "is fsdp, which needs rollout.engine=vllm: HF generate cannot sample sharded weights")
+    if cfg.run.distributed == "fsdp" and cfg.algo.dynamic_sampling:
+        fail("run.distributed", "is fsdp, which needs algo.dynamic_sampling=false (sharded forwards need equal shares)")

@@ -1,7 +1,8 @@
-"""`botgrpo bench step`: one training step's time, its split and peak memory, per preset, side by side.
+"""`botgrpo bench step`: one training step's time, its split and peak memory, per preset, side by side;
+or (run_scaling) one process against several on the same global batch.
 
-Each preset runs in its own subprocess (so RSS high-water marks are per run) on the task's tiny
-model at 8 prompts x 8 completions x 48 new tokens; the first step is a warm-up and not counted.
+Each run is its own subprocess (so RSS high-water marks are per run) on the task's tiny model at
+8 prompts x 8 completions x 48 new tokens; the first step is a warm-up and not counted.
 """
 
 from __future__ import annotations
@@ -76,6 +77,57 @@ def run(algos: list[str], steps: int, task: str, threads: int, model: str | None
             for algo in algos:
                 runs[algo].append(_one(algo, steps, task, threads, model, Path(tmp) / f"{algo}-{r}"))
     return [_median_of(a, figs) for a, figs in runs.items()]
+
+
+@dataclass
+class ScaleFigures:
+    processes: int
+    threads: int  # torch threads per process
+    step_s: float  # medians over the timed steps of all repeats; times are the slowest process's
+    generate_s: float
+    logp_s: float
+    reward_s: float
+    update_s: float
+    steps: int
+
+
+def _train_timed(algo: str, steps: int, task: str, threads: int, model: str | None, processes: int,
+                 out: Path) -> list[dict]:
+    """`botgrpo train` in `processes` processes; the metrics of every step but the warm-up."""
+    argv = [sys.executable, "-m", "botgrpo_cli", "train", "--algo", algo, "--steps", str(steps + 1), "--out", str(out),
+            "--num-processes", str(processes), *[a for s in [*SHAPE, f"run.task={task}", f"run.threads={threads}"]
+                                                  for a in ("--set", s)]]
+    if model:
+        argv += ["--set", f"model.name_or_path={model}"]
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise UserError(f"bench step with {processes} processes failed: {' | '.join(tail)}")
+    lines = (out / "metrics.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines][1:]
+
+
+def run_scaling(processes: int, algo: str, steps: int, task: str, threads: int, model: str | None = None,
+                repeats: int = 2) -> list[ScaleFigures]:
+    """The same global batch on one process with `threads` threads, on `processes` processes with
+    threads // processes each (the same cores), and on one process with that many threads (the
+    same per-process setting), alternating layouts `repeats` times."""
+    if steps < 1 or repeats < 1 or processes < 2:
+        raise UserError("--steps and --repeats must be at least 1, --num-processes at least 2")
+    per = max(1, threads // processes)
+    layouts = list(dict.fromkeys([(1, threads), (1, per), (processes, per)]))
+    records: dict[tuple[int, int], list[dict]] = {layout: [] for layout in layouts}
+    with tempfile.TemporaryDirectory(prefix="botgrpo-bench-scale-") as tmp:
+        for r in range(repeats):
+            for n, t in layouts:
+                records[n, t] += _train_timed(algo, steps, task, t, model, n, Path(tmp) / f"{n}x{t}-{r}")
+
+    def med(layout: tuple[int, int], key: str) -> float:
+        return statistics.median(rec[key] for rec in records[layout])
+
+    return [ScaleFigures(n, t, med((n, t), "time/step_s"), med((n, t), "time/generate_s"), med((n, t), "time/logp_s"),
+                         med((n, t), "time/reward_s"), med((n, t), "time/update_s"), len(records[n, t]))
+            for n, t in layouts]
 
 
 def _median_of(algo: str, figs: list[StepFigures]) -> StepFigures:

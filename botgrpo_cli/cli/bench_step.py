@@ -19,11 +19,16 @@ def register(app: typer.Typer) -> None:
         threads: Annotated[int, typer.Option(help="torch CPU threads per run.")] = 2,
         repeats: Annotated[int, typer.Option(help="Runs per preset, alternating presets.")] = 2,
         model: Annotated[Optional[str], typer.Option(help="Model dir or hub id instead of the tiny model.")] = None,
+        num_processes: Annotated[int, typer.Option("--num-processes", help="Compare one process with this many "
+                                                   "(same global batch, same total threads), first preset only.")] = 1,
     ) -> None:
         """Median step time (generate / reward / update) and peak RSS at 8 prompts x 8 completions x 48 tokens."""
         from botgrpo_cli.bench.step import run
 
         names = [a.strip() for a in algos.split(",") if a.strip()]
+        if num_processes > 1:
+            _scaling(num_processes, names[0], steps, task, threads, model, repeats)
+            return
         console.print(f"[bold]bench step:[/] {', '.join(names)} on {task}, {steps} timed steps each")
         results = run(names, steps, task, threads, model, repeats)
         base = results[0]
@@ -39,3 +44,23 @@ def register(app: typer.Typer) -> None:
         out.print(table, width=max(out.width, 120))  # all ten columns, even when piped
         out.print(f"x step, x RSS: ratio to {base.algo}; reward s: time blocked on scoring after the overlapped "
                   "log-prob pass. Targets: ratios within 1.05, reward % under 15.")
+
+
+def _scaling(n: int, algo: str, steps: int, task: str, threads: int, model: Optional[str], repeats: int) -> None:
+    from botgrpo_cli.bench.step import run_scaling
+
+    console.print(f"[bold]bench step:[/] {algo} on {task}, 1 process vs {n}, {steps} timed steps x {repeats} runs each")
+    figures = run_scaling(n, algo, steps, task, threads, model, repeats)
+    one = figures[0]
+    table = Table(title=f"training step on {task}, global batch 8 prompts x 8 completions x 48 new tokens: "
+                        f"medians of {steps} steps x {repeats} runs")
+    for col in ("procs", "threads", "step s", "gen s", "logp s", "reward s", "update s", "x step"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for f in figures:
+        table.add_row(str(f.processes), str(f.threads), f"{f.step_s:.3f}", f"{f.generate_s:.3f}", f"{f.logp_s:.3f}",
+                      f"{f.reward_s:.3f}", f"{f.update_s:.3f}", f"{f.step_s / one.step_s:.3f}")
+    out.print(table)
+    out.print(f"threads: torch threads per process. x step: step time relative to the first row; with several "
+              f"processes each time is the slowest process's. {n} processes share {threads} threads; the 1-process "
+              "row with as many threads as each of them separates the effect of sharding the batch (and averaging "
+              "gradients over gloo) from the effect of fewer threads per process.")

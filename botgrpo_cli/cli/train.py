@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from botgrpo_cli.console import console, out
+from botgrpo_cli.errors import UserError
 
 # `botgrpo train` with no arguments: the demo (task react_synth, bot_grpo, a few minutes on 2 cores).
 DEMO_SETS = ["run.task=react_synth", "run.threads=2", "run.steps=30", "run.eval_prompts=64", "reward.workers=2",
@@ -29,6 +32,9 @@ def register(app: typer.Typer) -> None:
         steps: Annotated[Optional[int], typer.Option("--steps", help="training steps (run.steps)")] = None,
         list_options: Annotated[bool, typer.Option("--list-options", help="print every config option with "
                                                                           "its default and meaning, then exit")] = False,
+        num_processes: Annotated[int, typer.Option("--num-processes", min=1, help="training processes on this "
+                                                   "machine (gloo on CPU, one GPU each); they share each step's "
+                                                   "prompts")] = 1,
     ) -> None:
         """Train a model with BoT-GRPO or a baseline (GRPO, Dr. GRPO, DAPO, GSPO, PURE).
 
@@ -48,11 +54,36 @@ def register(app: typer.Typer) -> None:
         if steps is not None:
             cfg.run.steps = steps
         validate(cfg)
+        if num_processes > 1 and int(os.environ.get("WORLD_SIZE", "1")) == 1:  # not yet inside a launcher
+            _relaunch(num_processes, cfg.rollout.prompts_per_step)
+            return
         if demo:
             console.print("[bold]demo:[/] bot_grpo on react_synth with the bootstrapped tiny model "
                           f"({cfg.run.steps} steps, 2 CPU threads)")
         result = run_training(cfg, resume=resume, eval_around=demo)
-        _summary(result)
+        if int(os.environ.get("RANK", "0")) == 0:
+            _summary(result)
+
+
+def _relaunch(n: int, prompts_per_step: int) -> None:
+    """Run this same command in n processes; fail if any of them failed."""
+    from botgrpo_cli.trainer.distributed import launch
+
+    if prompts_per_step % n:
+        raise UserError(f"rollout.prompts_per_step={prompts_per_step} must be a multiple of --num-processes {n}: "
+                        "each process takes an equal share of whole groups")
+    args, skip = [], False  # this command's arguments without --num-processes
+    for a in sys.argv[1:]:
+        if skip or a.startswith("--num-processes="):
+            skip = False
+            continue
+        skip = a == "--num-processes"
+        if not skip:
+            args.append(a)
+    console.print(f"starting {n} training processes")
+    code = launch(n, args)
+    if code != 0:
+        raise UserError(f"the {n}-process run failed (exit code {code}); the failing process's message is above")
 
 
 def _summary(result) -> None:

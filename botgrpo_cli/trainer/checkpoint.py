@@ -26,17 +26,19 @@ class TrainState:
 
 
 def save(run_dir: Path, state: TrainState, model: Any, tokenizer: Any, opt: Any, sched: Any,
-         cfg_yaml: str, keep_last: int) -> Path:
-    """Write checkpoints/step-N atomically and drop all but the newest `keep_last`."""
+         cfg_yaml: str, keep_last: int, weights: dict | None = None) -> Path:
+    """Write checkpoints/step-N atomically and drop all but the newest `keep_last`.
+    weights: the full state dict when the model's own is sharded (FSDP); opt None: no optimizer state."""
     root = run_dir / "checkpoints"
     root.mkdir(exist_ok=True)
     final = root / f"{PREFIX}{state.step:06d}"
     tmp = root / f".tmp-{final.name}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    model.save_pretrained(tmp / "model")
+    model.save_pretrained(tmp / "model", state_dict=weights)
     tokenizer.save_pretrained(tmp / "model")
-    torch.save({"optimizer": opt.state_dict(), "scheduler": sched.state_dict()}, tmp / "optim.pt")
+    if opt is not None:
+        torch.save({"optimizer": opt.state_dict(), "scheduler": sched.state_dict()}, tmp / "optim.pt")
     torch.save({"python": random.getstate(), "numpy": np.random.get_state(),
                 "torch": torch.get_rng_state()}, tmp / "rng.pt")
     (tmp / "state.json").write_text(json.dumps(state.__dict__))

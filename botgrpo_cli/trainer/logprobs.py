@@ -25,8 +25,10 @@ def pack(prompt_ids: list[list[int]], completion_ids: Tensor, pad_id: int) -> tu
 
 def forward_logps(model: Any, prompt_ids: list[list[int]], completion_ids: Tensor, pad_id: int,
                   temperature: float, with_entropy: bool = False) -> tuple[Tensor, Tensor | None]:
-    """log pi(y_t | x, y_<t) for each completion token -> (b, T); entropy (b, T) if asked."""
-    ids, attn, pos = pack(prompt_ids, completion_ids, pad_id)
+    """log pi(y_t | x, y_<t) for each completion token -> (b, T) on the model's device; entropy (b, T) if asked."""
+    device = next(model.parameters()).device
+    ids, attn, pos = (x.to(device) for x in pack(prompt_ids, completion_ids, pad_id))
+    completion_ids = completion_ids.to(device)
     t = completion_ids.shape[1]
     logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, logits_to_keep=t + 1).logits
     logits = logits[:, :-1].float() / max(temperature, 1e-6)  # (b, T, V): logits predicting y_t
@@ -50,6 +52,6 @@ def batch_logps(model: Any, prompt_ids: list[list[int]], completion_ids: Tensor,
         hi = lo + micro_batch
         width = max(1, int(mask[lo:hi].sum(1).max()))
         logp, _ = forward_logps(model, prompt_ids[lo:hi], completion_ids[lo:hi, :width], pad_id, temperature)
-        out[lo:hi, :width] = logp * mask[lo:hi, :width]
+        out[lo:hi, :width] = logp.float().cpu() * mask[lo:hi, :width]
     model.train(was_training)
     return out

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import torch
 
-from botgrpo_cli.algos import ADVANTAGES, compute_advantages, project_spans, token_rewards
+from botgrpo_cli.algos import ADVANTAGES, compute_advantages, masked_mean, project_spans, token_rewards
 from botgrpo_cli.config import Config
 from botgrpo_cli.console import console
 from botgrpo_cli.rollout import RolloutBatch
+from botgrpo_cli.trainer.distributed import reduce_metrics
 from botgrpo_cli.trainer.evaluate import success_rate
 from botgrpo_cli.trainer.logprobs import batch_logps
 from botgrpo_cli.trainer.metrics import MetricsLog, read
@@ -44,34 +45,39 @@ def train(cfg: Config, resume: bool = False, eval_around: bool = False, pool=Non
         if eval_around:
             console.print(f"measuring success on {cfg.run.eval_prompts} held-out prompts before and after training")
         before = success_rate(s, cfg.run.eval_prompts, eval_seed) if eval_around else None
-        log = MetricsLog(s.run_dir, cfg.log.tensorboard, cfg.log.wandb, cfg.to_dict(), s.state.step)
-        page = SamplesPage(s.run_dir / "samples.html", f"{cfg.run.task} / {cfg.algo.name}")
-        with make_progress() as progress:
+        main = s.dist.main  # only rank 0 writes the run directory
+        log = MetricsLog(s.run_dir, cfg.log.tensorboard, cfg.log.wandb, cfg.to_dict(), s.state.step) if main else None
+        page = SamplesPage(s.run_dir / "samples.html", f"{cfg.run.task} / {cfg.algo.name}") if main else None
+        with make_progress(disable=not main) as progress:
             bar = progress.add_task("train", total=cfg.run.steps, completed=s.state.step, stats="")
             for step in range(s.state.step + 1, cfg.run.steps + 1):
                 metrics = train_step(s, step, page)
                 if cfg.run.eval_every and step % cfg.run.eval_every == 0:
                     metrics.update(success_rate(s, cfg.run.eval_prompts, eval_seed))
-                if step % cfg.log.every == 0 or step == cfg.run.steps:
+                metrics = reduce_metrics(metrics, s.dist)
+                if log and (step % cfg.log.every == 0 or step == cfg.run.steps):
                     log.write(step, metrics)
                 progress.update(bar, completed=step, stats=stats_line(metrics))
                 s.state.step, s.state.data_position = step, s.stream.position
                 if (cfg.run.save_every and step % cfg.run.save_every == 0) or step == cfg.run.steps:
                     s.save()
-        log.close()
+        if log:
+            log.close()
         after = success_rate(s, cfg.run.eval_prompts, eval_seed) if eval_around else None
+        s.dist.barrier()
         records = read(s.run_dir / "metrics.jsonl")
-        curves = plot_curves(records, s.run_dir / "curves.png", f"{cfg.run.task} / {cfg.algo.name}")
-        return TrainResult(s.run_dir, records, page.path, curves, before, after)
+        title = f"{cfg.run.task} / {cfg.algo.name}"
+        curves = plot_curves(records, s.run_dir / "curves.png", title) if main else None
+        return TrainResult(s.run_dir, records, s.run_dir / "samples.html", curves, before, after)
 
 
-def train_step(s: Session, step: int, page: SamplesPage) -> dict[str, float]:
+def train_step(s: Session, step: int, page: SamplesPage | None) -> dict[str, float]:
     cfg, a = s.cfg, s.cfg.algo
     t0 = time.perf_counter()
     ro = collect_rollouts(s, step)  # prompts -> G completions each; scoring already running
     b = ro.batch
     t_gen = time.perf_counter()
-    logp_old = batch_logps(s.model, b.prompt_ids, b.completion_ids, b.mask, s.engine.pad_id,
+    logp_old = batch_logps(s.policy, b.prompt_ids, b.completion_ids, b.mask, s.engine.pad_id,
                            cfg.rollout.temperature, cfg.optim.micro_batch_size)  # overlaps scoring
     logp_ref = None if s.ref is None else batch_logps(s.ref, b.prompt_ids, b.completion_ids, b.mask,
                                                       s.engine.pad_id, cfg.rollout.temperature,
@@ -87,14 +93,18 @@ def train_step(s: Session, step: int, page: SamplesPage) -> dict[str, float]:
     adv = compute_advantages(a.advantage, token_rewards=r, scores=scores, mask=mask, group_ids=gids,
                              **estimator_options(s, b, rho))  # (B, T)
     upd = update(s.model, s.opt, s.sched, UpdateInputs(b.prompt_ids, b.completion_ids, mask, adv, logp_old,
-                                                       logp_ref), cfg, s.engine.pad_id, s.params.max_new_tokens)
+                                                       logp_ref), cfg, s.engine.pad_id, s.params.max_new_tokens,
+                 s.dist)
     s.engine.sync_weights()
     t_end = time.perf_counter()
     times = {"step": t_end - t0, "generate": t_gen - t0, "logp": t_logp - t_gen, "reward": t_rew - t_logp,
              "update": t_end - t_rew}
-    if cfg.log.samples_every and (step % cfg.log.samples_every == 0 or step == 1):
+    if page and cfg.log.samples_every and (step % cfg.log.samples_every == 0 or step == 1):
         page.add(step, sample_rows(ro, scored, r, adv, cfg.log.samples))
-    return step_metrics(s, ro, scored, scores, mask, adv, upd, times)
+    metrics = step_metrics(s, ro, scored, scores, mask, adv, upd, times)
+    if b.logp_old is not None:  # the engine's own behaviour log-probs (vLLM) against the trainer's
+        metrics["rollout/logp_abs_diff"] = float(masked_mean((b.logp_old - logp_old).abs(), b.mask))
+    return metrics
 
 
 def estimator_options(s: Session, batch: RolloutBatch, rho: torch.Tensor) -> dict:

@@ -7,10 +7,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from botgrpo_cli.console import console
 
 
-def make_progress() -> Progress:
+def make_progress(disable: bool = False) -> Progress:
     return Progress(
         TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        TextColumn("{task.fields[stats]}"), console=console, transient=False,
+        TextColumn("{task.fields[stats]}"), console=console, transient=False, disable=disable,
     )
 
 

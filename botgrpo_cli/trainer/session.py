@@ -15,10 +15,11 @@ import yaml
 
 from botgrpo_cli.config import Config
 from botgrpo_cli.errors import UserError
-from botgrpo_cli.rollout import HFEngine, SamplingParams
+from botgrpo_cli.rollout import Engine, HFEngine, SamplingParams
 from botgrpo_cli.trainer import checkpoint
 from botgrpo_cli.trainer.checkpoint import TrainState
 from botgrpo_cli.trainer.data import PromptStream
+from botgrpo_cli.trainer.distributed import Dist
 from botgrpo_cli.trainer.policy import load_model, load_tokenizer, resolve_model_path
 from botgrpo_cli.trainer.update import make_optimizer
 
@@ -28,9 +29,9 @@ class Session:
     cfg: Config
     task: Any
     tok: Any
-    model: Any
+    model: Any  # the policy as trained: DDP/FSDP-wrapped under several processes
     ref: Any  # frozen reference policy when algo.beta > 0, else None
-    engine: HFEngine
+    engine: Engine
     pool: Any  # RewardPool
     opt: Any
     sched: Any
@@ -39,13 +40,24 @@ class Session:
     run_dir: Path
     params: SamplingParams  # the task's defaults merged with the rollout section (seed set per call)
     service_options: dict
+    dist: Dist = Dist()
+
+    @property
+    def policy(self) -> Any:
+        """The policy without its DDP wrapper: for generation, no-grad log-probs and saving."""
+        return getattr(self.model, "module", self.model)
 
     def prompt_texts(self, examples: list) -> list[str]:
         return [self.task.format_prompt(ex, self.tok) for ex in examples]
 
-    def save(self) -> Path:
-        return checkpoint.save(self.run_dir, self.state, self.model, self.tok, self.opt, self.sched,
-                               yaml.safe_dump(self.cfg.to_dict(), sort_keys=False), self.cfg.run.keep_last)
+    def save(self) -> None:
+        """Rank 0 writes the checkpoint (under FSDP every rank first helps gather the weights)."""
+        fsdp = self.cfg.run.distributed == "fsdp" and self.dist.world > 1
+        weights = self.dist.accelerator.get_state_dict(self.model) if fsdp else None
+        if self.dist.main:
+            checkpoint.save(self.run_dir, self.state, self.policy, self.tok, None if fsdp else self.opt, self.sched,
+                            yaml.safe_dump(self.cfg.to_dict(), sort_keys=False), self.cfg.run.keep_last, weights)
+        self.dist.barrier()
 
 
 def _task(cfg: Config) -> Any:
@@ -57,6 +69,32 @@ def _task(cfg: Config) -> Any:
         raise UserError(f"run.task: {err.args[0]}") from None
     except TypeError as err:
         raise UserError(f"run.task_options do not fit task {cfg.run.task!r}: {err}") from None
+
+
+def _engine(cfg: Config, model: Any, tok: Any, path: str) -> Engine:
+    if cfg.rollout.engine == "hf":
+        return HFEngine(model, tok)
+    from botgrpo_cli.rollout.vllm import VLLMEngine, VLLMOptions
+
+    r = cfg.rollout
+    options = VLLMOptions(gpu_memory_utilization=r.vllm_gpu_memory_utilization,
+                          tensor_parallel_size=r.vllm_tensor_parallel_size, sleep_mode=r.vllm_sleep_mode,
+                          max_model_len=r.vllm_max_model_len, dtype=r.vllm_dtype or cfg.model.dtype,
+                          enforce_eager=r.vllm_enforce_eager)
+    engine = VLLMEngine(model, tok, path, options, seed=cfg.run.seed)
+    engine.sync_weights()  # a resumed or LoRA policy differs from the files vLLM loaded
+    return engine
+
+
+def _distributed(cfg: Config) -> Dist:
+    from botgrpo_cli.trainer.distributed import make_accelerator
+
+    acc = make_accelerator(cfg.run.distributed)
+    dist = Dist(acc.process_index, acc.num_processes, acc)
+    if cfg.rollout.prompts_per_step % dist.world:
+        raise UserError(f"rollout.prompts_per_step={cfg.rollout.prompts_per_step} must be a multiple of the "
+                        f"number of processes ({dist.world}): each process takes an equal share of whole groups")
+    return dist
 
 
 def _run_dir(cfg: Config, resume: bool) -> tuple[Path, Path | None]:
@@ -101,14 +139,20 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
 
     _seed_everything(cfg.run.seed)
     task = _task(cfg)
+    dist = _distributed(cfg)
     run_dir, ckpt = _run_dir(cfg, resume)
+    run_dir = dist.from_main(run_dir)  # a time-stamped name is rank 0's; also a barrier before it writes
+    if ckpt is not None and cfg.run.distributed == "fsdp" and dist.world > 1:
+        raise UserError("--resume with run.distributed=fsdp is not supported yet (checkpoints hold the model, "
+                        "not the sharded optimizer); resume with run.distributed=ddp or start a new run")
     base = resolve_model_path(cfg.model, cfg.run.task)
     tok = load_tokenizer(base)
     lora_resume = ckpt is not None and cfg.model.lora_r > 0
     model = load_model(str(ckpt / "model") if ckpt and not lora_resume else base, cfg.model,
                        adapter=str(ckpt / "model") if lora_resume else None)
-    ref = load_model(base, cfg.model, trainable=False) if cfg.algo.beta > 0 else None
+    ref = load_model(base, cfg.model, trainable=False).to(dist.accelerator.device) if cfg.algo.beta > 0 else None
     opt, sched = make_optimizer(model, cfg)
+    model, opt = dist.accelerator.prepare(model, opt)  # to the device; DDP/FSDP under several processes
     stream = PromptStream(task.train_examples(), cfg.run.seed)
     state = TrainState(step=0, data_position=0)
     if ckpt is not None:
@@ -120,10 +164,12 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     pool = shared_pool or RewardPool(cfg.reward.service or task.service, workers=cfg.reward.workers,
                                      command=cfg.reward.command)
     try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        cfg.save(run_dir / "config.yaml")
-        yield Session(cfg, task, tok, model, ref, HFEngine(model, tok), pool, opt, sched, stream, state, run_dir,
-                      params, {**task.service_options, **cfg.reward.options})
+        if dist.main:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            cfg.save(run_dir / "config.yaml")
+        engine = _engine(cfg, getattr(model, "module", model), tok, base)
+        yield Session(cfg, task, tok, model, ref, engine, pool, opt, sched, stream, state, run_dir,
+                      params, {**task.service_options, **cfg.reward.options}, dist)
     finally:
         if shared_pool is None:
             pool.close()

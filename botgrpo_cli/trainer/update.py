@@ -10,6 +10,7 @@ from torch import Tensor
 
 from botgrpo_cli.algos import masked_mean, policy_loss
 from botgrpo_cli.config import Config
+from botgrpo_cli.trainer.distributed import Dist, loss_weights
 from botgrpo_cli.trainer.logprobs import forward_logps
 
 
@@ -33,40 +34,35 @@ def make_optimizer(model: Any, cfg: Config) -> tuple[torch.optim.Optimizer, Any]
     return opt, sched
 
 
-def micro_weight(loss_agg: str, mb_mask: Tensor, mask: Tensor) -> float:
-    """Share of the full-batch loss a micro-batch's own aggregate stands for, so that the
-    accumulated gradient equals the full-batch one."""
-    if loss_agg == "token_mean":
-        return float(mb_mask.sum()) / max(1.0, float(mask.sum()))
-    return mb_mask.shape[0] / mask.shape[0]
-
-
 def update(model: Any, opt: torch.optim.Optimizer, sched: Any, inp: UpdateInputs, cfg: Config,
-           pad_id: int, max_len: int) -> dict[str, float]:
-    """Accumulate gradients over micro-batches, clip, step. Returns loss metrics and entropy."""
+           pad_id: int, max_len: int, dist: Dist = Dist()) -> dict[str, float]:
+    """Accumulate gradients over micro-batches, clip, step. Returns loss metrics and entropy.
+    Under several processes gradients are averaged once, after the last micro-batch."""
     model.train()
     opt.zero_grad(set_to_none=True)
     totals: dict[str, float] = {}
     a, mb = cfg.algo, cfg.optim.micro_batch_size
-    for lo in range(0, inp.mask.shape[0], mb):
-        rows = slice(lo, lo + mb)
+    micro = [slice(lo, lo + mb) for lo in range(0, inp.mask.shape[0], mb)]
+    weights = loss_weights(a.loss_agg, [inp.mask[rows] for rows in micro], dist)
+    for k, (rows, weight) in enumerate(zip(micro, weights)):
         width = max(1, int(inp.mask[rows].sum(1).max()))
         cols = (rows, slice(0, width))
-        mask = inp.mask[cols]
-        logp, entropy = forward_logps(model, inp.prompt_ids[rows], inp.completion_ids[cols], pad_id,
-                                      cfg.rollout.temperature, with_entropy=True)
-        loss, metrics = policy_loss(
-            a.loss, logp=logp, logp_old=inp.logp_old[cols], advantages=inp.advantages[cols], mask=mask,
-            loss_agg=a.loss_agg, logp_ref=None if inp.logp_ref is None else inp.logp_ref[cols], beta=a.beta,
-            eps_low=a.eps_low, eps_high=a.eps_high, max_completion_length=max_len)
-        weight = micro_weight(a.loss_agg, mask, inp.mask)
-        (loss * weight).backward()
+        with dist.no_sync(model, last=k == len(micro) - 1):
+            logp, entropy = forward_logps(model, inp.prompt_ids[rows], inp.completion_ids[cols], pad_id,
+                                          cfg.rollout.temperature, with_entropy=True)
+            dev = logp.device
+            mask = inp.mask[cols].to(dev)
+            loss, metrics = policy_loss(
+                a.loss, logp=logp, logp_old=inp.logp_old[cols].to(dev), advantages=inp.advantages[cols].to(dev),
+                mask=mask, loss_agg=a.loss_agg, logp_ref=None if inp.logp_ref is None else inp.logp_ref[cols].to(dev),
+                beta=a.beta, eps_low=a.eps_low, eps_high=a.eps_high, max_completion_length=max_len)
+            (loss * weight).backward()
         metrics["entropy"] = float(masked_mean(entropy, mask))
-        for k, v in metrics.items():
-            totals[k] = totals.get(k, 0.0) + weight * v
+        for name, v in metrics.items():
+            totals[name] = totals.get(name, 0.0) + weight * v
     params = [p for p in model.parameters() if p.requires_grad]
     clip = cfg.optim.grad_clip if cfg.optim.grad_clip > 0 else float("inf")
-    totals["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, clip))
+    totals["grad_norm"] = dist.clip_grad_norm(params, clip)
     totals["lr"] = float(sched.get_last_lr()[0])
     opt.step()
     sched.step()

@@ -1,0 +1,73 @@
+"""Loss normalisation across processes: micro-batch factors from global counts make the gradient,
+summed over micro-batches and averaged over ranks as DDP does, equal the full batch's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+from botgrpo_cli.algos import policy_loss
+from botgrpo_cli.algos.losses import LOSS_AGGS
+from botgrpo_cli.trainer.distributed import Dist, loss_weights, reduce_metrics, shard
+
+
+@dataclass(frozen=True)
+class Pretend(Dist):
+    """A rank of `world` whose all-reduce returns the given global totals (no process group)."""
+
+    totals: tuple[float, ...] = ()
+
+    def sum(self, values):
+        return list(self.totals)
+
+
+def _loss(theta, x, adv, mask, agg):
+    logp = x * theta  # (b, T) with gradient to theta
+    loss, _ = policy_loss("clip", logp=logp, logp_old=logp.detach(), advantages=adv, mask=mask, loss_agg=agg,
+                          max_completion_length=7)
+    return loss
+
+
+@pytest.mark.parametrize("agg", LOSS_AGGS)
+def test_two_ranks_with_uneven_micro_batches_equal_one_process(agg):
+    g = torch.Generator().manual_seed(0)
+    B, T = 10, 7
+    x, adv = torch.randn(B, T, generator=g), torch.randn(B, T, generator=g)
+    lengths = torch.randint(1, T + 1, (B,), generator=g)
+    mask = torch.arange(T)[None, :] < lengths[:, None]  # (B, T) ranks get different token counts
+    theta = torch.zeros(T, requires_grad=True)
+    full = torch.autograd.grad(_loss(theta, x, adv, mask, agg), theta)[0]
+
+    ranks = [slice(0, 6), slice(6, 10)]  # 6 and 4 rows (dynamic sampling can leave shares uneven)
+    micro = 4
+    count = (lambda m: float(m.sum())) if agg == "token_mean" else (lambda m: float(m.shape[0]))
+    total = count(mask)
+    averaged = torch.zeros(T)
+    for rows in ranks:
+        xs, advs, masks = x[rows], adv[rows], mask[rows]
+        mbs = [slice(lo, lo + micro) for lo in range(0, masks.shape[0], micro)]
+        weights = loss_weights(agg, [masks[s] for s in mbs], Pretend(rank=0, world=2, totals=(total,)))
+        grad = sum(torch.autograd.grad(_loss(theta, xs[s], advs[s], masks[s], agg) * w, theta)[0]
+                   for s, w in zip(mbs, weights))
+        averaged += grad / len(ranks)  # DDP averages gradients over processes
+    torch.testing.assert_close(averaged, full, rtol=1e-5, atol=1e-7)
+
+
+def test_one_process_weights_are_the_micro_batch_shares():
+    mask = torch.tensor([[1, 1, 0], [1, 0, 0], [1, 1, 1]], dtype=torch.bool)
+    one = Dist()
+    assert loss_weights("token_mean", [mask[:2], mask[2:]], one) == pytest.approx([3 / 6, 3 / 6])
+    assert loss_weights("seq_mean_token_mean", [mask[:2], mask[2:]], one) == pytest.approx([2 / 3, 1 / 3])
+
+
+def test_shard_keeps_contiguous_equal_shares():
+    items = list(range(8))
+    assert [shard(items, r, 4) for r in range(4)] == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert shard(items, 0, 1) == items
+
+
+def test_metrics_pass_through_with_one_process():
+    m = {"loss": 0.5, "time/step_s": 1.0}
+    assert reduce_metrics(m, Dist()) == m
