@@ -85,11 +85,14 @@ class HFEngine:
         criteria = StoppingCriteriaList([_RowWatcher(self, params.stop, ids.shape[1], on_done)] if watch else [])
         was_training = self.model.training
         self.model.eval()
+        device = self.model.device
         try:
-            with torch.random.fork_rng(devices=[]):  # sampling draws never disturb the trainer's RNG
+            # Sampling draws never disturb the trainer's RNG (the CUDA one too when on a GPU).
+            with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
                 torch.manual_seed(params.seed)
-                return self.model.generate(input_ids=ids, attention_mask=attn, generation_config=config,
-                                           stopping_criteria=criteria)
+                out = self.model.generate(input_ids=ids.to(device), attention_mask=attn.to(device),
+                                          generation_config=config, stopping_criteria=criteria)
+            return out.cpu()
         finally:
             self.model.train(was_training)
 
