@@ -94,8 +94,8 @@ def _summary(result) -> None:
                   f"before {result.eval_before['eval/success']:.3f} -> after {result.eval_after['eval/success']:.3f}")
     if last:
         out.print(f"final step {last['step']}: reward {last.get('reward/mean')}, success {last.get('success')}")
-    out.print(f"run directory: {result.run_dir}")
-    out.print(f"metrics:       {result.run_dir / 'metrics.jsonl'}")
-    out.print(f"samples page:  {result.samples}")
-    if result.curves is not None:
-        out.print(f"curves:        {result.curves}")
+    where = [("run directory", result.run_dir), ("metrics", result.run_dir / "metrics.jsonl"),
+             ("samples page", result.samples), ("curves", result.curves)]
+    for label, path in where:
+        if path is not None:  # paths stay on one line so they can be copied (and grepped)
+            out.print(f"{label + ':':<14} {path}", soft_wrap=True)

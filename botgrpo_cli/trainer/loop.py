@@ -77,8 +77,12 @@ def train_step(s: Session, step: int, page: SamplesPage | None) -> dict[str, flo
     ro = collect_rollouts(s, step)  # prompts -> G completions each; scoring already running
     b = ro.batch
     t_gen = time.perf_counter()
-    logp_old = batch_logps(s.policy, b.prompt_ids, b.completion_ids, b.mask, s.engine.pad_id,
-                           cfg.rollout.temperature, cfg.optim.micro_batch_size)  # overlaps scoring
+    # One update per batch: with HF generate the policy that sampled is the one being updated, so
+    # logp_old = logp.detach() (ALGORITHMS.md §3) and no extra forward pass is needed. A separate
+    # engine (vLLM) samples with its own numerics: recompute the trainer's log-probs then.
+    logp_old = None if b.logp_old is None else batch_logps(
+        s.policy, b.prompt_ids, b.completion_ids, b.mask, s.engine.pad_id, cfg.rollout.temperature,
+        cfg.optim.micro_batch_size)  # (B, T)
     logp_ref = None if s.ref is None else batch_logps(s.ref, b.prompt_ids, b.completion_ids, b.mask,
                                                       s.engine.pad_id, cfg.rollout.temperature,
                                                       cfg.optim.micro_batch_size)

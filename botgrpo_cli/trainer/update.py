@@ -20,7 +20,7 @@ class UpdateInputs:
     completion_ids: Tensor  # (B, T)
     mask: Tensor  # (B, T) bool; rows whose reward failed are all False
     advantages: Tensor  # (B, T)
-    logp_old: Tensor  # (B, T)
+    logp_old: Tensor | None  # (B, T); None: the policy sampled these rows itself, so logp_old = logp.detach()
     logp_ref: Tensor | None  # (B, T) when beta > 0
 
 
@@ -53,7 +53,8 @@ def update(model: Any, opt: torch.optim.Optimizer, sched: Any, inp: UpdateInputs
             dev = logp.device
             mask = inp.mask[cols].to(dev)
             loss, metrics = policy_loss(
-                a.loss, logp=logp, logp_old=inp.logp_old[cols].to(dev), advantages=inp.advantages[cols].to(dev),
+                a.loss, logp=logp, logp_old=logp.detach() if inp.logp_old is None else inp.logp_old[cols].to(dev),
+                advantages=inp.advantages[cols].to(dev),
                 mask=mask, loss_agg=a.loss_agg, logp_ref=None if inp.logp_ref is None else inp.logp_ref[cols].to(dev),
                 beta=a.beta, eps_low=a.eps_low, eps_high=a.eps_high, max_completion_length=max_len)
             (loss * weight).backward()
