@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from botgrpo_cli.console import console, out
+from botgrpo_cli.errors import UserError
 
 
 def register(app: typer.Typer) -> None:
@@ -21,11 +22,20 @@ def register(app: typer.Typer) -> None:
         model: Annotated[Optional[str], typer.Option(help="Model dir or hub id instead of the tiny model.")] = None,
         num_processes: Annotated[int, typer.Option("--num-processes", help="Compare one process with this many "
                                                    "(same global batch, same total threads), first preset only.")] = 1,
+        vs: Annotated[Optional[str], typer.Option("--vs", help="Peer trainer to time side by side on identical "
+                                                  "settings (outcome rewards, beta 0): trl.")] = None,
     ) -> None:
         """Median step time (generate / reward / update) and peak RSS at 8 prompts x 8 completions x 48 tokens."""
         from botgrpo_cli.bench.step import run
 
         names = [a.strip() for a in algos.split(",") if a.strip()]
+        if vs is not None:
+            if vs != "trl":
+                raise UserError(f"--vs {vs!r} is not supported; the peer benchmark knows: trl")
+            from botgrpo_cli.bench.peer_trl import run as run_peer
+
+            run_peer(out, steps=steps, task=task, threads=threads, rounds=repeats)
+            return
         if num_processes > 1:
             _scaling(num_processes, names[0], steps, task, threads, model, repeats)
             return
