@@ -1,7 +1,8 @@
 """The math reward backend: final-answer correctness plus optional step checks, with spans.
 
 Score 1.0 when the extracted final answer equals `reference.answer`, else 0.0 (wrong or no answer).
-Spans: +1 / -1 over the answer's characters (right / wrong); with option `steps: true`, -1 over the
+Spans: +1 / -1 over the answer's characters (right / wrong), -1 over the last line when there is no
+answer (option `penalize_missing`, default true); with option `steps: true`, -1 over the
 first step holding a confidently false closed-form equality (trimmed so it never overlaps the answer).
 All sympy work runs in a killable worker pool (pool.py); verdicts are cached (LRU).
 """
@@ -64,11 +65,22 @@ def _gold(request: ScoreRequest) -> str:
     return str(gold)
 
 
-def _steps_option(request: ScoreRequest) -> bool:
-    steps = request.options.get("steps", False)
-    if not isinstance(steps, bool):
-        raise BackendError("option 'steps' must be true or false", "bad_request")
-    return steps
+def _bool_option(request: ScoreRequest, name: str, default: bool) -> bool:
+    value = request.options.get(name, default)
+    if not isinstance(value, bool):
+        raise BackendError(f"option '{name}' must be true or false", "bad_request")
+    return value
+
+
+def _last_line(text: str) -> tuple[int, int] | None:
+    """Code-point span of the last non-blank line (whitespace trimmed), where a final answer belongs."""
+    end = len(text.rstrip())
+    if end == 0:
+        return None
+    start = text.rfind("\n", 0, end) + 1
+    while start < end and text[start].isspace():
+        start += 1
+    return start, end
 
 
 class MathBackend(Backend):
@@ -97,7 +109,8 @@ class MathBackend(Backend):
 
     def score(self, request: ScoreRequest, deadline: float) -> ScoreResult:
         gold = _gold(request)
-        want_steps = _steps_option(request)
+        want_steps = _bool_option(request, "steps", False)
+        penalize_missing = _bool_option(request, "penalize_missing", True)
         self.start()
         found = extract_answer(request.completion)
         correct, reason = False, found.reason
@@ -106,7 +119,8 @@ class MathBackend(Backend):
         steps, wrong, first_bad = 0, 0, None
         if want_steps:
             steps, wrong, first_bad = self._check_steps(request.completion, deadline)
-        spans = _spans(found, correct, first_bad)
+        missing = _last_line(request.completion) if penalize_missing and found.answer is None else None
+        spans = _spans(found, correct, first_bad, missing)
         info: dict[str, Any] = {"answer": _clip(found.answer or ""), "gold": _clip(gold), "reason": reason}
         if first_bad is not None:
             info["first_wrong_step"] = _clip(first_bad[2])
@@ -186,11 +200,16 @@ class MathBackend(Backend):
         return verdicts
 
 
-def _spans(found: Extraction, correct: bool, bad: tuple[int, int, str] | None) -> list[Span]:
-    """Answer span (+1/-1) and the first wrong step's span (-1), never overlapping."""
+def _spans(found: Extraction, correct: bool, bad: tuple[int, int, str] | None,
+           missing: tuple[int, int] | None = None) -> list[Span]:
+    """Answer span (+1/-1), or -1 over the last line when no answer was given (`missing`), and the
+    first wrong step's span (-1), never overlapping. Without the missing-answer span a wrong answer
+    would be penalised where no answer is not, and a policy learns to stop answering."""
     spans: list[Span] = []
     if found.answer is not None:
         spans.append(Span(found.start, found.end, 1.0 if correct else -1.0, "answer"))
+    elif missing is not None and (bad is None or missing[1] <= bad[0] or bad[1] <= missing[0]):
+        spans.append(Span(missing[0], missing[1], -1.0, "no_answer"))
     if bad is not None:
         start, end = bad[0], bad[1]
         if found.answer is not None and start < found.end and found.start < end:

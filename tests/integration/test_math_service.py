@@ -70,7 +70,7 @@ EXPECTED = {
     "aime-1": (1.0, 0, ["answer"]), "aime-2": (1.0, 0, ["answer"]), "aime-3": (0.0, 1, ["step", "answer"]),
     "arith-1": (1.0, 0, ["answer"]), "arith-2": (0.0, 1, ["step", "answer"]), "arith-3": (1.0, 1, ["step", "answer"]),
     "frac-1": (1.0, 0, ["answer"]), "frac-2": (0.0, 1, ["step", "answer"]), "roots-1": (1.0, 0, ["answer"]),
-    "hedge-1": (0.0, 0, []), "none-1": (0.0, 0, []), "geo-1": (1.0, 0, ["answer"]), "pct-1": (1.0, 0, ["answer"]),
+    "hedge-1": (0.0, 0, ["no_answer"]), "none-1": (0.0, 0, ["no_answer"]), "geo-1": (1.0, 0, ["answer"]), "pct-1": (1.0, 0, ["answer"]),
 }
 
 

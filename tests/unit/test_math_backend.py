@@ -52,8 +52,10 @@ def test_correct_answer_span_and_info(backend):
 def test_wrong_and_missing_answers(backend):
     r = score(backend, "\\boxed{8}", "7")
     assert r.score == 0.0 and [s.reward for s in r.spans] == [-1.0]
-    r = score(backend, "I give up.", "7")
-    assert r.score == 0.0 and r.spans == [] and r.metrics["extracted"] == 0.0 and r.info["reason"]
+    r = score(backend, "Step one.\n\nI give up.  \n", "7")
+    assert r.score == 0.0 and r.metrics["extracted"] == 0.0 and r.info["reason"]
+    # No answer is penalised on the last line, as a wrong one is on its box: silence never pays.
+    assert [(s.start, s.end, s.reward, s.label) for s in r.spans] == [(11, 21, -1.0, "no_answer")]
     r = score(backend, "\\boxed{7} or \\boxed{8}", "7")
     assert r.score == 0.0 and r.metrics["extracted"] == 0.0
 
