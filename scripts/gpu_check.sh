@@ -5,9 +5,9 @@
 #   WHEELS=/path/to/wheels bash scripts/gpu_check.sh   # offline: install from a wheel directory
 #
 # The venv lives in .cache/venv-gpu (kept between runs; delete it to rebuild). vLLM 0.33.0 pins
-# torch==2.14.0 and transformers<5.21, while botgrpo pins transformers==5.23.0 for CPU use, so the
-# venv takes torch and transformers from vLLM and installs botgrpo itself with --no-deps plus the
-# rest of its dependencies. A few minutes on one GPU once the venv exists.
+# torch==2.14.0 and transformers<5.21 (botgrpo accepts 5.20-5.23), so the venv takes torch and
+# transformers from vLLM and installs botgrpo itself with --no-deps plus the rest of its
+# dependencies, keeping vLLM's choice fixed. A few minutes on one GPU once the venv exists.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
