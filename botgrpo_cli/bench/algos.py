@@ -98,6 +98,9 @@ def _force_mmap() -> None:
 
 def peak_extra(fn: Callable[[], object], unit_bytes: int) -> float | None:
     """Resident-memory high-water growth while `fn` runs, in units of `unit_bytes`; None off Linux."""
+    # Fresh pages for every large allocation: glibc otherwise raises its mmap threshold after large
+    # frees and serves a new tensor from heap that is already resident, which RSS cannot see.
+    _force_mmap()
     gc.collect()
     try:
         with open("/proc/self/clear_refs", "w") as f:

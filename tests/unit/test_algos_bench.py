@@ -1,10 +1,13 @@
 """`botgrpo bench algos` on a tiny batch: the loop baseline is the same math, the CLI prints the figures."""
 
+import subprocess
+import sys
+
 import torch
 from typer.testing import CliRunner
 
 from botgrpo_cli.algos import compute_advantages
-from botgrpo_cli.bench.algos import loop_bot_grpo, make_batch, peak_extra
+from botgrpo_cli.bench.algos import loop_bot_grpo, make_batch
 from botgrpo_cli.cli import app
 from botgrpo_cli.errors import UserError
 
@@ -17,9 +20,13 @@ def test_loop_baseline_matches_bot_grpo():
 
 
 def test_peak_extra_sees_a_large_allocation():
-    unit = 4 * 2**20  # 4 MiB of float32
-    got = peak_extra(lambda: torch.ones(3 * unit // 4), unit)
-    assert got is None or 2.5 <= got <= 4.0
+    # In a fresh process, as the benchmark measures: inside the test session other threads left by
+    # earlier tests may free memory during the window and hide the allocation from the RSS peak.
+    code = ("import torch; from botgrpo_cli.bench.algos import peak_extra; unit = 4 * 2**20; "
+            "print(peak_extra(lambda: torch.ones(3 * unit // 4), unit))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    got = out.strip().splitlines()[-1]
+    assert got == "None" or 2.5 <= float(got) <= 4.0
 
 
 def test_cli_prints_table_and_ratios():
