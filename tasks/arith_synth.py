@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from botgrpo_tasks.base import Example, Task
+from botgrpo_tasks.base import Example, SyntheticTask
 
 NAMES = ("Mia", "Tom", "Zoë", "José", "Ana", "Jürgen", "Lena", "Omar", "Renée", "Kai")
 ITEMS = ("apples", "pens", "stickers", "coins", "marbles", "cards", "shells", "books")
@@ -137,7 +137,7 @@ class CorpusItem:
     completion: str
 
 
-class ArithSynthTask(Task):
+class ArithSynthTask(SyntheticTask):
     """Options: n_train (default 2000), n_eval (256), slip_scale (multiplies SLIP_RATES, 1.0)."""
 
     name = "arith_synth"
@@ -154,12 +154,6 @@ class ArithSynthTask(Task):
             Example(id=f"arith_synth/{split}/{i}", prompt=prompt(p), reference={"answer": str(p.answer())})
             for i, p in enumerate(draw_problems(self.seed, n, split))
         ]
-
-    def train_examples(self) -> list[Example]:
-        return self._examples("train", int(self.options.get("n_train", 2000)))
-
-    def eval_examples(self) -> list[Example]:
-        return self._examples("eval", int(self.options.get("n_eval", 256)))
 
     def corpus_items(self, n: int, seed: int = 0) -> list[CorpusItem]:
         scale = float(self.options.get("slip_scale", 1.0))

@@ -52,3 +52,17 @@ class Task:
                 [{"role": "user", "content": example.prompt}], tokenize=False, add_generation_prompt=True
             )
         return example.prompt
+
+
+class SyntheticTask(Task):
+    """A generated task: `_examples(split, n)` draws n examples of a split from the seed; sizes are
+    the options n_train (default 2000) and n_eval (default 256)."""
+
+    def _examples(self, split: str, n: int) -> list[Example]:
+        raise NotImplementedError
+
+    def train_examples(self) -> list[Example]:
+        return self._examples("train", int(self.options.get("n_train", 2000)))
+
+    def eval_examples(self) -> list[Example]:
+        return self._examples("eval", int(self.options.get("n_eval", 256)))

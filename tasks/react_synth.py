@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from botgrpo_tasks.base import Example, Task
+from botgrpo_tasks.base import Example, SyntheticTask
 from botgrpo_tasks.react_synth_grammar import FAULTS, Spec, constructs, render, sample_spec
 
 # Probability that a construct is broken in a corpus program. The list's </li> is dropped more
@@ -63,7 +63,7 @@ def draw_faults(rng: random.Random, spec: Spec, rates: dict[str, float]) -> froz
     return frozenset(f for f, where in FAULTS.items() if where in have and rng.random() < rates[f])
 
 
-class ReactSynthTask(Task):
+class ReactSynthTask(SyntheticTask):
     """Options: n_train (default 2000), n_eval (256), fault_scale (multiplies FAULT_RATES, 1.0)."""
 
     name = "react_synth"
@@ -80,12 +80,6 @@ class ReactSynthTask(Task):
             Example(f"react_synth/{split}/{i}", s.prompt(), {"spec": s.prompt(), "reference_code": render(s)})
             for i, s in enumerate(draw_specs(self.seed, n, split))
         ]
-
-    def train_examples(self) -> list[Example]:
-        return self._examples("train", int(self.options.get("n_train", 2000)))
-
-    def eval_examples(self) -> list[Example]:
-        return self._examples("eval", int(self.options.get("n_eval", 256)))
 
     def corpus_items(self, n: int, seed: int = 0) -> list[CorpusItem]:
         """Training-split specs with their programs, a share of them faulty (see FAULT_RATES)."""
