@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from botgrpo_cli.errors import UserError
+from botgrpo_cli.evaluation.curves import first_reaching
 from botgrpo_cli.evaluation.plots import plot_runs
 
 STEP_TIME, EVAL_TIME = "time/step_s", "time/eval_s"
@@ -90,7 +91,8 @@ def curve(name: str, records: list[dict], key: str) -> Curve:
 
 def reached(c: Curve, target: float) -> tuple[int, float] | None:
     """(step, wall seconds) of the first point at or above `target`, or None."""
-    return next(((s, t) for s, v, t in zip(c.steps, c.values, c.wall_s) if v >= target), None)
+    hit = first_reaching(c.values, target)
+    return None if hit is None else (c.steps[hit], c.wall_s[hit])
 
 
 def table(curves: list[Curve], key: str, target: float | None) -> str:

@@ -1,25 +1,20 @@
-"""Success rate on held-out prompts, sampled as in training (one completion per prompt)."""
+"""The trainer's held-out success rate: the evaluation path (evaluation/sampling.py) with the
+training engine, pool and sampling settings, one completion per prompt."""
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
-from botgrpo_cli.trainer import scoring
+from botgrpo_cli.evaluation.metrics import failed_scorings, success_rate
+from botgrpo_cli.evaluation.sampling import Scoring, held_out
+from botgrpo_cli.rollout import Engine, SamplingParams
 
 
-def success_rate(s, n_prompts: int, seed: int) -> dict[str, float]:
-    """Mean of the task's success metric over n held-out prompts; failed scorings count as failures."""
-    examples = s.task.eval_examples()[:n_prompts]
-    params = dataclasses.replace(s.params, seed=seed)
-    chunk = s.cfg.rollout.prompts_per_step * s.cfg.rollout.group_size
-    solved, failed = 0.0, 0
-    for lo in range(0, len(examples), chunk):
-        part = examples[lo:lo + chunk]
-        batch = s.engine.generate(s.prompt_texts(part), 1, params)
-        futures = scoring.submit(s.pool, batch.texts, part, s.service_options, s.cfg.reward.deadline_ms,
-                                 tag=f"eval{seed}-{lo}")
-        scored = scoring.collect(futures)
-        solved += sum(scored.metrics.get(s.task.success_metric, []))
-        failed += scored.masked
-    n = max(1, len(examples))
-    return {"eval/success": solved / n, "eval/failed_scoring": float(failed), "eval/prompts": float(len(examples))}
+def held_out_success(engine: Engine, tok: Any, task: Any, scoring: Scoring, params: SamplingParams,
+                     n_prompts: int, seed: int, batch_size: int) -> dict[str, float]:
+    """eval/success over the first n held-out prompts; failed scorings count as failures."""
+    problems = held_out(engine, tok, task, scoring, dataclasses.replace(params, seed=seed), n_prompts,
+                        batch_size=batch_size)
+    return {"eval/success": success_rate(problems), "eval/failed_scoring": float(failed_scorings(problems)),
+            "eval/prompts": float(len(problems))}

@@ -6,7 +6,7 @@ import torch
 from torch import Tensor
 
 from botgrpo_cli.algos import masked_mean, zero_variance_groups
-from botgrpo_cli.trainer.scoring import Scored
+from botgrpo_cli.reward_client.scored import Scored
 
 
 def _mean(values: list[float]) -> float:

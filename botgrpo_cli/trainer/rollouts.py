@@ -12,9 +12,8 @@ from torch import Tensor
 
 from botgrpo_cli.algos import overlong_penalty, zero_variance_groups
 from botgrpo_cli.rollout import RolloutBatch, concat
-from botgrpo_cli.trainer import scoring
+from botgrpo_cli.reward_client.scored import Scored, collect, score_request
 from botgrpo_cli.trainer.distributed import shard
-from botgrpo_cli.trainer.scoring import Scored
 
 
 @dataclasses.dataclass
@@ -62,8 +61,8 @@ def _round(s, step: int, round_: int) -> tuple[RolloutBatch, list, list]:
     futures: dict[int, Future] = {}
 
     def send(i: int, text: str) -> None:
-        futures[i] = scoring.submit(s.pool, [text], [rows[i]], s.service_options, s.cfg.reward.deadline_ms,
-                                    tag=f"s{step}r{round_}-{i}")[0]
+        futures[i] = s.pool.submit(score_request(f"s{step}r{round_}-{i}", text, rows[i], s.service_options,
+                                                 s.cfg.reward.deadline_ms))
 
     batch = _generate(s, s.prompt_texts(examples), params, send)
     for i, text in enumerate(batch.texts):
@@ -73,11 +72,17 @@ def _round(s, step: int, round_: int) -> tuple[RolloutBatch, list, list]:
     return batch, rows, [futures[i] for i in range(len(rows))]
 
 
+def score_shaping(batch: RolloutBatch, s) -> Tensor | None:
+    """DAPO's overlong penalty (B,) when the preset asks for it, else None."""
+    if not s.cfg.algo.overlong_shaping:
+        return None
+    return overlong_penalty(batch.lengths, s.params.max_new_tokens, s.cfg.algo.overlong_cache)
+
+
 def shaped_scores(scored: Scored, batch: RolloutBatch, s) -> Tensor:
-    """Service scores plus DAPO's overlong penalty when the preset asks for it; 0 on failed rows."""
-    scores = scored.scores
-    if s.cfg.algo.overlong_shaping:
-        scores = scores + overlong_penalty(batch.lengths, s.params.max_new_tokens, s.cfg.algo.overlong_cache)
+    """Service scores plus the shaping above; 0 on failed rows."""
+    shaping = score_shaping(batch, s)
+    scores = scored.scores if shaping is None else scored.scores + shaping
     return torch.where(scored.ok, scores, 0.0)
 
 
@@ -92,12 +97,12 @@ def collect_rollouts(s, step: int) -> Rollouts:
     With dynamic sampling: keep groups whose scores vary, refill from new prompts, bounded rounds."""
     if not s.cfg.algo.dynamic_sampling:
         batch, rows, futures = _round(s, step, 0)
-        return Rollouts(batch, rows, lambda: scoring.collect(futures), rounds=1)
+        return Rollouts(batch, rows, lambda: collect(futures, batch.texts), rounds=1)
     kept_b, kept_rows, kept_scored, n_groups = [], [], [], 0
     share = s.cfg.rollout.prompts_per_step // s.dist.world  # groups this process keeps per step
     for round_ in range(s.cfg.algo.max_rounds):
         batch, rows, futures = _round(s, step, round_)
-        scored = scoring.collect(futures)
+        scored = collect(futures, batch.texts)
         gids = isolate_failed(batch.group_ids, scored.ok)
         keep = scored.ok & ~zero_variance_groups(shaped_scores(scored, batch, s), gids)  # (B,)
         idx = keep.nonzero().squeeze(1)
@@ -106,11 +111,11 @@ def collect_rollouts(s, step: int) -> Rollouts:
         if len(idx):
             kept_b.append(batch.select(idx))
             kept_rows.extend(rows[i] for i in idx.tolist())
-            kept_scored.append(scoring.select(scored, idx))
+            kept_scored.append(scored.select(idx))
             n_groups += int(batch.group_ids[idx].unique().numel())
         if not s.dist.any(n_groups < share):  # every process stops in the same round: streams stay aligned
             break
     if not kept_b:  # every group was constant: train on the last round (its advantages are all 0)
         kept_b, kept_rows, kept_scored = [batch], rows, [scored]
-    joined = scoring.join(kept_scored)
+    joined = Scored.join(kept_scored)
     return Rollouts(concat(kept_b, s.engine.pad_id), kept_rows, lambda: joined, rounds=round_ + 1)
