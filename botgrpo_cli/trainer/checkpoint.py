@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 import torch
 
-PREFIX = "step-"
+from botgrpo_cli import rundir
+
+PREFIX = rundir.STEP_PREFIX
 
 
 @dataclass
@@ -53,8 +55,7 @@ def save(run_dir: Path, state: TrainState, model: Any, tokenizer: Any, opt: Any,
 
 def checkpoints(run_dir: Path) -> list[Path]:
     """Complete checkpoints, oldest first (temp dirs of an interrupted save are ignored)."""
-    root = run_dir / "checkpoints"
-    return sorted(p for p in root.glob(f"{PREFIX}*") if p.is_dir()) if root.is_dir() else []
+    return rundir.checkpoint_dirs(run_dir)
 
 
 def latest(run_dir: Path) -> Path | None:

@@ -1,11 +1,16 @@
-"""Sample prompts (this process's share), generate G completions each and start scoring them; DAPO dynamic sampling."""
+"""Rollouts: the seeded prompt stream, this process's share of prompts, G completions each with
+scoring started as each row ends, DAPO dynamic sampling, and reasoning-step boundaries on tokens.
+
+(PromptStream and step_ends moved here from trainer/data.py and trainer/steps.py, unchanged.)
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import random
 from concurrent.futures import Future
-from typing import Callable
+from typing import Callable, Generic, TypeVar
 
 import torch
 from torch import Tensor
@@ -119,3 +124,56 @@ def collect_rollouts(s, step: int) -> Rollouts:
         kept_b, kept_rows, kept_scored = [batch], rows, [scored]
     joined = Scored.join(kept_scored)
     return Rollouts(concat(kept_b, s.engine.pad_id), kept_rows, lambda: joined, rounds=round_ + 1)
+
+
+T = TypeVar("T")
+
+
+class PromptStream(Generic[T]):
+    """Examples in a fresh seeded shuffle each epoch; `position` (items drawn) is the whole state."""
+
+    def __init__(self, items: list[T], seed: int, position: int = 0):
+        if not items:
+            raise ValueError("the task has no training examples")
+        self.items, self.seed, self.position = items, seed, position
+        self._epoch, self._order = -1, []
+
+    def _order_of(self, epoch: int) -> list[int]:
+        if epoch != self._epoch:
+            order = list(range(len(self.items)))
+            random.Random(self.seed * 1_000_003 + epoch).shuffle(order)
+            self._epoch, self._order = epoch, order
+        return self._order
+
+    def take(self, k: int) -> list[T]:
+        out = []
+        for _ in range(k):
+            epoch, index = divmod(self.position, len(self.items))
+            out.append(self.items[self._order_of(epoch)[index]])
+            self.position += 1
+        return out
+
+
+def step_ends(texts: list[str], offsets: list[list[tuple[int, int]]], separator: str | None, T: int) -> Tensor:
+    """(B, T) bool: True on the token holding the last character of each separator occurrence and on
+    each completion's last token (the final step). Tokens with no characters never end a step."""
+    ends = torch.zeros((len(texts), T), dtype=torch.bool)
+    for i, (text, offs) in enumerate(zip(texts, offsets)):
+        if offs:
+            ends[i, len(offs) - 1] = True
+        if not separator:
+            continue
+        boundaries = _boundaries(text, separator)
+        for t, (start, end) in enumerate(offs):
+            if start < end and any(start < b <= end for b in boundaries):
+                ends[i, t] = True
+    return ends
+
+
+def _boundaries(text: str, separator: str) -> list[int]:
+    """Code-point positions just after each non-overlapping occurrence of `separator`."""
+    out, pos = [], text.find(separator)
+    while pos >= 0:
+        out.append(pos + len(separator))
+        pos = text.find(separator, pos + len(separator))
+    return out

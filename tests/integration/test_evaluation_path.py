@@ -14,7 +14,7 @@ from botgrpo_cli.evaluation.metrics import success_rate
 from botgrpo_cli.evaluation.sampling import Scoring, held_out
 from botgrpo_cli.reward_client import RewardPool
 from botgrpo_cli.rollout import HFEngine, SamplingParams
-from botgrpo_cli.trainer.evaluate import held_out_success
+from botgrpo_cli.trainer.loop import held_out_success
 from botgrpo_tasks import get_task
 
 PROMPTS, SEED = 12, 20261130
@@ -37,8 +37,7 @@ def test_every_caller_gets_the_same_success_rate(arith, tiny_arith_model_dir):
     engine = HFEngine(model, tok)
     problems = held_out(engine, tok, task, Scoring.of_task(task, pool), _params(task), PROMPTS, batch_size=PROMPTS)
     rate = success_rate(problems)
-    trainer = held_out_success(engine, tok, task, Scoring.of_task(task, pool), _params(task, 0), PROMPTS, SEED,
-                               batch_size=PROMPTS)
+    trainer = held_out_success(engine, tok, task, Scoring.of_task(task, pool), _params(task), PROMPTS, PROMPTS)
     bench = evaluate_model(tiny_arith_model_dir, EvalSpec("arith_synth", PROMPTS, 1, chunk=PROMPTS), pool,
                            threads=torch.get_num_threads())
     base = measure(task, model, tok, PROMPTS, SEED, lambda *_: None)
