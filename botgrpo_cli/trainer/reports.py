@@ -148,6 +148,8 @@ def stats_line(m: dict[str, float]) -> str:
         parts.append(f"success {m['success']:.2f}")
     if "kl" in m:
         parts.append(f"kl {m['kl']:.4f}")
+    if m.get("update/steps", 1) > 1:  # off-policy steps: how much the clip acts
+        parts.append(f"clip {m.get('clip_frac', float('nan')):.3f}")
     parts.append(f"{m.get('time/step_s', 0.0):.2f}s/step")
     return "  ".join(parts)
 
