@@ -1,4 +1,4 @@
-"""`botgrpo compare`: training runs side by side from their metrics.jsonl (trainer/metrics.py).
+"""`botgrpo compare`: training runs side by side from their metrics.jsonl (written by trainer/reports.py).
 
 Wall time is rebuilt from the per-step timings the trainer logs: between two logged lines the run
 spent (step gap) x `time/step_s` of the later line, plus `time/eval_s` when that line evaluated.

@@ -34,14 +34,15 @@ class Scoring:
     success_metric: str
     render_pool: Any = None  # RewardPool("render"); None = no render pass
     deadline_ms: int = 30_000
+    save_root: Path | None = None  # the render service's save dir (its setting); shots lie below it
     renders_itself: bool = False  # the task's own service renders (render tasks): no second pass
 
     @classmethod
     def of_task(cls, task: Any, pool: Any, render_pool: Any = None, deadline_ms: int = 30_000,
-                options: dict | None = None) -> "Scoring":
+                options: dict | None = None, save_root: Path | None = None) -> "Scoring":
         """The task's scoring through `pool`; `options` (merged over the task's service options)."""
         return cls(pool, {**task.service_options, **(options or {})}, task.success_metric, render_pool,
-                   deadline_ms, renders_itself=task.service == "render")
+                   deadline_ms, save_root, renders_itself=task.service == "render")
 
 
 @dataclass
@@ -58,10 +59,15 @@ class Pending:
     render_note: str | None = None  # why the render pass fell back to no judge
 
 
-def _render_options(example: Any, save_dir: Path | None) -> dict:
+def _render_options(example: Any, save_group: dict) -> dict:
     judge = "similarity" if "reference_code" in example.reference else "none"  # similarity needs a reference
-    options = {"judge": judge, "mode": "single"}
-    return {**options, "save_dir": str(save_dir)} if save_dir is not None else options
+    return {"judge": judge, "mode": "single", **save_group}
+
+
+def _save_group(shots: Path | None, root: Path | None) -> dict:
+    """The request option that puts screenshots in `shots`, a folder under the render service's save
+    dir (a request names a sub-folder, never a path)."""
+    return {"save_group": shots.relative_to(root).as_posix()} if shots is not None and root is not None else {}
 
 
 def submit_all(engine: Engine, examples: list, prompts: list[str], n: int, params: SamplingParams,
@@ -71,6 +77,7 @@ def submit_all(engine: Engine, examples: list, prompts: list[str], n: int, param
     services at once. `shots`: folder for screenshots (React tasks), or None."""
     rows: list[Pending] = []
     in_task = scoring.renders_itself
+    group = _save_group(shots, scoring.save_root)
     for c, lo in enumerate(range(0, len(examples), batch_size)):
         chunk = examples[lo:lo + batch_size]
         batch = engine.generate(prompts[lo:lo + batch_size], n, dataclasses.replace(params, seed=params.seed + c))
@@ -78,10 +85,10 @@ def submit_all(engine: Engine, examples: list, prompts: list[str], n: int, param
         for i, text in enumerate(batch.texts):
             p = lo + i // n
             rid, ex = f"p{p:05d}-s{i % n:03d}", examples[p]
-            options = {**scoring.options, **({"save_dir": str(shots)} if in_task and shots else {})}
+            options = {**scoring.options, **(group if in_task else {})}
             shown = None
             if scoring.render_pool is not None and not in_task:
-                shown = score_request(rid, text, ex, _render_options(ex, shots), scoring.deadline_ms)
+                shown = score_request(rid, text, ex, _render_options(ex, group), scoring.deadline_ms)
             rows.append(Pending(p, text, int(lengths[i]), bool(batch.finished[i]),
                              scoring.pool.submit(score_request(rid, text, ex, options, scoring.deadline_ms)),
                              scoring.render_pool.submit(shown) if shown else None, shown))

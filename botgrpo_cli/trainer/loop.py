@@ -20,6 +20,7 @@ from botgrpo_cli.reward_client.scored import to_token_rewards
 from botgrpo_cli.rollout import Engine, RolloutBatch, SamplingParams
 from botgrpo_cli.rundir import read_metrics
 from botgrpo_cli.trainer.distributed import reduce_metrics
+from botgrpo_cli.trainer.interrupt import interruptible
 from botgrpo_cli.trainer.logprobs import batch_logps
 from botgrpo_cli.trainer.reports import MetricsLog, make_progress, plot_curves, sample_rows, stats_line, step_metrics
 from botgrpo_cli.trainer.rollouts import collect_rollouts, isolate_failed, score_shaping, step_ends
@@ -49,9 +50,9 @@ def train(cfg: Config, resume: bool = False, eval_around: bool = False, pool=Non
             console.print(f"measuring success on {cfg.run.eval_prompts} held-out prompts before and after training")
         before = _held_out(s, eval_seed) if eval_around else None
         main = s.dist.main  # only rank 0 writes the run directory
-        log = MetricsLog(s.run_dir, cfg.log.tensorboard, cfg.log.wandb, cfg.to_dict(), s.state.step) if main else None
+        log = MetricsLog(s.run_dir, cfg.log.tensorboard, cfg.log.wandb, cfg.public_dict(), s.state.step) if main else None
         page = SamplesPage(s.run_dir / "samples.html", f"{cfg.run.task} / {cfg.algo.name}") if main else None
-        with make_progress(disable=not main) as progress:
+        with make_progress(disable=not main) as progress, interruptible(s.run_dir, lambda: s.state.step):
             bar = progress.add_task("train", total=cfg.run.steps, completed=s.state.step, stats="")
             for step in range(s.state.step + 1, cfg.run.steps + 1):
                 metrics = train_step(s, step, page)
