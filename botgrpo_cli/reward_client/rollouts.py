@@ -141,7 +141,7 @@ class Summary:
 
     def add(self, r: ScoreResponse) -> None:
         self.counts[r.status] += 1
-        if r.ok and r.score is not None:
+        if r.usable:
             self._n_ok += 1
             self._score += r.score
             for name, value in r.metrics.items():
