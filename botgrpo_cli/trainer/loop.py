@@ -15,6 +15,7 @@ from botgrpo_cli.console import console
 from botgrpo_cli.rollout import RolloutBatch
 from botgrpo_cli.trainer.distributed import reduce_metrics
 from botgrpo_cli.trainer.evaluate import success_rate
+from botgrpo_cli.trainer.interrupt import interruptible
 from botgrpo_cli.trainer.logprobs import batch_logps
 from botgrpo_cli.trainer.metrics import MetricsLog, read
 from botgrpo_cli.trainer.plots import plot_curves
@@ -47,9 +48,9 @@ def train(cfg: Config, resume: bool = False, eval_around: bool = False, pool=Non
             console.print(f"measuring success on {cfg.run.eval_prompts} held-out prompts before and after training")
         before = success_rate(s, cfg.run.eval_prompts, eval_seed) if eval_around else None
         main = s.dist.main  # only rank 0 writes the run directory
-        log = MetricsLog(s.run_dir, cfg.log.tensorboard, cfg.log.wandb, cfg.to_dict(), s.state.step) if main else None
+        log = MetricsLog(s.run_dir, cfg.log.tensorboard, cfg.log.wandb, cfg.public_dict(), s.state.step) if main else None
         page = SamplesPage(s.run_dir / "samples.html", f"{cfg.run.task} / {cfg.algo.name}") if main else None
-        with make_progress(disable=not main) as progress:
+        with make_progress(disable=not main) as progress, interruptible(s.run_dir, lambda: s.state.step):
             bar = progress.add_task("train", total=cfg.run.steps, completed=s.state.step, stats="")
             for step in range(s.state.step + 1, cfg.run.steps + 1):
                 metrics = train_step(s, step, page)
