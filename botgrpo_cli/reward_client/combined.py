@@ -175,3 +175,12 @@ def open_pool(service: str, workers: int, command: list[str] | None, services: d
         return RewardPool(service, workers=workers, command=command)
     return CombinedPool(parse_services(services),
                         lambda spec: RewardPool(spec.name, workers=spec.workers or workers, command=spec.command))
+
+
+def failures_by_service(responses: Iterable[ScoreResponse]) -> dict[str, int]:
+    """Completions each service failed to score (from combined responses' info; {} for one service)."""
+    counts: dict[str, int] = {}
+    for resp in responses:
+        for name, status in (resp.info.get("services") or {}).items():
+            counts[name] = counts.get(name, 0) + (status != "ok")
+    return counts
