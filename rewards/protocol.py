@@ -110,6 +110,12 @@ class ScoreResponse:
     def ok(self) -> bool:
         return self.status == STATUS_OK
 
+    @property
+    def usable(self) -> bool:
+        """Status ok *and* a score: the one rule for an answer a client may train or evaluate on
+        (an ok without a score is a failed row, masked and counted, never a silent 0)."""
+        return self.ok and self.score is not None
+
     def to_json(self) -> dict:
         d: dict[str, Any] = {"v": VERSION, "id": self.id, "status": self.status}
         if self.ok:

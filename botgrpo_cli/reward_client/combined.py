@@ -39,14 +39,10 @@ class ServiceSpec:
     command: list[str] | None = None  # argv instead of the built-in service
 
 
-def usable(resp: ScoreResponse) -> bool:
-    return resp.ok and resp.score is not None
-
-
 def combine(rid: Any, parts: list[tuple[ServiceSpec, ScoreResponse]]) -> ScoreResponse:
     """One response from each service's answer to the same completion (the module docstring's rules)."""
     statuses = {spec.name: resp.status for spec, resp in parts}
-    failed = [(spec, resp) for spec, resp in parts if not usable(resp)]
+    failed = [(spec, resp) for spec, resp in parts if not resp.usable]
     if failed:
         spec, resp = failed[0]
         why = resp.error.message if resp.error else "answered ok without a score"

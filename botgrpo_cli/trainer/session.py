@@ -19,7 +19,7 @@ from botgrpo_cli.rollout import Engine, HFEngine, SamplingParams
 from botgrpo_cli.trainer import checkpoint
 from botgrpo_cli.trainer.checkpoint import TrainState
 from botgrpo_cli.trainer.degenerate import check_settings
-from botgrpo_cli.trainer.data import PromptStream
+from botgrpo_cli.trainer.rollouts import PromptStream
 from botgrpo_cli.trainer.distributed import Dist
 from botgrpo_cli.trainer.policy import load_model, load_tokenizer, loads_reference_copy, resolve_model_path
 from botgrpo_cli.trainer.update import make_optimizer
@@ -33,7 +33,7 @@ class Session:
     model: Any  # the policy as trained: DDP/FSDP-wrapped under several processes
     ref: Any  # frozen reference copy when algo.beta > 0 without LoRA, else None (policy.reference_policy)
     engine: Engine
-    pool: Any  # RewardPool
+    pool: Any  # RewardPool, or CombinedPool with reward.services
     opt: Any
     sched: Any
     stream: PromptStream
