@@ -1,7 +1,9 @@
 """Normalize an answer string and find its shape: scalar, unordered list, set, tuple, interval, union.
 
-Pure string work (no sympy): wrappers ($, \\left, spacing, \\text units, degrees, \\$) go, `x = 5`
-becomes `5`, "1,000" becomes "1000", and top-level commas split the items.
+Pure string work (no sympy): wrappers ($, \\left, spacing, \\text units, degrees, currency) go,
+a left-hand side goes (`x = 5`, `m+n=47`, `(x, y) = (2, 5)` keep what follows the last `=`),
+"1,000.99", "1{,}000" and "1,\\!000" become plain numbers, `\\pm` becomes two roots, and top-level
+commas split the items.
 """
 
 from __future__ import annotations
@@ -10,10 +12,15 @@ import re
 from dataclasses import dataclass
 
 _DROP = [r"\$", r"\\\(", r"\\\)", r"\\\[", r"\\\]", r"\\displaystyle", r"\\left", r"\\right", r"\\!", r"\\,",
-         r"\\;", r"\\:", r"\\ ", "~", r"\^\{?\\circ\}?", r"\\circ", "°", r"\{,\}", r"\\\$"]
+         r"\\;", r"\\:", r"\\ ", "~", r"\^\{?\\circ\}?", r"\\circ", r"\\degree", "°", r"\{,\}", r"\{\s*,\s*\}",
+         r"\\\$", "€", "£", "¥", r"\\euro", r"\\pounds"]
 _DROP_RE = re.compile("|".join(_DROP))
-_WRAP = re.compile(r"\\(?:text|textbf|textrm|mathrm|mathbf|mbox|operatorname)\s*\{([^{}]*)\}")
-_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:,\d{3})+(?![\d.])")
+_WRAP = re.compile(r"\\(?:text|textbf|textrm|textnormal|textit|textup|mathrm|mathbf|mathit|mathsf|mbox|operatorname)"
+                   r"\s*\{([^{}]*)\}")
+_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?=\.\d|(?![\d,.]))")
+_SPACED_THOUSANDS = re.compile(r"-?\d{1,3}(?: \d{3})+(?:\.\d+)?")
+_PERCENT_WORD = re.compile(r"\s*(?:percent(?:age)?|pct)\.?\s*$", re.I)
+_PM = re.compile(r"\\pm|±")
 _LHS = re.compile(r"^\s*(?:\\?[A-Za-z]+(?:_\{?\w+\}?)?|[A-Za-z]\([A-Za-z]\))\s*(?:=|\\in)\s*")
 _MEMBER = re.compile(r"^\s*[A-Za-z]\s*\\in\s*")
 _CONNECTIVE = re.compile(r"\s+(?:and|or)\s+|\\quad|\\qquad", re.I)
@@ -40,8 +47,11 @@ def normalize(text: str) -> str:
     s = text.strip()
     s = _WRAP.sub(lambda m: " " + m.group(1) + " ", s)
     s = _DROP_RE.sub("", s)
-    s = s.replace("\\%", "%").replace("\\{", "\x01").replace("\\}", "\x02")
+    s = s.replace("\\%", "%").replace("\\{", "\x01").replace("\\}", "\x02").replace("\\cfrac", "\\frac")
     s = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), s)
+    if _SPACED_THOUSANDS.fullmatch(s.strip()):  # "1 000" written alone
+        s = s.replace(" ", "")
+    s = _PERCENT_WORD.sub("%", s)
     s = _CONNECTIVE.sub(",", s)
     s = re.sub(r"\s+", " ", s).strip().rstrip(".")
     return s.strip()
@@ -94,10 +104,30 @@ def _closes_at_end(s: str) -> bool:
     return False
 
 
+def drop_lhs(s: str) -> str:
+    """What follows the last top-level `=` ("m+n=47" -> "47", "(p,q)=(3,2)" -> "(3,2)"), when
+    the text is one equation; a list of them ("x=1, x=2") keeps its items for clean_item."""
+    if len(split_top(s)) > 1:
+        return _MEMBER.sub("", s, count=1)
+    marked = re.sub(r"\\(?:leq?|geq?|neq?)(?![A-Za-z])|[<>!]=|\\approx", "\x03", s)
+    sides = split_top(marked, "=")
+    if len(sides) > 1 and "\x03" not in marked and sides[-1].strip():
+        return sides[-1].strip()
+    return _MEMBER.sub("", s, count=1)
+
+
+def _expand_pm(s: str) -> str:
+    """`a \\pm b` -> `a - b, a + b` (one \\pm in one item; more are left alone)."""
+    parts = split_top(s)
+    if len(parts) != 1 or len(_PM.findall(s)) != 1:
+        return s
+    minus, plus = _PM.sub("-", s, count=1), _PM.sub("+", s, count=1)
+    return f"{minus},{plus}"
+
+
 def shape(text: str) -> Shape:
     """The structure of a normalized answer."""
-    s = normalize(text)
-    s = _LHS.sub("", s, count=1) if "," not in s else _MEMBER.sub("", s, count=1)
+    s = _expand_pm(drop_lhs(normalize(text)))
     if len(split_top(s, "\\cup")) > 1:
         return Shape("union", tuple(shape(p) for p in split_top(s, "\\cup")))
     if len(s) >= 2 and s[0] == "\x01" and s[-1] == "\x02" and _closes_at_end(s):
