@@ -58,14 +58,19 @@ def _equal(x: sympy.Expr, y: sympy.Expr, rel_tol: float) -> bool:
     return bool(err < scale * sympy.Float("1e-40", _PREC))
 
 
+def _points(symbols: set) -> list[dict]:
+    """Three fixed evaluation points: non-integer rationals (prime denominators), so simple roots
+    such as x = 1 or x = 1/2 are never hit by chance."""
+    rng = random.Random(0)
+    ordered = sorted(symbols, key=str)
+    return [{s: sympy.Rational(rng.randint(100, 999), rng.choice((97, 89, 83, 79))) for s in ordered} for _ in range(3)]
+
+
 def _symbolic_equal(x: sympy.Expr, y: sympy.Expr) -> bool:
     diff = x - y
     if diff == 0:
         return True
-    symbols = sorted(diff.free_symbols, key=str)
-    rng = random.Random(0)
-    for _ in range(3):
-        point = {s: sympy.Rational(rng.randint(3, 97), rng.randint(3, 29)) for s in symbols}
+    for point in _points(diff.free_symbols):
         value = sympy.N(diff.subs(point), 30)
         scale = 1 + abs(sympy.N(x.subs(point), 30))
         if not value.is_number or value.has(sympy.nan) or abs(value) > scale * sympy.Float("1e-20", 30):
@@ -110,9 +115,48 @@ def shapes_equal(a: Shape, b: Shape, rel_tol: float = 0.0) -> bool:
         return False
     if a.kind == "union":
         return _multiset_equal(list(a.items), list(b.items), partial(shapes_equal, rel_tol=rel_tol))
-    if a.kind == "interval" and (a.left, a.right) != (b.left, b.right):
+    if a.kind in ("relation", "equation"):
+        return _relations_equal(a, b)
+    if a.kind in ("interval", "matrix") and (a.left, a.right) != (b.left, b.right):
         return False
     return all(items(x, y) for x, y in zip(a.items, b.items))
+
+
+def _relations_equal(a: Shape, b: Shape) -> bool:
+    """Relations / equations are equal when `lhs - rhs` of one is a constant multiple of the other's:
+    positive for inequalities after writing both with < or <= ("5 >= x" is "x <= 5", "-x > -1" is
+    "x < 1"), any nonzero constant for = and != ("2x+4y-3=0" is "y = -x/2 + 3/4")."""
+    (op_a, da), (op_b, db) = _oriented(a), _oriented(b)
+    if op_a != op_b:
+        return False
+    if da is None or db is None:  # a side outside the grammar: the same text, side by side
+        return [_text(x, x) for x in a.items] == [_text(y, y) for y in b.items]
+    ratio = _constant_ratio(da, db)
+    return ratio is not None and bool(ratio > 0 if op_a in ("<", "<=") else ratio != 0)
+
+
+def _oriented(r: Shape) -> tuple[str, sympy.Expr | None]:
+    op = r.left or "="
+    lhs, rhs = (_parse_item(x) for x in r.items)
+    if isinstance(lhs, str) or isinstance(rhs, str):
+        return op, None
+    if op in (">", ">="):
+        return {">": "<", ">=": "<="}[op], rhs.value - lhs.value
+    return op, lhs.value - rhs.value
+
+
+def _constant_ratio(x: sympy.Expr, y: sympy.Expr) -> sympy.Expr | None:
+    """x / y when it is the same nonzero number at three fixed points, else None."""
+    ratio = None
+    for point in _points(x.free_symbols | y.free_symbols):
+        vx, vy = sympy.N(x.subs(point), 30), sympy.N(y.subs(point), 30)
+        if not (vx.is_number and vy.is_number) or vy == 0 or vx == 0:
+            return None
+        r = vx / vy
+        if not r.is_real or (ratio is not None and abs(r - ratio) > abs(ratio) * sympy.Float("1e-20", 30)):
+            return None
+        ratio = r
+    return ratio
 
 
 def _multiset_equal(xs: list, ys: list, eq) -> bool:
@@ -132,7 +176,8 @@ def _multiset_equal(xs: list, ys: list, eq) -> bool:
 def answers_equal(answer: str, gold: str, rel_tol: float = 0.0) -> tuple[bool, str]:
     """(correct, reason) for an extracted answer against the gold answer string."""
     try:
-        ok = shapes_equal(shape(answer), shape(gold), rel_tol)
+        expected = shape(gold, gold=True)
+        ok = shapes_equal(shape(answer, keep_equation=expected.kind == "equation"), expected, rel_tol)
     except TooBig as err:
         return False, f"answer refused: {err}"
     except (ValueError, TypeError, ArithmeticError, RecursionError) as err:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 DEFAULT_THINK_TAGS = ("<think>", "</think>")
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_CHAT_END = re.compile(r"<\|im_end\|>|<\|im_start\|>|<\|endoftext\|>|<\|eot_id\|>|<\|end\|>|</s>")
 _PARA = re.compile(r"\n[ \t]*\n")
 # A final-answer phrase; the answer starts at its end. Order does not matter: the last match wins.
 _PHRASE = re.compile(
@@ -39,7 +40,7 @@ _MATH_ENV = (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$"))
 _TRAILING = " \t.。,;!:*"
 MAX_BARE_CHARS = 120
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
-_TEXT_ARG = re.compile(r"\\(?:text|textbf|textrm|textnormal|mathrm|mbox)\s*\{[^{}]*\}")
+_TEXT_ARG = re.compile(r"\\(?:text|textbf|textrm|textnormal|mathrm|mbox|begin|end)\s*\{[^{}]*\}")
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,8 @@ def answer_region(text: str, think_tags: tuple[str, str] | None = DEFAULT_THINK_
 
 def extract_answer(text: str, think_tags: tuple[str, str] | None = DEFAULT_THINK_TAGS) -> Extraction:
     """The final answer of a completion (see the module docstring for the rules)."""
+    junk = _CHAT_END.search(text)
+    text = text[: junk.start()] if junk else text  # what follows an end-of-turn token was never the answer
     region, why = answer_region(text, think_tags)
     if why:
         return _none(why)
@@ -102,7 +105,7 @@ def extract_answer(text: str, think_tags: tuple[str, str] | None = DEFAULT_THINK
         boxes = [b for b in boxes if b[0] >= marker[1]]  # the boxes after the line are the answer
     if boxes:
         return _from_boxes(text, boxes, region)
-    return _bare(text, region)
+    return _bare(text, region, junk is not None)
 
 
 def _boxes(text: str, region: int, pairs: dict[int, int]) -> tuple[list[tuple[int, int]], int]:
@@ -175,7 +178,7 @@ def _clean(text: str, start: int, end: int, reason: str) -> Extraction:
     start, end = _trim(text, start, end)
     for opener, closer in _MATH_ENV:
         if text.startswith(opener, start):
-            close = text.find(closer, start + len(opener), end if closer != "$$" else len(text))
+            close = _find_closer(text, closer, start + len(opener), end if closer != "$$" else len(text))
             if close > start:
                 start, end = _trim(text, start + len(opener), close)
                 break
@@ -183,6 +186,10 @@ def _clean(text: str, start: int, end: int, reason: str) -> Extraction:
         m = _SENTENCE_END.search(text, start, end)
         if m and _sentence_ends_there(text, m.start(), end):
             end = m.start()
+        if _prose_words(text[start:end]) >= 2:  # "Final Answer: The volume of $V$ is 120."
+            value = value_in_sentence(text, start, end)
+            if value is not None:
+                start, end = value
     while end > start and text[end - 1] in _TRAILING + "$":
         end -= 1
     while start < end and text[start] in "$*":
@@ -191,6 +198,39 @@ def _clean(text: str, start: int, end: int, reason: str) -> Extraction:
     if start >= end:
         return _none("final-answer phrase without an answer")
     return Extraction(text[start:end], start, end, reason)
+
+
+_COPULA = re.compile(r"\s(?:is|are|was|equals|be|=)\s+(?:equal\s+to\s+|exactly\s+|about\s+|approximately\s+)?", re.I)
+_LEADING_VALUE = re.compile(r"-?\$?\d[\d,]*(?:\.\d+)?(?:/\d+)?%?")
+
+
+def _prose_words(s: str) -> int:
+    return len(_WORD.findall(_TEXT_ARG.sub(" ", re.sub(r"\$[^$]*\$", " ", s))))
+
+
+def value_in_sentence(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """The value a sentence states: what follows its last "is" / "are" / "=" when that is a math
+    span or a number ("the probability that Alice wins is 2/3", "there are 12 sequences")."""
+    last = None
+    for m in _COPULA.finditer(text, start, end):
+        last = m
+    if last is None:
+        return None
+    pos = last.end()
+    for opener, closer in _MATH_ENV:
+        if text.startswith(opener, pos):
+            close = _find_closer(text, closer, pos + len(opener), end)
+            return _trim(text, pos + len(opener), close) if close > pos else None
+    m = _LEADING_VALUE.match(text, pos, end)
+    return (m.start(), m.end()) if m else None
+
+
+def _find_closer(text: str, closer: str, start: int, end: int) -> int:
+    """The next `closer` in text[start:end] that is not an escaped dollar (`\\$16.20`); -1: none."""
+    pos = text.find(closer, start, end)
+    while pos > 0 and closer[0] == "$" and text[pos - 1] == "\\":
+        pos = text.find(closer, pos + 1, end)
+    return pos
 
 
 def _sentence_ends_there(text: str, pos: int, end: int) -> bool:
@@ -211,7 +251,7 @@ def _from_boxes(text: str, boxes: list[tuple[int, int]], region: int) -> Extract
     return Extraction(text[start:end], start, end, "boxed")
 
 
-def _bare(text: str, region: int) -> Extraction:
+def _bare(text: str, region: int, turn_ended: bool = False) -> Extraction:
     """The whole answer region, or its last line, when it is one short math expression."""
     start, end = _trim(text, region, len(text))
     if start >= end:
@@ -221,7 +261,26 @@ def _bare(text: str, region: int) -> Extraction:
         found = _clean(text, s, end, "bare") if _looks_bare(text[s:end], whole=s == start) else None
         if found is not None and found.answer is not None:
             return found
-    return _none("no \\boxed{} answer or final-answer phrase")
+    return _last_sentence(text, start, end, turn_ended)
+
+
+def _last_sentence(text: str, start: int, end: int, turn_ended: bool) -> Extraction:
+    """The value the last sentence states ("Therefore, the probability is 2/3."), if it states one."""
+    hope = _HOPE.search(text, start, end)
+    end = _trim(text, start, hope.start() if hope else end)[1]
+    if not hope and not turn_ended and text[end - 1 : end] not in (".", "!"):
+        return _none("no \\boxed{} answer or final-answer phrase (the last sentence is unfinished)")
+    while end > start and text[end - 1] in _TRAILING:
+        end -= 1
+    begin = start
+    for m in _SENTENCE_END.finditer(text, start, end):
+        if m.end() < end:
+            begin = m.end()
+    value = value_in_sentence(text, begin, end)
+    if value is None:
+        return _none("no \\boxed{} answer or final-answer phrase")
+    found = _clean(text, *value, "sentence")
+    return found if found.answer is not None else _none("no \\boxed{} answer or final-answer phrase")
 
 
 def _looks_bare(line: str, whole: bool) -> bool:

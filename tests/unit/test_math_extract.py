@@ -37,7 +37,7 @@ def test_extracts(text, answer):
     ("\\boxed{3} and \\boxed{4}", "different"),
     ("\\boxed{\\frac{1}{2}", "unbalanced"),
     ("\\boxed{3}\n\nthen \\boxed{4", "unbalanced"),
-    ("no answer here, 3 + 4 = 7", "no \\boxed"),
+    ("no answer here, I tried 3 and 4 and got stuck", "no \\boxed"),
     ("\\boxed{}", "empty"),
     ("The final answer is", "without"),
 ])
@@ -97,6 +97,12 @@ def test_large_and_deep_inputs_are_linear():
     ("$0.111$", "0.111"), ("(3,2)", "(3,2)"), ("\\frac{1}{2}", "\\frac{1}{2}"), ("42", "42"),
     ("  x = 5  ", "x = 5"), ("\\[ 12 \\text{ cm} \\]", "12 \\text{ cm}"),
     ("We simplify everything and get\n\n$x = 5$", "x = 5"),
+    # no box or phrase: the value the last sentence states (chat-template junk after the turn cut off)
+    ("So P(A) = 2/3. Therefore, the probability that Alice wins the game is 2/3. <|im_start|>user", "2/3"),
+    ("Therefore, there are 12 distinct sequences that meet the three given conditions. I hope it is correct.", "12"),
+    ("So, the ordered pair $(x, y)$ that solves the system is $(7, 6)$.", "(7, 6)"),
+    ("Final Answer: The volume of $ABCDEFGH$ is 120. I hope it is correct.", "120"),
+    ("The final answer is 12,000,023. I hope it is correct. <|im_start|>user\nThe answer is 5", "12,000,023"),
     # reasoning models: the answer is read after the last </think>
     ("<think>the answer is 5</think>The answer is 6.", "6"),
     ("<think>maybe \\boxed{5}</think>\n\n\\boxed{6}", "6"),
@@ -113,6 +119,7 @@ def test_extracts_real_formats(text, answer):
     ("So we get \\boxed{3} or maybe \\boxed{4}", "different"),  # a hedge in the final statement
     ("We have 3 apples and eat some.", "no \\boxed"),  # prose is not a bare answer
     ("# Answer\n\n", "without an answer"),
+    ("With $r = 2$ we square the radius and multiply by pi, giving", "unfinished"),  # cut off mid-sentence
 ])
 def test_no_answer_real_formats(text, why):
     found = _answer(text)
