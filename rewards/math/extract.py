@@ -2,7 +2,8 @@
 
 Where the answer may be (offsets are code points of the completion, half-open):
 - Reasoning: text inside <think>...</think> is never the answer. The answer is read after the
-  last closing tag; a thinking block left open means no answer (tag names are configurable).
+  last closing tag; a thinking block left open means no answer (tag names are configurable, and
+  `think_open` says the prompt opened the block: see botgrpo_rewards.thinking).
 - Boxes: `\\boxed{X}` / `\\fbox{X}` with balanced braces, found in one linear pass.
 - Final-answer lines: Minerva "Final Answer: The final answer is $X$. I hope it is correct.",
   "The answer is: X" (WizardMath), "Answer: X", "Answer $X$", "#### X" (GSM8K), a PRM800K
@@ -22,7 +23,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-DEFAULT_THINK_TAGS = ("<think>", "</think>")
+from botgrpo_rewards.thinking import DEFAULT_TAGS, split_reasoning
+
+DEFAULT_THINK_TAGS = DEFAULT_TAGS
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _CHAT_END = re.compile(r"<\|im_end\|>|<\|im_start\|>|<\|endoftext\|>|<\|eot_id\|>|<\|end\|>|</s>")
 _PARA = re.compile(r"\n[ \t]*\n")
@@ -75,23 +78,30 @@ def _none(reason: str) -> Extraction:
     return Extraction(None, reason=reason)
 
 
-def answer_region(text: str, think_tags: tuple[str, str] | None = DEFAULT_THINK_TAGS) -> tuple[int, str]:
-    """(start, reason): where the answer may be; reason is non-empty when there is none."""
-    if not think_tags:
+def answer_region(text: str, think_tags: tuple[str, str] | None = DEFAULT_THINK_TAGS,
+                  think_open: bool = False) -> tuple[int, str]:
+    """(start, reason): where the answer may be; reason is non-empty when there is none. The shared
+    split (botgrpo_rewards.thinking) ends the reasoning at the first close tag; a math answer is
+    read after the *last* one, and a block opened again after it and never closed holds no answer."""
+    split = split_reasoning(text, think_tags, think_open)
+    if split.truncated:
+        return len(text), f"unclosed {think_tags[0]}: the model was still thinking"
+    if think_tags is None:
         return 0, ""
     opening, closing = think_tags
-    close = text.rfind(closing)
-    after = close + len(closing) if close >= 0 else 0
+    close = text.rfind(closing, split.answer_start)
+    after = close + len(closing) if close >= 0 else split.answer_start
     if text.find(opening, after) >= 0:
         return len(text), f"unclosed {opening}: the model was still thinking"
     return after, ""
 
 
-def extract_answer(text: str, think_tags: tuple[str, str] | None = DEFAULT_THINK_TAGS) -> Extraction:
+def extract_answer(text: str, think_tags: tuple[str, str] | None = DEFAULT_THINK_TAGS,
+                   think_open: bool = False) -> Extraction:
     """The final answer of a completion (see the module docstring for the rules)."""
     junk = _CHAT_END.search(text)
     text = text[: junk.start()] if junk else text  # what follows an end-of-turn token was never the answer
-    region, why = answer_region(text, think_tags)
+    region, why = answer_region(text, think_tags, think_open)
     if why:
         return _none(why)
     pairs = match_braces(text, region)

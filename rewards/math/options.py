@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from botgrpo_rewards.backend import BackendError
 from botgrpo_rewards.math.extract import DEFAULT_THINK_TAGS
 from botgrpo_rewards.protocol import ScoreRequest
+from botgrpo_rewards.thinking import think_options
 
 MAX_REL_TOL = 0.1
 
@@ -18,6 +19,7 @@ class MathOptions:
     penalize_missing: bool = True
     rel_tol: float = 0.0  # 0: decimals compare exactly; a dataset with rounded golds sets e.g. 1e-3
     think_tags: tuple[str, str] | None = DEFAULT_THINK_TAGS  # None: no reasoning block expected
+    think_open: bool = False  # the prompt opened the reasoning block (shared options: thinking.py)
 
 
 def bool_option(request: ScoreRequest, name: str, default: bool) -> bool:
@@ -35,15 +37,7 @@ def _rel_tol(request: ScoreRequest) -> float:
     return float(value)
 
 
-def _think_tags(request: ScoreRequest) -> tuple[str, str] | None:
-    value = request.options.get("think_tags", list(DEFAULT_THINK_TAGS))
-    if value is None or value is False:
-        return None
-    if not (isinstance(value, list) and len(value) == 2 and all(isinstance(t, str) and 0 < len(t) <= 64 for t in value)):
-        raise BackendError("option 'think_tags' must be [opening, closing] tag strings, or null for none", "bad_request")
-    return value[0], value[1]
-
-
 def read_options(request: ScoreRequest) -> MathOptions:
+    tags, opened = think_options(request.options)
     return MathOptions(bool_option(request, "steps", False), bool_option(request, "penalize_missing", True),
-                       _rel_tol(request), _think_tags(request))
+                       _rel_tol(request), tags, opened)

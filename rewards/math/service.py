@@ -108,7 +108,7 @@ class MathBackend(Backend):
         gold = _gold(request)
         options = read_options(request)
         self.start()
-        found = extract_answer(request.completion, options.think_tags)
+        found = extract_answer(request.completion, options.think_tags, options.think_open)
         correct, reason = False, found.reason
         if found.answer is not None:
             correct, reason = self.judge(found.answer, gold_answer(gold), deadline, options.rel_tol)

@@ -203,6 +203,10 @@ def test_think_blocks_and_configurable_tags(backend):
     tags = ["<reasoning>", "</reasoning>"]
     assert score(backend, "<reasoning>\\boxed{7}</reasoning>\\boxed{8}", "8", think_tags=tags).score == 1.0
     assert score(backend, "<think>x</think> \\boxed{8}", "8", think_tags=None).score == 1.0
+    # the prompt opened the block (R1-style templates): the completion starts inside the reasoning
+    assert score(backend, "so it is 8\n</think>\n\\boxed{8}", "8", think_open=True).score == 1.0
+    r = score(backend, "so it is \\boxed{8}, still thinking", "8", think_open=True)
+    assert r.score == 0.0 and r.metrics["extracted"] == 0.0
 
 
 @pytest.mark.parametrize("gold", ["$\\frac{1}{2}$", "The answer is $\\frac12$.", "We halve it: $\\boxed{0.5}$.",
