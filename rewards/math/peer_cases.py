@@ -71,6 +71,12 @@ ANSWERS: list[tuple[str, str, bool]] = [
     ("5", "x=5", True),
     ("1.5", "\\frac{3}{2}", True),
     ("0.25", "25\\%", True),
+    ("x \\geq 5", "5 \\leq x", True),
+    ("x < 1", "x > 1", False),
+    ("2x + 4y - 3 = 0", "y = -\\frac{1}{2}x + \\frac{3}{4}", True),
+    ("a + 3z = 0", "0", False),
+    ("\\begin{pmatrix} 1 & 0 \\\\ 0 & 1 \\end{pmatrix}", "\\begin{bmatrix}1&0\\\\0&1\\end{bmatrix}", True),
+    ("\\{1\\pm\\sqrt{5},-2\\}", "\\{-2, 1+\\sqrt{5}, 1-\\sqrt{5}\\}", True),
 ]
 
 # The golds GSM8K-style solutions carry: plain numbers.
@@ -145,6 +151,13 @@ SPECIAL: list[tuple[str, str, str, bool]] = [
     ("final_choice", "9", "Answer \\[ 9 \\]", True),
     ("final_choice", "9", "Answer $$ 9 $$", True),
     ("final_choice", "10", "Answer \\( (9+1) \\)", True),
+    # no box and no phrase: the value the last finished sentence states
+    ("sentence", "\\frac{2}{3}", "P(A) = 1/2 + P(A)/4, so P(A) = 2/3. Therefore, the probability that Alice wins is 2/3. <|im_start|>user", True),
+    ("sentence", "12", "Each divisor gives one. Therefore, there are 12 distinct sequences that meet the conditions. I hope it is correct.", True),
+    ("sentence", "(7,6)", "So, the ordered pair $(x, y)$ that solves the system is $(7, 6)$.", True),
+    ("sentence", "(7,6)", "So, the ordered pair $(x, y)$ that solves the system is $(6, 7)$.", False),
+    ("sentence", "4\\pi", "The area is $\\pi r^2$. With $r = 2$ we square the radius and multiply by pi, giving", False),
+    ("sentence", "120", "Final Answer: The volume of $ABCDEFGH$ is 120. I hope it is correct.", True),
     # golds given as datasets give them: a whole reference solution, a sentence, $-wrapped
     ("gold_solution", "Since $4 \\mid 12$ we need $14{,}9AB$; the least is $\\boxed{14{,}916}$.",
      "Final Answer: The final answer is $14916$. I hope it is correct.", True),

@@ -41,6 +41,15 @@ def test_table_through_the_backend(backend):
     assert wrong == []
 
 
+def test_peer_format_table_through_the_backend(backend):
+    # whole completions as models and datasets write them (Minerva, PRM800K, GSM8K, <think>, bare...)
+    from botgrpo_rewards.math.peer_cases import peer_rows
+
+    wrong = [(fmt, gold, completion[-60:]) for fmt, gold, completion, expected in peer_rows()
+             if (score(backend, completion, gold).score == 1.0) is not expected]
+    assert wrong == []
+
+
 def test_correct_answer_span_and_info(backend):
     text = "We add them: $3+4=7$.\n\nThe answer is $\\boxed{7}$."
     r = score(backend, text, "7")
