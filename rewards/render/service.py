@@ -16,7 +16,7 @@ from pathlib import Path
 
 from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult
 from botgrpo_rewards.protocol import ScoreRequest
-from botgrpo_rewards.react.extract import extract_code
+from botgrpo_rewards.react.extract import extract_code, maybe_component
 from botgrpo_rewards.render.compiler import CompileError, Compiler
 from botgrpo_rewards.render.judges import RenderOptions, compare_similarity, similarity_verdict
 from botgrpo_rewards.render.renderer import BrowserUnavailable, Render, Renderer, RenderTimeout
@@ -112,6 +112,9 @@ class RenderBackend(Backend):
         client = self._vlm_client(request.options) if opts.judge == "vlm" else None
         ref = self._cached_render(ref_code, deadline, "reference_code") if ref_code else None
         code, _ = extract_code(request.completion)
+        if not maybe_component(code):
+            return ScoreResult(score=opts.missing_score, metrics={"rendered": 0.0} | _judge_metric(opts, 0.0),
+                               info={"render_error": "no component: the completion holds no JSX, function or class"})
         cand = self.render_code(code, deadline)
         info = _render_info(cand)
         if opts.save_dir and cand.png:
@@ -119,15 +122,13 @@ class RenderBackend(Backend):
         metrics = {"rendered": float(cand.rendered)}
         if opts.judge == "none":
             return ScoreResult(score=float(cand.rendered), metrics=metrics, info=info)
-        metric = "similarity" if opts.judge == "similarity" and opts.mode == "single" else "judge"
-        value = 0.0
-        if cand.rendered:
-            t0 = time.perf_counter()
-            instruction = str(request.reference.get("spec") or request.prompt)
-            value = self._judge(opts, cand, ref, other_code, instruction, client, deadline, info)
-            info["judge_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
-        metrics[metric] = value
-        return ScoreResult(score=value, metrics=metrics, info=info)
+        if not cand.rendered:
+            return ScoreResult(score=0.0, metrics=metrics | _judge_metric(opts, 0.0), info=info)
+        t0 = time.perf_counter()
+        instruction = str(request.reference.get("spec") or request.prompt)
+        value = self._judge(opts, cand, ref, other_code, instruction, client, deadline, info)
+        info["judge_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
+        return ScoreResult(score=opts.score(value), metrics=metrics | _judge_metric(opts, value), info=info)
 
     def _judge(self, opts: RenderOptions, cand: Render, ref: Render | None, other_code: str | None,
                instruction: str, client: VlmClient | None, deadline: float, info: dict) -> float:
@@ -147,6 +148,13 @@ class RenderBackend(Backend):
         value = parts.pop("score")
         info.update({k: round(v, 4) for k, v in parts.items()})
         return value
+
+
+def _judge_metric(opts: RenderOptions, value: float) -> dict[str, float]:
+    """The judge's raw value under its metric name (none for judge=none)."""
+    if opts.judge == "none":
+        return {}
+    return {"similarity" if opts.judge == "similarity" and opts.mode == "single" else "judge": value}
 
 
 def _reference(request: ScoreRequest, key: str, required: bool) -> str | None:
