@@ -12,6 +12,7 @@ from typing import Any
 
 from botgrpo_rewards.contract import Outcome, bool_option, check_known, check_order, number_option
 from botgrpo_rewards.protocol import Span
+from botgrpo_rewards.thinking import strip_think_options
 
 # Default positive credit per step whose closed-form equality is verified true (see README.md for
 # the measurement that chose it).
@@ -32,7 +33,8 @@ class MathOptions:
 
     @classmethod
     def parse(cls, options: dict[str, Any]) -> "MathOptions":
-        check_known("math", options, list(cls.__dataclass_fields__))
+        # think_tags / think_open are shared by every service (botgrpo_rewards.thinking)
+        check_known("math", strip_think_options(options), list(cls.__dataclass_fields__))
         opts = cls(
             steps=bool_option(options, "steps", cls.steps),
             penalize_missing=bool_option(options, "penalize_missing", cls.penalize_missing),

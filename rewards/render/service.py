@@ -16,7 +16,7 @@ from pathlib import Path
 
 from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult
 from botgrpo_rewards.protocol import ScoreRequest
-from botgrpo_rewards.react.extract import extract_code, maybe_component
+from botgrpo_rewards.react.extract import answer_code, maybe_component
 from botgrpo_rewards.render.compiler import CompileError, Compiler
 from botgrpo_rewards.render.judges import RenderOptions, compare_similarity, similarity_verdict
 from botgrpo_rewards.render.renderer import BrowserUnavailable, Render, Renderer, RenderTimeout
@@ -111,11 +111,13 @@ class RenderBackend(Backend):
         other_code = _reference(request, "other_code", required=opts.mode == "pairwise")
         client = self._vlm_client(request.options) if opts.judge == "vlm" else None
         ref = self._cached_render(ref_code, deadline, "reference_code") if ref_code else None
-        code, _ = extract_code(request.completion)
-        if not maybe_component(code):
+        found_code = answer_code(request.completion, request.options)
+        if found_code is None or not maybe_component(found_code[0]):  # no attempt: nothing to render
+            why = ("the reasoning never closed (cut off by the length limit?): no code" if found_code is None
+                   else "no component: the completion holds no JSX, function or class")
             return ScoreResult(score=opts.missing_score, metrics={"rendered": 0.0} | _judge_metric(opts, 0.0),
-                               info={"render_error": "no component: the completion holds no JSX, function or class"})
-        cand = self.render_code(code, deadline)
+                               info={"render_error": why})
+        cand = self.render_code(found_code[0], deadline)
         info = _render_info(cand)
         if opts.save_dir and cand.png:
             info["screenshot"] = _save(cand.png, opts.save_dir, request.id)

@@ -108,6 +108,7 @@ def react_table() -> list[tuple[str, str, str]]:
             ("no attempt", f"{k}/truncated before any jsx", f"{F}tsx\n{good[: good.index('return')]}"),
             ("no attempt", f"{k}/no jsx", f"{F}ts\nexport function add(a: number, b: number) {{\n  return a + b;\n}}\n{F}\n"),
             ("no attempt", f"{k}/prose", "A component like this keeps its state in a hook and renders a list."),
+            ("no attempt", f"{k}/reasoning cut off", f"<think>\nThe spec wants a list.\n{F}tsx\n{good}"),
         ]
         rows += [("no attempt", f"{k}/refusal {i}", text) for i, text in enumerate(REFUSALS)]
     return rows
@@ -237,7 +238,7 @@ def test_react_outcomes_are_ordered(react_pool, bpe, options):
     got = score_all(react_pool, list(texts), {}, options)
     for o, r in zip(outcomes, got):
         assert r.metrics["syntax_ok"] == (o in ("correct", "partly right")), r
-        assert (r.info.get("code") == "no_component") == (o == "no attempt"), r
+        assert (r.info.get("code") in ("no_component", "reasoning_truncated")) == (o == "no attempt"), r
     check_order_everywhere(outcomes, names, got, texts, bpe)
 
 
