@@ -81,4 +81,4 @@ def _judged(slot: float | None | Future) -> float | None:
     if not isinstance(slot, Future):
         return slot
     resp = slot.result()  # the judge's raw pair outcome (the score adds the render service's rendered floor)
-    return float(resp.metrics["judge"]) if resp.ok and "judge" in resp.metrics else None
+    return float(resp.metrics["judge"]) if resp.usable and "judge" in resp.metrics else None

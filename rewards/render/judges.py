@@ -21,8 +21,8 @@ class RenderOptions:
 
     judge: str = "similarity"
     mode: str = "single"
-    save_dir: str | None = None
-    missing_score: float = -1.0  # score of a completion without JSX (empty, prose, a refusal)
+    save_group: str = ""  # sub-folder of the service's save dir for this request's PNG ("a/b")
+    missing_score: float = -1.0  # score of a completion without a component attempt (empty, prose, a refusal)
     rendered_score: float = 0.1  # floor of a rendered candidate's score: rendered beats not rendered
 
     def score(self, value: float) -> float:
@@ -44,10 +44,11 @@ class RenderOptions:
             raise BackendError(f"option mode={mode!r} is unknown; use one of {', '.join(MODES)}", "bad_request")
         if mode == "pairwise" and judge == "none":
             raise BackendError("mode=pairwise needs a judge (similarity or vlm), not judge=none", "bad_request")
-        save_dir = options.get("save_dir")
-        if save_dir is not None and not isinstance(save_dir, str):
-            raise BackendError("option save_dir must be a folder path (a string)", "bad_request")
-        opts = cls(judge=judge, mode=mode, save_dir=save_dir,
+        group = options.get("save_group", "")
+        if not isinstance(group, str) or len(group) > 200:
+            raise BackendError("option save_group must be a short string naming a sub-folder of the service's "
+                               "save dir, e.g. \"model-a/png\"", "bad_request")
+        opts = cls(judge=judge, mode=mode, save_group=group,
                    missing_score=number_option(options, "missing_score", cls.missing_score, -1.0, 0.0),
                    rendered_score=number_option(options, "rendered_score", cls.rendered_score, 0.0, 1.0))
         check_order("render", opts.outcomes())
