@@ -8,52 +8,9 @@ which reaches every token, EOS included: an empty text has no character to carry
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from botgrpo_rewards.contract import Outcome, bool_option, check_known, check_order, number_option
+from botgrpo_rewards.math.options import MathOptions
 from botgrpo_rewards.protocol import Span
-from botgrpo_rewards.thinking import strip_think_options
-
-# Default positive credit per step whose closed-form equality is verified true (see README.md for
-# the measurement that chose it).
-STEP_CREDIT = 0.25
-
-
-@dataclass(frozen=True)
-class MathOptions:
-    """Request options of the math service, validated (see README.md)."""
-
-    steps: bool = False  # check closed-form equalities in the steps
-    penalize_missing: bool = True  # no answer: also a span over the last line, where the answer belongs
-    missing_score: float = -1.0  # score of a completion without an answer
-    answer_credit: float = 1.0  # span reward on a right answer
-    answer_penalty: float = 0.5  # minus this on a wrong answer (and on the last line without one)
-    step_penalty: float = 0.5  # minus this on the first step holding a false equality
-    step_credit: float = STEP_CREDIT  # plus this on each step whose equalities are verified true
-
-    @classmethod
-    def parse(cls, options: dict[str, Any]) -> "MathOptions":
-        # think_tags / think_open are shared by every service (botgrpo_rewards.thinking)
-        check_known("math", strip_think_options(options), list(cls.__dataclass_fields__))
-        opts = cls(
-            steps=bool_option(options, "steps", cls.steps),
-            penalize_missing=bool_option(options, "penalize_missing", cls.penalize_missing),
-            missing_score=number_option(options, "missing_score", cls.missing_score, -1.0, 0.0),
-            **{name: number_option(options, name, getattr(cls, name), 0.0, 1.0)
-               for name in ("answer_credit", "answer_penalty", "step_penalty", "step_credit")})
-        check_order("math", opts.outcomes())
-        return opts
-
-    def outcomes(self) -> list[Outcome]:
-        """The outcomes, best first, with the score and span rewards each can earn."""
-        step_low = -self.step_penalty if self.steps else 0.0
-        step_high = self.step_credit if self.steps else 0.0
-        missing_low = min(step_low, -self.answer_penalty if self.penalize_missing else 0.0)
-        return [
-            Outcome("correct answer", (1.0, 1.0), (step_low, max(self.answer_credit, step_high))),
-            Outcome("wrong answer", (0.0, 0.0), (min(step_low, -self.answer_penalty), step_high)),
-            Outcome("no answer", (self.missing_score, self.missing_score), (missing_low, 0.0)),
-        ]
 
 
 @dataclass(frozen=True)
