@@ -15,7 +15,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult
+from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult, check_option_names
 from botgrpo_rewards.math.answer import clean_item, normalize
 from botgrpo_rewards.math.extract import Extraction, extract_answer
 from botgrpo_rewards.math.pool import JobFailed, JobTimeout, NoWorker, WorkerDied, WorkerPool
@@ -65,6 +65,9 @@ def _gold(request: ScoreRequest) -> str:
     return str(gold)
 
 
+OPTIONS = ("steps", "penalize_missing")  # request options (README.md); both true or false
+
+
 def _bool_option(request: ScoreRequest, name: str, default: bool) -> bool:
     value = request.options.get(name, default)
     if not isinstance(value, bool):
@@ -108,6 +111,7 @@ class MathBackend(Backend):
         self.pool.close()
 
     def score(self, request: ScoreRequest, deadline: float) -> ScoreResult:
+        check_option_names("math", request.options, OPTIONS)
         gold = _gold(request)
         want_steps = _bool_option(request, "steps", False)
         penalize_missing = _bool_option(request, "penalize_missing", True)

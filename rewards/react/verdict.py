@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from botgrpo_rewards.backend import BackendError, ScoreResult
+from botgrpo_rewards.backend import BackendError, ScoreResult, check_option_names
 from botgrpo_rewards.protocol import Span
 from botgrpo_rewards.react.extract import Utf16Map
 
@@ -26,9 +26,7 @@ class ReactOptions:
     @classmethod
     def parse(cls, options: dict[str, Any]) -> "ReactOptions":
         """Validate request options; an unknown or ill-typed one is a bad request."""
-        unknown = sorted(set(options) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise BackendError(f"unknown react option(s) {unknown}; known: {sorted(cls.__dataclass_fields__)}", "bad_request")
+        check_option_names("react", options, tuple(cls.__dataclass_fields__))
         opts = cls(**options)
         if not isinstance(opts.types, bool):
             raise BackendError("option 'types' must be true or false", "bad_request")
