@@ -57,10 +57,3 @@ def bool_option(options: dict[str, Any], name: str, default: bool) -> bool:
     if not isinstance(value, bool):
         raise BackendError(f"option '{name}' must be true or false", "bad_request")
     return value
-
-
-def check_known(service: str, options: dict[str, Any], known: Sequence[str]) -> None:
-    """An option the service does not know is a bad request (a typo must not silently do nothing)."""
-    unknown = sorted(set(options) - set(known))
-    if unknown:
-        raise BackendError(f"unknown {service} option(s) {unknown}; known: {sorted(known)}", "bad_request")

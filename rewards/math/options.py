@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from botgrpo_rewards.backend import BackendError
-from botgrpo_rewards.contract import Outcome, bool_option, check_known, check_order, number_option
+from botgrpo_rewards.backend import BackendError, check_option_names
+from botgrpo_rewards.contract import Outcome, bool_option, check_order, number_option
 from botgrpo_rewards.math.extract import DEFAULT_THINK_TAGS
 from botgrpo_rewards.protocol import ScoreRequest
 from botgrpo_rewards.thinking import think_options
@@ -52,7 +52,7 @@ def _rel_tol(request: ScoreRequest) -> float:
 
 
 def read_options(request: ScoreRequest) -> MathOptions:
-    check_known("math", request.options, list(MathOptions.__dataclass_fields__))
+    check_option_names("math", request.options, tuple(MathOptions.__dataclass_fields__))
     tags, opened = think_options(request.options)
     numbers = {name: number_option(request.options, name, getattr(MathOptions, name), 0.0, 1.0)
                for name in ("answer_credit", "answer_penalty", "step_penalty", "step_credit")}

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from botgrpo_rewards.backend import BackendError, ScoreResult
-from botgrpo_rewards.contract import Outcome, bool_option, check_known, check_order, number_option
+from botgrpo_rewards.backend import BackendError, ScoreResult, check_option_names
+from botgrpo_rewards.contract import Outcome, bool_option, check_order, number_option
 from botgrpo_rewards.protocol import Span
 from botgrpo_rewards.react.extract import Utf16Map
 
@@ -31,7 +31,7 @@ class ReactOptions:
     def parse(cls, options: dict[str, Any]) -> "ReactOptions":
         """Validate request options; an unknown or ill-typed one, or numbers that break the reward
         order, is a bad request."""
-        check_known("react", options, list(cls.__dataclass_fields__))
+        check_option_names("react", options, tuple(cls.__dataclass_fields__))
         k = options.get("max_type_errors", cls.max_type_errors)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
             raise BackendError("option 'max_type_errors' must be an integer from 1 to 1000", "bad_request")

@@ -14,7 +14,7 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult
+from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult, check_option_names
 from botgrpo_rewards.protocol import ScoreRequest
 from botgrpo_rewards.react.extract import answer_code, maybe_component
 from botgrpo_rewards.render.compiler import CompileError, Compiler
@@ -22,6 +22,9 @@ from botgrpo_rewards.render.judges import RenderOptions, compare_similarity, sim
 from botgrpo_rewards.render.renderer import BrowserUnavailable, Render, Renderer, RenderTimeout
 from botgrpo_rewards.render.similarity import is_blank
 from botgrpo_rewards.render.vlm import VlmClient, VlmConfig, judge_pair
+
+# request options (README.md): RenderOptions' fields, and the vlm judge's model name, timeout and retries
+OPTIONS = ("judge", "mode", "save_group", "vlm_model", "vlm_timeout_s", "vlm_max_retries", "missing_score", "rendered_score")
 
 REF_CACHE_SIZE = 512
 
@@ -115,6 +118,7 @@ class RenderBackend(Backend):
     # ------------------------------------------------------------------ scoring
 
     def score(self, request: ScoreRequest, deadline: float) -> ScoreResult:
+        check_option_names("render", request.options, OPTIONS)
         opts = RenderOptions.parse(request.options)
         ref_code = _reference(request, "reference_code", required=opts.judge == "similarity")
         other_code = _reference(request, "other_code", required=opts.mode == "pairwise")

@@ -111,7 +111,7 @@ def test_no_step_credit_without_an_answer(backend):
     ({"answer_penalty": 1.0}, "'wrong answer'"),
     ({"step_credit": 1.5}, "option 'step_credit' must be a number in [0, 1]"),
     ({"missing_score": True}, "option 'missing_score' must be a number"),
-    ({"stpes": True}, "unknown math option(s) ['stpes']"),
+    ({"stpes": True}, "unknown math option(s) stpes;"),
     ({"think_tags": None, "step_credit": 2}, "option 'step_credit' must be a number in [0, 1]"),  # think options pass
 ])
 def test_options_that_break_the_order_are_refused(backend, options, says):

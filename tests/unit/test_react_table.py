@@ -175,7 +175,7 @@ def test_weights(backend):
     ({"syntax_penalty": 1.0}, "'syntax error' can earn a mean token reward as low as -1 but 'no component' as high as -1"),
     ({"pass_credit": 0.5}, "'syntax and types pass' can earn a mean token reward as low as 1"),
     ({"missing_score": 0.5}, "option 'missing_score' must be a number in [-1, 0]"),
-    ({"K": 3}, "unknown react option(s) ['K']"),
+    ({"K": 3}, "unknown react option(s) K;"),
 ])
 def test_bad_option_is_a_bad_request(backend, options, says):
     with pytest.raises(BackendError) as err:
