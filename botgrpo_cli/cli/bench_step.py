@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from botgrpo_cli.cli.options import Threads, comma_list
+from botgrpo_cli.cli.options import Threads, comma_list, positive_int
 from botgrpo_cli.console import console, out
 from botgrpo_cli.errors import UserError
 
@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
             _scaling(num_processes, names[0], steps, task, threads, model, repeats)
             return
         console.print(f"[bold]bench step:[/] {', '.join(names)} on {task}, {steps} timed steps each")
-        counts = _ints(mini_batches, "--mini-batches") if mini_batches else None
+        counts = comma_list(mini_batches, "--mini-batches", positive_int, example="1,2,4") if mini_batches else None
         results = run(names, steps, task, threads, model, repeats, counts)
         base = results[0]
         table = Table(title=f"training step on {task}: 8 prompts x 8 completions x 48 new tokens, "
@@ -81,9 +81,3 @@ def _scaling(n: int, algo: str, steps: int, task: str, threads: int, model: Opti
               "row with as many threads as each of them separates the effect of sharding the batch (and averaging "
               "gradients over gloo) from the effect of fewer threads per process.")
 
-
-def _ints(text: str, option: str) -> list[int]:
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise UserError(f"{option} takes comma-separated integers, e.g. 1,2,4; got {text!r}") from None
