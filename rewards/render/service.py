@@ -121,7 +121,7 @@ class RenderBackend(Backend):
         check_option_names("render", request.options, OPTIONS)
         opts = RenderOptions.parse(request.options)
         ref_code = _reference(request, "reference_code", required=opts.judge == "similarity")
-        other_code = _reference(request, "other_code", required=opts.mode == "pairwise")
+        other_code = _other_code(request, required=opts.mode == "pairwise")
         client = self._vlm_client(request.options) if opts.judge == "vlm" else None
         ref = self._cached_render(ref_code, deadline, "reference_code") if ref_code else None
         found_code = answer_code(request.completion, request.options)
@@ -172,6 +172,18 @@ def _reference(request: ScoreRequest, key: str, required: bool) -> str | None:
     if code is not None and not isinstance(code, str):
         raise BackendError(f"reference.{key} must be a string of TSX source", "bad_request")
     return code
+
+
+def _other_code(request: ScoreRequest, required: bool) -> str | None:
+    """The pairwise opponent: reference.other_completion (a whole completion; its code is read as
+    the candidate's is, after any reasoning block) or reference.other_code (TSX source)."""
+    completion = request.reference.get("other_completion")
+    if completion is None:
+        return _reference(request, "other_code", required)
+    if not isinstance(completion, str):
+        raise BackendError("reference.other_completion must be a string (the opponent's completion)", "bad_request")
+    found = answer_code(completion, request.options)
+    return found[0] if found is not None else ""  # an opponent whose reasoning never closed answered nothing
 
 
 def _render_info(result: Render) -> dict:
