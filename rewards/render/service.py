@@ -11,10 +11,10 @@ import os
 import re
 import threading
 import time
-from collections import OrderedDict
 from pathlib import Path
 
 from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult, check_option_names
+from botgrpo_rewards.lru import LRU
 from botgrpo_rewards.protocol import ScoreRequest
 from botgrpo_rewards.react.extract import answer_code
 from botgrpo_rewards.render.compiler import CompileError, Compiler
@@ -52,7 +52,7 @@ class RenderBackend(Backend):
         self.viewport = viewport
         self._compiler: Compiler | None = None
         self._renderer: Renderer | None = None
-        self._refs: OrderedDict[str, Render] = OrderedDict()
+        self._refs = LRU(REF_CACHE_SIZE)  # code hash -> Render of trusted code
         self._vlm: dict[tuple, VlmClient] = {}
         self._lock = threading.Lock()
 
@@ -96,17 +96,13 @@ class RenderBackend(Backend):
     def _cached_render(self, code: str, deadline: float, what: str) -> Render:
         """A render of trusted code (reference, other), cached by code hash; it must render."""
         key = hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
-        with self._lock:
-            if key in self._refs:
-                self._refs.move_to_end(key)
-                return self._refs[key]
+        cached = self._refs.get(key)
+        if cached is not None:
+            return cached
         result = self.render_code(code, deadline)
         if not result.rendered:
             raise BackendError(f"reference.{what} does not render: {result.error}; fix the task's reference", "bad_request")
-        with self._lock:
-            self._refs[key] = result
-            if len(self._refs) > REF_CACHE_SIZE:
-                self._refs.popitem(last=False)
+        self._refs.put(key, result)
         return result
 
     def _vlm_client(self, options: dict) -> VlmClient:
