@@ -20,7 +20,7 @@ def test_math_rejects_a_misspelled_option_before_any_work():
         backend.score(ScoreRequest(id="1", completion="\\boxed{2}", reference={"answer": "2"},
                                    options={"step": True}), time.monotonic() + 5)
     assert info.value.type == "bad_request"
-    assert str(info.value).startswith("unknown math option(s) step; known: penalize_missing, rel_tol, steps")
+    assert str(info.value).startswith("unknown math option(s) step; known: answer_credit, answer_penalty, missing_score, penalize_missing, rel_tol")
 
 
 def test_render_rejects_a_misspelled_option_before_rendering():
@@ -33,7 +33,7 @@ def test_render_rejects_a_misspelled_option_before_rendering():
 def test_react_uses_the_same_rule_and_words():
     with pytest.raises(BackendError) as info:
         ReactOptions.parse({"type": False})
-    assert str(info.value).startswith("unknown react option(s) type; known: max_type_errors, syntax_weight")
+    assert str(info.value).startswith("unknown react option(s) type; known: max_type_errors, missing_score, pass_credit, syntax_penalty")
 
 
 def test_shared_think_options_are_known_everywhere():
