@@ -39,7 +39,9 @@ class ModelConfig:
 
 @dataclass
 class RolloutConfig:
-    engine: str = opt("hf", "generation engine: hf (transformers generate) or vllm", ("hf", "vllm"))
+    engine: str = opt("fast", "generation engine: fast (lean CPU decode loop: one prefill per group, preallocated "
+                              "KV cache; falls back to hf for other architectures), hf (transformers generate) "
+                              "or vllm", ("fast", "hf", "vllm"))
     group_size: int = opt(8, "completions sampled per prompt (G)")
     prompts_per_step: int = opt(8, "prompts per training step")
     max_new_tokens: Optional[int] = opt(None, "generation length limit; None = the task's")

@@ -15,7 +15,7 @@ import yaml
 
 from botgrpo_cli.config import Config
 from botgrpo_cli.errors import UserError
-from botgrpo_cli.rollout import Engine, HFEngine, SamplingParams
+from botgrpo_cli.rollout import Engine, FastEngine, HFEngine, SamplingParams
 from botgrpo_cli.trainer import checkpoint
 from botgrpo_cli.trainer.checkpoint import TrainState
 from botgrpo_cli.trainer.data import PromptStream
@@ -74,6 +74,8 @@ def _task(cfg: Config) -> Any:
 def _engine(cfg: Config, model: Any, tok: Any, path: str) -> Engine:
     if cfg.rollout.engine == "hf":
         return HFEngine(model, tok)
+    if cfg.rollout.engine == "fast":
+        return FastEngine(model, tok)
     from botgrpo_cli.rollout.vllm import VLLMEngine, VLLMOptions
 
     r = cfg.rollout
