@@ -30,6 +30,9 @@ def opt(default: Any, help: str, choices: tuple | None = None) -> Any:
 class ModelConfig:
     name_or_path: Optional[str] = opt(None, "HF hub id or local directory; None = the task's bootstrapped tiny model")
     dtype: str = opt("float32", "parameter dtype", ("float32", "bfloat16", "float16"))
+    autocast: str = opt("auto", "bf16 autocast for generation, log-probs and forward/backward (fp32 master weights): "
+                                "auto = on for float32 models of 20M+ parameters on a CPU with AMX or AVX512-BF16",
+                        ("auto", "bfloat16", "off"))
     gradient_checkpointing: bool = opt(False, "recompute activations in backward to save memory")
     lora_r: int = opt(0, "LoRA rank; 0 trains all parameters")
     lora_alpha: int = opt(16, "LoRA alpha (scale = alpha / r)")

@@ -44,16 +44,18 @@ def train(cfg: Config, resume: bool = False, eval_around: bool = False, pool=Non
     with open_session(cfg, resume, pool) as s:
         if eval_around:
             console.print(f"measuring success on {cfg.run.eval_prompts} held-out prompts before and after training")
-        before = success_rate(s, cfg.run.eval_prompts, eval_seed) if eval_around else None
+        with s.precision():
+            before = success_rate(s, cfg.run.eval_prompts, eval_seed) if eval_around else None
         main = s.dist.main  # only rank 0 writes the run directory
         log = MetricsLog(s.run_dir, cfg.log.tensorboard, cfg.log.wandb, cfg.to_dict(), s.state.step) if main else None
         page = SamplesPage(s.run_dir / "samples.html", f"{cfg.run.task} / {cfg.algo.name}") if main else None
         with make_progress(disable=not main) as progress:
             bar = progress.add_task("train", total=cfg.run.steps, completed=s.state.step, stats="")
             for step in range(s.state.step + 1, cfg.run.steps + 1):
-                metrics = train_step(s, step, page)
-                if cfg.run.eval_every and step % cfg.run.eval_every == 0:
-                    metrics.update(success_rate(s, cfg.run.eval_prompts, eval_seed))
+                with s.precision():  # bf16 autocast where chosen; weights and optimizer stay fp32
+                    metrics = train_step(s, step, page)
+                    if cfg.run.eval_every and step % cfg.run.eval_every == 0:
+                        metrics.update(success_rate(s, cfg.run.eval_prompts, eval_seed))
                 metrics = reduce_metrics(metrics, s.dist)
                 if log and (step % cfg.log.every == 0 or step == cfg.run.steps):
                     log.write(step, metrics)
@@ -63,7 +65,8 @@ def train(cfg: Config, resume: bool = False, eval_around: bool = False, pool=Non
                     s.save()
         if log:
             log.close()
-        after = success_rate(s, cfg.run.eval_prompts, eval_seed) if eval_around else None
+        with s.precision():
+            after = success_rate(s, cfg.run.eval_prompts, eval_seed) if eval_around else None
         s.dist.barrier()
         records = read(s.run_dir / "metrics.jsonl")
         title = f"{cfg.run.task} / {cfg.algo.name}"

@@ -7,13 +7,14 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, ContextManager, Iterator
 
 import numpy as np
 import torch
 import yaml
 
 from botgrpo_cli.config import Config
+from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.rollout import Engine, FastEngine, HFEngine, SamplingParams
 from botgrpo_cli.trainer import checkpoint
@@ -21,6 +22,7 @@ from botgrpo_cli.trainer.checkpoint import TrainState
 from botgrpo_cli.trainer.data import PromptStream
 from botgrpo_cli.trainer.distributed import Dist
 from botgrpo_cli.trainer.policy import load_model, load_tokenizer, resolve_model_path
+from botgrpo_cli.trainer.precision import autocast, choose
 from botgrpo_cli.trainer.update import make_optimizer
 
 
@@ -41,6 +43,10 @@ class Session:
     params: SamplingParams  # the task's defaults merged with the rollout section (seed set per call)
     service_options: dict
     dist: Dist = Dist()
+    bf16: bool = False  # bf16 autocast around generation, log-probs and the update (trainer/precision.py)
+
+    def precision(self) -> ContextManager:
+        return autocast(self.bf16)
 
     @property
     def policy(self) -> Any:
@@ -153,6 +159,7 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     model = load_model(str(ckpt / "model") if ckpt and not lora_resume else base, cfg.model,
                        adapter=str(ckpt / "model") if lora_resume else None)
     ref = load_model(base, cfg.model, trainable=False).to(dist.accelerator.device) if cfg.algo.beta > 0 else None
+    bf16, why = choose(cfg.model.autocast, model)
     opt, sched = make_optimizer(model, cfg)
     model, opt = dist.accelerator.prepare(model, opt)  # to the device; DDP/FSDP under several processes
     stream = PromptStream(task.train_examples(), cfg.run.seed)
@@ -170,8 +177,10 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
             run_dir.mkdir(parents=True, exist_ok=True)
             cfg.save(run_dir / "config.yaml")
         engine = _engine(cfg, getattr(model, "module", model), tok, base)
+        if dist.main:
+            console.print(f"precision: {why}")
         yield Session(cfg, task, tok, model, ref, engine, pool, opt, sched, stream, state, run_dir,
-                      params, {**task.service_options, **cfg.reward.options}, dist)
+                      params, {**task.service_options, **cfg.reward.options}, dist, bf16)
     finally:
         if shared_pool is None:
             pool.close()

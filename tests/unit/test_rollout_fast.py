@@ -103,3 +103,12 @@ def test_unsupported_models_fall_back_to_hf_generate_and_say_why_once(tok, capsy
     same_batches(HFEngine(m, tok).generate(PROMPTS, 2, p), fast.generate(PROMPTS, 2, p))
     fast.generate(PROMPTS, 1, p)
     assert capsys.readouterr().err.count("lean decode loop unavailable") == 1
+
+
+def test_greedy_equals_hf_generate_under_bf16_autocast(tok):
+    from botgrpo_cli.trainer.precision import autocast
+
+    m = model("llama", tok)
+    p = SamplingParams(max_new_tokens=16, temperature=0.0)
+    with autocast(True):
+        same_batches(HFEngine(m, tok).generate(PROMPTS, 2, p), FastEngine(m, tok).generate(PROMPTS, 2, p))
