@@ -81,7 +81,14 @@ class AlgoConfig:
     loss_agg: Optional[str] = opt(None, "seq_mean_token_mean | token_mean | seq_mean_token_sum_norm")
     eps_low: Optional[float] = opt(None, "lower clip range")
     eps_high: Optional[float] = opt(None, "upper clip range")
-    beta: float = opt(0.0, "k3 KL penalty weight against the initial model (0 = no reference model)")
+    beta: float = opt(0.0, "k3 KL penalty weight against the initial model (0 = no reference model; LoRA runs "
+                           "use the base weights with the adapters off, others load a frozen copy)")
+    entropy_coef: float = opt(0.0, "entropy bonus: subtract this times the per-token entropy from the loss")
+    mini_batches: Optional[int] = opt(None, "optimizer steps per rollout batch, each on 1/M of its groups (or rows) "
+                                            "(PPO mini-batches; capped at the number of groups, or rows)")
+    epochs: int = opt(1, "passes over each rollout batch (each pass takes mini_batches steps)")
+    mini_batch_split: str = opt("groups", "what a mini-batch keeps whole: groups (all completions of a prompt "
+                                          "together) or rows (any completions)", ("groups", "rows"))
     dynamic_sampling: Optional[bool] = opt(None, "drop zero-variance groups and refill with new prompts (DAPO)")
     max_rounds: int = opt(3, "sampling rounds per step at most when dynamic_sampling is on")
     overlong_shaping: Optional[bool] = opt(None, "DAPO soft length penalty added to each score")
@@ -136,8 +143,17 @@ class Config:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    def public_dict(self) -> dict:
+        """to_dict() with secrets redacted: what is written to disk or sent to loggers."""
+        from botgrpo_cli.redact import redact
+
+        return redact(self.to_dict())
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.public_dict(), sort_keys=False)
+
     def save(self, path: Path) -> None:
-        path.write_text(yaml.safe_dump(self.to_dict(), sort_keys=False))
+        path.write_text(self.to_yaml())
 
 
 _CLASSES: dict[str, type] = typing.get_type_hints(Config)  # section name -> dataclass
@@ -242,8 +258,8 @@ def _read_yaml(path: Path) -> dict:
     return data
 
 
-def load_config(path: str | Path | None = None, sets: list[str] | None = None, algo: str | None = None) -> Config:
-    """YAML file (optional) -> `--set` overrides -> `--algo` preset -> validated Config."""
+def explicit_values(path: str | Path | None = None, sets: list[str] | None = None, algo: str | None = None) -> dict:
+    """{section: {key: value}} of the values a YAML file, `--set` items and `--algo` give, checked and typed."""
     raw: dict[str, dict] = {}
     for section, values in (_read_yaml(Path(path)) if path else {}).items():
         for key, value in values.items():
@@ -252,10 +268,20 @@ def load_config(path: str | Path | None = None, sets: list[str] | None = None, a
         _set(raw, *_parse_set(item))
     if algo is not None:
         _set(raw, "algo", "name", algo)
+    return raw
+
+
+def from_values(raw: dict) -> Config:
+    """A validated Config from {section: {key: value}} (typed values), with the preset applied."""
     cfg = Config(**{s: _CLASSES[s](**raw.get(s, {})) for s in _CLASSES})
     apply_preset(cfg.algo)
     validate(cfg)
     return cfg
+
+
+def load_config(path: str | Path | None = None, sets: list[str] | None = None, algo: str | None = None) -> Config:
+    """YAML file (optional) -> `--set` overrides -> `--algo` preset -> validated Config."""
+    return from_values(explicit_values(path, sets, algo))
 
 
 def apply_preset(algo: AlgoConfig) -> None:
@@ -269,17 +295,17 @@ def apply_preset(algo: AlgoConfig) -> None:
         "advantage": p.advantage, "advantage_options": dict(p.advantage_options), "loss": p.loss,
         "loss_agg": p.loss_agg, "eps_low": p.loss_options.get("eps_low", 0.2),
         "eps_high": p.loss_options.get("eps_high", 0.2), "dynamic_sampling": p.dynamic_sampling,
-        "overlong_shaping": p.overlong_shaping,
+        "overlong_shaping": p.overlong_shaping, "mini_batches": p.mini_batches,
     }
     for key, value in preset_values.items():
         if getattr(algo, key) is None:
             setattr(algo, key, value)
 
 
-_POSITIVE = ["rollout.group_size", "rollout.prompts_per_step", "rollout.vllm_tensor_parallel_size", "algo.max_rounds", "optim.micro_batch_size",
+_POSITIVE = ["rollout.group_size", "rollout.prompts_per_step", "rollout.vllm_tensor_parallel_size", "algo.max_rounds", "algo.mini_batches", "algo.epochs", "optim.micro_batch_size",
              "run.keep_last", "run.eval_prompts", "log.every", "optim.lr", "reward.workers", "reward.deadline_ms"]
 _NON_NEGATIVE = ["run.steps", "run.save_every", "run.eval_every", "log.samples_every", "optim.warmup_steps",
-                 "optim.grad_clip", "algo.beta", "algo.eps_low", "algo.eps_high", "model.lora_r",
+                 "optim.grad_clip", "algo.beta", "algo.entropy_coef", "algo.eps_low", "algo.eps_high", "model.lora_r",
                  "optim.weight_decay", "algo.overlong_cache", "run.threads", "rollout.temperature"]
 
 
@@ -324,7 +350,18 @@ def validate(cfg: Config) -> None:
         fail("rollout.vllm_gpu_memory_utilization", f"must be in (0, 1], got {cfg.rollout.vllm_gpu_memory_utilization}")
     if cfg.rollout.vllm_dtype not in (None, "float32", "bfloat16", "float16"):
         fail("rollout.vllm_dtype", f"must be float32, bfloat16 or float16, got {cfg.rollout.vllm_dtype!r}")
+    _check_reward_options(cfg, fail)
     if cfg.run.distributed == "fsdp" and cfg.rollout.engine != "vllm":
         fail("run.distributed", "is fsdp, which needs rollout.engine=vllm: HF generate cannot sample sharded weights")
     if cfg.run.distributed == "fsdp" and cfg.algo.dynamic_sampling:
         fail("run.distributed", "is fsdp, which needs algo.dynamic_sampling=false (sharded forwards need equal shares)")
+
+
+def _check_reward_options(cfg: Config, fail: Any) -> None:
+    from botgrpo_rewards.protocol import server_setting
+
+    bad = server_setting(cfg.reward.options)
+    if bad is not None:
+        fail("reward.options", f"sets {bad!r}, a URL, secret or server path, which reward services refuse in "
+                               "requests; make it the service's own setting instead (its environment, e.g. "
+                               "BOTGRPO_VLM_BASE_URL / BOTGRPO_VLM_API_KEY for render)")

@@ -113,14 +113,18 @@ def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOption
     return entry, problems
 
 
-def _pools(stack: ExitStack, task: Any, opts: EvalOptions, render: bool) -> Scoring:
+def _pools(stack: ExitStack, task: Any, opts: EvalOptions, render: bool, shots_root: Path | None) -> Scoring:
     from botgrpo_cli.reward_client import RewardPool
 
-    pool = stack.enter_context(RewardPool(task.service, workers=opts.workers))
+    saving = {"BOTGRPO_RENDER_SAVE_DIR": str(shots_root)} if shots_root is not None else {}  # the service's setting
+    pool = stack.enter_context(RewardPool(task.service, workers=opts.workers,
+                                          env=saving if task.service == "render" else None))
     render_pool = None
     if render:
-        render_pool = pool if task.service == "render" else stack.enter_context(RewardPool("render", workers=opts.workers))
-    return Scoring(pool, dict(task.service_options), task.success_metric, render_pool, deadline_ms=opts.deadline_ms)
+        render_pool = pool if task.service == "render" else stack.enter_context(
+            RewardPool("render", workers=opts.workers, env=saving))
+    return Scoring(pool, dict(task.service_options), task.success_metric, render_pool, deadline_ms=opts.deadline_ms,
+                   save_root=shots_root)
 
 
 def run_eval(opts: EvalOptions) -> dict[str, Any]:
@@ -140,7 +144,7 @@ def run_eval(opts: EvalOptions) -> dict[str, Any]:
     shots_root = opts.out.resolve() / "screens" if render else None  # absolute: services save there
     evaluations, finals, other, win = [], [], None, None
     with ExitStack() as stack, Progress(console=console, transient=True) as progress:
-        scoring = _pools(stack, task, opts, render)
+        scoring = _pools(stack, task, opts, render, shots_root)
         for target in targets:
             entry, finals = _evaluate(target, task, examples, opts, scoring, shots_root, progress)
             evaluations.append(entry)

@@ -28,6 +28,7 @@ class Scoring:
     success_metric: str
     render_pool: Any = None  # RewardPool("render"); None = no render pass
     deadline_ms: int = 30_000
+    save_root: Path | None = None  # the render service's save dir (its setting); shots lie below it
 
 
 @dataclass
@@ -49,10 +50,15 @@ def _request(rid: str, text: str, example: Any, options: dict, deadline_ms: int)
                         options=options, deadline_ms=deadline_ms)
 
 
-def _render_options(example: Any, save_dir: Path | None) -> dict:
+def _render_options(example: Any, save_group: dict) -> dict:
     judge = "similarity" if "reference_code" in example.reference else "none"  # similarity needs a reference
-    options = {"judge": judge, "mode": "single"}
-    return {**options, "save_dir": str(save_dir)} if save_dir is not None else options
+    return {"judge": judge, "mode": "single", **save_group}
+
+
+def _save_group(shots: Path | None, root: Path | None) -> dict:
+    """The request option that puts screenshots in `shots`, a folder under the render service's save
+    dir (a request names a sub-folder, never a path)."""
+    return {"save_group": shots.relative_to(root).as_posix()} if shots is not None and root is not None else {}
 
 
 def submit_all(model: Any, tok: Any, task: Any, examples: list, n: int, params: SamplingParams, scoring: Scoring,
@@ -62,6 +68,7 @@ def submit_all(model: Any, tok: Any, task: Any, examples: list, n: int, params: 
     engine = HFEngine(model, tok)
     rows: list[Pending] = []
     in_task = task.service == "render"  # the task itself scores by rendering: no second pass
+    group = _save_group(shots, scoring.save_root)
     for c, lo in enumerate(range(0, len(examples), batch_size)):
         chunk = examples[lo:lo + batch_size]
         batch = engine.generate([task.format_prompt(ex, tok) for ex in chunk], n,
@@ -70,10 +77,10 @@ def submit_all(model: Any, tok: Any, task: Any, examples: list, n: int, params: 
         for i, text in enumerate(batch.texts):
             p = lo + i // n
             rid, ex = f"p{p:05d}-s{i % n:03d}", examples[p]
-            options = {**scoring.options, **({"save_dir": str(shots)} if in_task and shots else {})}
+            options = {**scoring.options, **(group if in_task else {})}
             shown = None
             if scoring.render_pool is not None and not in_task:
-                shown = _request(rid, text, ex, _render_options(ex, shots), scoring.deadline_ms)
+                shown = _request(rid, text, ex, _render_options(ex, group), scoring.deadline_ms)
             rows.append(Pending(p, text, int(lengths[i]), bool(batch.finished[i]),
                              scoring.pool.submit(_request(rid, text, ex, options, scoring.deadline_ms)),
                              scoring.render_pool.submit(shown) if shown else None, shown))

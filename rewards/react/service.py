@@ -11,8 +11,9 @@ import time
 from botgrpo_rewards.backend import Backend, BackendTimeout, ScoreResult
 from botgrpo_rewards.protocol import ScoreRequest
 from botgrpo_rewards.react.checker import NodeChecker
-from botgrpo_rewards.react.extract import extract_code
-from botgrpo_rewards.react.verdict import ReactOptions, verdict
+from botgrpo_rewards.react.extract import answer_code
+from botgrpo_rewards.react.verdict import ReactOptions, truncated_reasoning, verdict
+from botgrpo_rewards.thinking import strip_think_options
 
 
 class ReactBackend(Backend):
@@ -46,8 +47,11 @@ class ReactBackend(Backend):
         self._checker.start()
 
     def score(self, request: ScoreRequest, deadline: float) -> ScoreResult:
-        opts = ReactOptions.parse(request.options)
-        code, offset = extract_code(request.completion)
+        opts = ReactOptions.parse(strip_think_options(request.options))
+        found_code = answer_code(request.completion, request.options)
+        if found_code is None:
+            return truncated_reasoning(opts)
+        code, offset = found_code  # offset in the whole completion: spans never land in the reasoning
         if time.monotonic() >= deadline:
             raise BackendTimeout("deadline passed before the react check started")
         found = self._checker.check(code, opts.types, opts.max_type_errors, deadline)
