@@ -70,6 +70,8 @@ class RewardConfig:
     lambda_seq: float = opt(1.0, "weight of the sequence score in each token's reward")
     lambda_tok: float = opt(1.0, "weight of the span rewards in each token's reward (0 = outcome only)")
     options: dict = opt({}, "options sent with each request, merged over the task's")
+    services: dict = opt({}, "several services scored at once, in order, NAME: WEIGHT or NAME: {weight, options, "
+                             "workers, command}; score = weighted sum; the first takes the role of reward.service")
 
 
 @dataclass
@@ -351,6 +353,8 @@ def validate(cfg: Config) -> None:
     if cfg.rollout.vllm_dtype not in (None, "float32", "bfloat16", "float16"):
         fail("rollout.vllm_dtype", f"must be float32, bfloat16 or float16, got {cfg.rollout.vllm_dtype!r}")
     _check_reward_options(cfg, fail)
+    if cfg.reward.services:
+        _check_services(cfg.reward, fail)
     if cfg.run.distributed == "fsdp" and cfg.rollout.engine != "vllm":
         fail("run.distributed", "is fsdp, which needs rollout.engine=vllm: HF generate cannot sample sharded weights")
     if cfg.run.distributed == "fsdp" and cfg.algo.dynamic_sampling:
@@ -365,3 +369,25 @@ def _check_reward_options(cfg: Config, fail: Any) -> None:
         fail("reward.options", f"sets {bad!r}, a URL, secret or server path, which reward services refuse in "
                                "requests; make it the service's own setting instead (its environment, e.g. "
                                "BOTGRPO_VLM_BASE_URL / BOTGRPO_VLM_API_KEY for render)")
+
+
+def _check_services(reward: RewardConfig, fail: Any) -> None:
+    from botgrpo_cli.reward_client.combined import parse_services
+    from botgrpo_rewards.protocol import server_setting
+    from botgrpo_rewards.registry import SERVICES
+
+    if reward.service is not None or reward.command is not None:
+        fail("reward.services", "replaces reward.service and reward.command: list the main service first in "
+                                "reward.services (with its command there) and leave those two unset")
+    try:
+        specs = parse_services(reward.services)
+    except ValueError as err:
+        fail("reward.services", f"entry {err}")
+    for spec in specs:
+        if spec.command is None and spec.name not in SERVICES:
+            fail("reward.services", f"names unknown service {spec.name!r}; known: {', '.join(sorted(SERVICES))} "
+                                    f"(or give its command)")
+        bad = server_setting(spec.options)
+        if bad is not None:
+            fail("reward.services", f"{spec.name}.options sets {bad!r}, a URL, secret or server path, which reward "
+                                    "services refuse in requests; make it the service's own setting instead")

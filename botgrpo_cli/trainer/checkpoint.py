@@ -24,9 +24,10 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from botgrpo_cli import rundir
 from botgrpo_cli.errors import UserError
 
-PREFIX = "step-"
+PREFIX = rundir.STEP_PREFIX
 
 
 @dataclass
@@ -87,8 +88,7 @@ def save(run_dir: Path, state: TrainState, model: Any, tokenizer: Any, opt: Any,
 
 def checkpoints(run_dir: Path) -> list[Path]:
     """Complete checkpoints, oldest first (temp dirs of an interrupted save are ignored)."""
-    root = run_dir / "checkpoints"
-    return sorted(p for p in root.glob(f"{PREFIX}*") if p.is_dir()) if root.is_dir() else []
+    return rundir.checkpoint_dirs(run_dir)
 
 
 def latest(run_dir: Path) -> Path | None:

@@ -33,6 +33,7 @@ class RenderBackend(Backend):
     version = "0.1.0"
     capabilities = ("render", "similarity", "vlm", "pairwise")
     max_inflight = 4
+    max_completion_chars = 200_000  # compiling and mounting grow with the text; longer is refused
 
     def __init__(self, chromium: str | None = None, pages: int | None = None, viewport: tuple[int, int] = (640, 480),
                  save_dir: str | None = None, vlm_base_url: str | None = None, vlm_model: str | None = None):
@@ -42,6 +43,9 @@ class RenderBackend(Backend):
         self.save_dir = save_dir or os.environ.get("BOTGRPO_RENDER_SAVE_DIR") or None
         self.vlm_base_url, self.vlm_model = vlm_base_url, vlm_model
         self.pages = pages or int(os.environ.get("BOTGRPO_RENDER_PAGES", "2"))
+        # one request per page at a time: the rest wait in the runner's queue, where their deadline
+        # has not started, so two endless loops holding both pages delay other renders, never fail them
+        self.max_inflight = self.pages
         self.viewport = viewport
         self._compiler: Compiler | None = None
         self._renderer: Renderer | None = None
