@@ -47,3 +47,4 @@ def test_autocast_runs_matmuls_in_bf16_and_leaves_weights_fp32():
     assert y.dtype == torch.bfloat16 and lin.weight.dtype == torch.float32
     with precision.autocast(False):
         assert lin(torch.ones(1, 4)).dtype == torch.float32
+
