@@ -89,8 +89,8 @@ class _Ticket:
 
 
 class NodeChecker:
-    """Thread-safe client of one checker.js process: whoever holds the lock sends every waiting
-    check (up to MAX_BATCH) as one batch and hands each caller its reply."""
+    """Thread-safe client of one checker.js process: a caller that finds Node free sends its check
+    with every other waiting one (up to MAX_BATCH) as one batch and hands each caller its reply."""
 
     def __init__(self, heap_limit_mb: int = 768, max_old_space_mb: int = 1536, startup_timeout_s: float = 60.0):
         node = shutil.which("node")
@@ -105,8 +105,9 @@ class NodeChecker:
         self.restarts = 0
         self.largest_batch = 0  # the most checks Node got at once (for tests and benchmarks)
         self._lock = threading.Lock()  # held by the thread talking to Node
-        self._waiting_lock = threading.Lock()
+        self._turn = threading.Condition()  # guards _waiting and _sending; notified when a batch is done
         self._waiting: list[_Ticket] = []
+        self._sending = False
         self._ids = count(1)
         self._node: _NodeProcess | None = None
         self._spawned_at = 0.0
@@ -124,23 +125,29 @@ class NodeChecker:
                 self._node = None
 
     def check(self, code: str, types: bool, max_errors: int, deadline: float) -> dict[str, Any]:
-        """The checker's findings for `code` (see checker.js); BackendTimeout past `deadline`."""
+        """The checker's findings for `code` (see checker.js); BackendTimeout past `deadline`.
+        While Node is busy the check waits; the next caller to find Node free sends every waiting check."""
         ticket = _Ticket(code, types, max_errors, deadline)
-        with self._waiting_lock:
+        with self._turn:
             self._waiting.append(ticket)
-        while not ticket.done.is_set():
-            if not self._lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
-                break
-            try:
-                if not ticket.done.is_set():
-                    self._send_waiting()
-            finally:
-                self._lock.release()
-        if not ticket.done.is_set():
-            with self._waiting_lock:
-                if ticket in self._waiting:
+            while self._sending and not ticket.done.is_set() and time.monotonic() < deadline:
+                self._turn.wait(max(0.0, deadline - time.monotonic()))
+            if not ticket.done.is_set():
+                if self._sending:  # still busy at the deadline
                     self._waiting.remove(ticket)
-            raise BackendTimeout("the react checker was busy with earlier requests until the deadline")
+                    raise BackendTimeout("the react checker was busy with earlier requests until the deadline")
+                self._sending = True
+                others = [t for t in self._waiting if t is not ticket][: MAX_BATCH - 1]
+                batch = [ticket, *others]
+                self._waiting = [t for t in self._waiting if t not in batch]
+        if not ticket.done.is_set():
+            try:
+                with self._lock:
+                    self._send(batch)
+            finally:
+                with self._turn:
+                    self._sending = False
+                    self._turn.notify_all()
         if ticket.error is not None:
             raise ticket.error
         assert ticket.reply is not None
@@ -195,10 +202,8 @@ class NodeChecker:
                 raise BackendTimeout("the react checker was still starting at the deadline")
             node.ready = bool(msg.get("ready"))
 
-    def _send_waiting(self) -> None:
-        """Send the waiting checks as one batch and settle every ticket in it (lock held)."""
-        with self._waiting_lock:
-            batch, self._waiting = self._waiting[:MAX_BATCH], self._waiting[MAX_BATCH:]
+    def _send(self, batch: list[_Ticket]) -> None:
+        """Send `batch` to Node as one request and settle every ticket in it (lock held)."""
         live = [t for t in batch if t.deadline > time.monotonic()]
         for t in batch:
             if t not in live:
