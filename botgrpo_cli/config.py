@@ -60,6 +60,9 @@ def choices_of(f: dataclasses.Field) -> list[str] | None:
 class ModelConfig:
     name_or_path: Optional[str] = opt(None, "HF hub id or local directory; None = the task's bootstrapped tiny model")
     dtype: str = opt("float32", "parameter dtype", ("float32", "bfloat16", "float16"))
+    autocast: str = opt("auto", "bf16 autocast for generation, log-probs and forward/backward (fp32 master weights): "
+                                "auto = on for float32 models of 20M+ parameters on a CPU with AMX or AVX512-BF16",
+                        ("auto", "bfloat16", "off"))
     gradient_checkpointing: bool = opt(False, "recompute activations in backward to save memory")
     lora_r: int = opt(0, "LoRA rank; 0 trains all parameters")
     lora_alpha: int = opt(16, "LoRA alpha (scale = alpha / r)")
@@ -69,7 +72,9 @@ class ModelConfig:
 
 @dataclass
 class RolloutConfig:
-    engine: str = opt("hf", "generation engine: hf (transformers generate) or vllm", ("hf", "vllm"))
+    engine: str = opt("fast", "generation engine: fast (lean CPU decode loop: one prefill per group, preallocated "
+                              "KV cache; falls back to hf for other architectures), hf (transformers generate) "
+                              "or vllm", ("fast", "hf", "vllm"))
     group_size: int = opt(8, "completions sampled per prompt (G)")
     prompts_per_step: int = opt(8, "prompts per training step")
     max_new_tokens: Optional[int] = opt(None, "generation length limit; None = the task's")
