@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import time
-from concurrent.futures import ThreadPoolExecutor
+import os
+import re
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -12,6 +12,7 @@ import typer
 
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.evaluation.contact_sheet import contact_sheet
+from botgrpo_rewards.protocol import ScoreRequest, ScoreResponse
 
 JUDGES = ("similarity", "vlm", "none")
 PROMPT_EXCERPT = 240
@@ -47,64 +48,65 @@ def register(app: typer.Typer) -> None:
         console.print(f"rendered {n_ok}/{len(rows)} completions; contact sheet: {out / 'index.html'}")
 
 
-def _start_backend(chromium: str | None, pages: int, save_dir: Path):
-    from botgrpo_rewards.render.chromium import ChromiumNotFound
-    from botgrpo_rewards.render.compiler import CompilerUnavailable
-    from botgrpo_rewards.render.service import RenderBackend
-
-    backend = RenderBackend(chromium=chromium, pages=pages, save_dir=str(save_dir))
-    try:
-        backend.start()
-    except (ChromiumNotFound, CompilerUnavailable) as err:
-        backend.close()
-        raise UserError(str(err)) from None
-    return backend
+def _service_env(chromium: str | None, pages: int, save_dir: Path) -> dict[str, str]:
+    """The render service's settings (never request options): its Chromium, pages and save dir."""
+    env = {"BOTGRPO_RENDER_PAGES": str(pages), "BOTGRPO_RENDER_SAVE_DIR": str(save_dir.resolve())}
+    return env | ({"BOTGRPO_CHROMIUM": chromium} if chromium else {})
 
 
 def _render_all(lines: list, out: Path, judge: str | None, chromium: str | None, pages: int) -> list[dict]:
+    """Score every line through the render service (a child process; its start-up failure, e.g. no
+    Chromium, is a ServiceStartError the CLI prints as one line)."""
     from rich.progress import Progress
 
     from botgrpo_cli.console import console
+    from botgrpo_cli.reward_client import RewardPool
 
     png_dir = out / "png"
     png_dir.mkdir(parents=True, exist_ok=True)
-    backend = _start_backend(chromium, pages, png_dir)
-    try:
-        with Progress(console=console) as progress, ThreadPoolExecutor(pages) as pool:
-            task = progress.add_task("rendering", total=len(lines))
-
-            def one(line) -> dict:
-                row = _render_line(backend, line, judge)
-                progress.advance(task)
-                return row
-            return list(pool.map(one, lines))
-    finally:
-        backend.close()
+    requests = [_request(line, judge) for line in lines]
+    with RewardPool("render", env=_service_env(chromium, pages, png_dir)) as pool, \
+            Progress(console=console) as progress:
+        task = progress.add_task("rendering", total=len(lines))
+        progress.advance(task, sum(r is None for r in requests))
+        futures = {i: pool.submit(r) for i, r in enumerate(requests) if r is not None}
+        for fut in futures.values():
+            fut.add_done_callback(lambda _f: progress.advance(task))
+        return [_row(line, requests[i], futures[i].result() if i in futures else None, png_dir)
+                for i, line in enumerate(lines)]
 
 
-def _render_line(backend, line, judge: str | None) -> dict:
-    """One contact-sheet row; a bad line or a failed score becomes a row saying why."""
-    from botgrpo_rewards.backend import BackendError, BackendTimeout
-
-    obj = line.obj or {}
-    row = {"line": line.lineno, "id": str(obj.get("id", "")), "prompt": str(obj.get("prompt", ""))[:PROMPT_EXCERPT],
-           "rendered": False, "score": None, "png": None, "error": line.problem}
+def _request(line, judge: str | None) -> ScoreRequest | None:
+    """The line's request rendered alone (mode single), judged by `judge` or by similarity when it has a reference."""
     if line.request is None:
-        return row
+        return None
     req = line.request
     has_ref = isinstance(req.reference.get("reference_code"), str)
     req.options = {**req.options, "judge": judge or ("similarity" if has_ref else "none"), "mode": "single"}
-    req.id = f"{line.lineno:05d}-{req.id}"  # unique file names even when ids repeat
-    try:
-        res = backend.score(req, time.monotonic() + req.deadline_ms / 1000)
-    except BackendTimeout as err:
-        row["error"] = f"timeout: {err}"
+    return req
+
+
+def _png_name(lineno: int, id: str) -> str:
+    """The screenshot's name in png/: line number first, so ids that repeat never share a file."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", f"{lineno:05d}-{id}")[:100] + ".png"
+
+
+def _row(line, req: ScoreRequest | None, res: ScoreResponse | None, png_dir: Path) -> dict:
+    """One contact-sheet row; a bad line or a failed score becomes a row saying why."""
+    obj = line.obj or {}
+    row = {"line": line.lineno, "id": str(obj.get("id", "")), "prompt": str(obj.get("prompt", ""))[:PROMPT_EXCERPT],
+           "rendered": False, "score": None, "png": None, "error": line.problem}
+    if req is None or res is None:
         return row
-    except BackendError as err:
-        row["error"] = f"error: {err}"
+    if not res.ok:
+        row["error"] = f"{res.status}: {res.error.message if res.error else 'no answer'}"
         return row
     shot = res.info.get("screenshot")
-    row.update(rendered=bool(res.metrics.get("rendered")), png=Path(shot).name if shot else None,
+    png = None
+    if isinstance(shot, str) and Path(shot).parent == png_dir.resolve():  # the service saved it under our png/
+        png = _png_name(line.lineno, str(req.id))
+        os.replace(shot, png_dir / png)  # the service named it by the pool's wire id
+    row.update(rendered=bool(res.metrics.get("rendered")), png=png,
                score=res.score if req.options["judge"] != "none" else None,
                error=res.info.get("render_error") or (res.info.get("console_errors") or "").split("\n")[0] or None)
     return row
