@@ -28,7 +28,8 @@ def opt(default: Any, help: str, choices: tuple | None = None) -> Any:
 
 @dataclass
 class ModelConfig:
-    name_or_path: Optional[str] = opt(None, "HF hub id or local directory; None = the task's bootstrapped tiny model")
+    name_or_path: Optional[str] = opt(None, "HF hub id, local directory or .gguf file (dequantised to dtype); "
+                                            "None = the task's bootstrapped tiny model")
     dtype: str = opt("float32", "parameter dtype", ("float32", "bfloat16", "float16"))
     gradient_checkpointing: bool = opt(False, "recompute activations in backward to save memory")
     lora_r: int = opt(0, "LoRA rank; 0 trains all parameters")
@@ -43,6 +44,8 @@ class RolloutConfig:
     group_size: int = opt(8, "completions sampled per prompt (G)")
     prompts_per_step: int = opt(8, "prompts per training step")
     max_new_tokens: Optional[int] = opt(None, "generation length limit; None = the task's")
+    thinking_budget: Optional[int] = opt(None, "reasoning models: at most this many tokens inside the thinking "
+                                               "block, then its close tag is forced; None = no limit (hf engine)")
     temperature: float = opt(1.0, "sampling temperature (also divides logits when computing log-probs)")
     top_p: float = opt(1.0, "nucleus sampling threshold")
     stop: Optional[list] = opt(None, "stop strings (kept in the text); None = the task's")
@@ -85,18 +88,24 @@ class AlgoConfig:
 
 @dataclass
 class OptimConfig:
-    lr: float = opt(1e-3, "AdamW learning rate")
+    lr: Optional[float] = opt(None, "AdamW learning rate; None = by model: 1e-3 for a bootstrapped tiny model, "
+                                    "1e-5 for a pretrained one under 1B parameters, 1e-6 above; x10 with LoRA")
     weight_decay: float = opt(0.0, "AdamW weight decay")
     betas: list = opt([0.9, 0.99], "AdamW betas [beta1, beta2]")
     warmup_steps: int = opt(0, "linear warm-up steps (then constant)")
     grad_clip: float = opt(1.0, "max global gradient norm; 0 disables clipping")
-    micro_batch_size: int = opt(16, "completions per forward/backward (gradient accumulation bounds memory)")
+    micro_batch_size: Optional[int] = opt(None, "completions per forward/backward (gradient accumulation bounds "
+                                                "memory); None = as many as fit micro_batch_memory_gb, at most 16")
+    micro_batch_memory_gb: float = opt(2.0, "activation memory one micro-batch may take when micro_batch_size is None")
 
 
 @dataclass
 class RunConfig:
     task: str = opt("react_synth", "task name (botgrpo_tasks)")
-    task_options: dict = opt({}, "options passed to the task's constructor")
+    task_options: dict = opt({}, "options passed to the task's constructor (every task: think_tags)")
+    system_prompt: Optional[str] = opt(None, "system message put before each prompt by the chat template; "
+                                             "None = the template's own default")
+    chat_template_kwargs: dict = opt({}, "extra arguments to the chat template, e.g. {enable_thinking: false}")
     steps: int = opt(20, "training steps")
     seed: int = opt(0, "seed for sampling, data order and initialisation")
     out_dir: Optional[str] = opt(None, "run directory; None = runs/<task>-<algo>-<time>")
@@ -272,7 +281,8 @@ def apply_preset(algo: AlgoConfig) -> None:
 
 
 _POSITIVE = ["rollout.group_size", "rollout.prompts_per_step", "rollout.vllm_tensor_parallel_size", "algo.max_rounds", "optim.micro_batch_size",
-             "run.keep_last", "run.eval_prompts", "log.every", "optim.lr", "reward.workers", "reward.deadline_ms"]
+             "run.keep_last", "run.eval_prompts", "log.every", "optim.lr", "reward.workers", "reward.deadline_ms",
+             "optim.micro_batch_memory_gb", "rollout.thinking_budget"]
 _NON_NEGATIVE = ["run.steps", "run.save_every", "run.eval_every", "log.samples_every", "optim.warmup_steps",
                  "optim.grad_clip", "algo.beta", "algo.eps_low", "algo.eps_high", "model.lora_r",
                  "optim.weight_decay", "algo.overlong_cache", "run.threads", "rollout.temperature"]
@@ -292,7 +302,7 @@ def validate(cfg: Config) -> None:
         raise UserError(f"{dotted} {problem} ({help_text})")
 
     for dotted in _POSITIVE:
-        if get(dotted) <= 0:
+        if get(dotted) is not None and get(dotted) <= 0:  # None: chosen later (by model or task)
             fail(dotted, f"must be > 0, got {get(dotted)}")
     for dotted in _NON_NEGATIVE:
         if get(dotted) < 0:
@@ -319,6 +329,8 @@ def validate(cfg: Config) -> None:
         fail("rollout.vllm_gpu_memory_utilization", f"must be in (0, 1], got {cfg.rollout.vllm_gpu_memory_utilization}")
     if cfg.rollout.vllm_dtype not in (None, "float32", "bfloat16", "float16"):
         fail("rollout.vllm_dtype", f"must be float32, bfloat16 or float16, got {cfg.rollout.vllm_dtype!r}")
+    if cfg.rollout.thinking_budget is not None and cfg.rollout.engine != "hf":
+        fail("rollout.thinking_budget", "works with rollout.engine=hf only so far; unset it for vllm")
     if cfg.run.distributed == "fsdp" and cfg.rollout.engine != "vllm":
         fail("run.distributed", "is fsdp, which needs rollout.engine=vllm: HF generate cannot sample sharded weights")
     if cfg.run.distributed == "fsdp" and cfg.algo.dynamic_sampling:

@@ -16,6 +16,7 @@ Options:
                   seed or on row order. To evaluate on a whole file, pass it as `eval_path` too.
   prompt_template text with a "{problem}" placeholder (default: DEFAULT_TEMPLATE)
   steps           true: the math service also checks each step's arithmetic (default false)
+  think_tags      [open, close] of a reasoning model's thinking block (every task; see base.Task)
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "
 # What a Hub id looks like ("name" or "owner/name"); anything else that does not exist is a missing file.
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
 OPTIONS = ("path", "split", "problem_column", "answer_column", "id_column", "eval_path", "eval_split",
-           "eval_fraction", "prompt_template", "steps")
+           "eval_fraction", "prompt_template", "steps", "think_tags")
 
 
 def _suffix(path: Path) -> str:

@@ -16,6 +16,8 @@ class SamplingParams:
     top_p: float = 1.0
     stop: tuple[str, ...] = ()  # generation ends after any of these strings (kept in the text)
     seed: int = 0  # fixes the sampled tokens: same seed, prompts and weights -> same batch
+    thinking_budget: int | None = None  # at most this many tokens inside the thinking block, then its close is forced
+    think_tags: tuple[str, str] | None = None  # the thinking block's [open, close] (the task's think_tags)
 
 
 @dataclass

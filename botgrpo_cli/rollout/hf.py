@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
-from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
+from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
 
 from botgrpo_cli.rollout.base import RolloutBatch, SamplingParams
 from botgrpo_cli.rollout.offsets import OffsetDecoder, cut_at_stop, truncate
+from botgrpo_cli.rollout.thinking import budget_processors
 
 
 class _RowWatcher(StoppingCriteria):
@@ -58,7 +59,8 @@ class HFEngine:
         enc = self.tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
         ids = enc["input_ids"].repeat_interleave(n, 0)  # (B, P)
         attn = enc["attention_mask"].repeat_interleave(n, 0)  # (B, P)
-        out = self._sample(ids, attn, params, on_done)[:, ids.shape[1]:]  # (B, T) generated part
+        processors = budget_processors(self.tok, params, prompts, n)  # the thinking budget, when set
+        out = self._sample(ids, attn, params, on_done, processors)[:, ids.shape[1]:]  # (B, T) generated part
         rows = [self._row(out[i].tolist(), params.stop) for i in range(out.shape[0])]
         width = max(1, max(len(r[0]) for r in rows))
         completion = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
@@ -75,7 +77,7 @@ class HFEngine:
 
     @torch.no_grad()
     def _sample(self, ids: torch.Tensor, attn: torch.Tensor, params: SamplingParams,
-                on_done: Callable[[int, str], None] | None) -> torch.Tensor:
+                on_done: Callable[[int, str], None] | None, processors: list = ()) -> torch.Tensor:
         greedy = params.temperature == 0
         config = GenerationConfig(
             max_new_tokens=params.max_new_tokens, do_sample=not greedy, use_cache=True,
@@ -91,7 +93,8 @@ class HFEngine:
             with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
                 torch.manual_seed(params.seed)
                 out = self.model.generate(input_ids=ids.to(device), attention_mask=attn.to(device),
-                                          generation_config=config, stopping_criteria=criteria)
+                                          generation_config=config, stopping_criteria=criteria,
+                                          logits_processor=LogitsProcessorList(processors))
             return out.cpu()
         finally:
             self.model.train(was_training)

@@ -15,8 +15,9 @@ def success_rate(s, n_prompts: int, seed: int) -> dict[str, float]:
     solved, failed = 0.0, 0
     for lo in range(0, len(examples), chunk):
         part = examples[lo:lo + chunk]
-        batch = s.engine.generate(s.prompt_texts(part), 1, params)
-        futures = scoring.submit(s.pool, batch.texts, part, s.service_options, s.cfg.reward.deadline_ms,
+        prompts = s.prompt_texts(part)
+        batch = s.engine.generate(prompts, 1, params)
+        futures = scoring.submit(s.pool, batch.texts, part, s.request_options(prompts), s.cfg.reward.deadline_ms,
                                  tag=f"eval{seed}-{lo}")
         scored = scoring.collect(futures)
         solved += sum(scored.metrics.get(s.task.success_metric, []))

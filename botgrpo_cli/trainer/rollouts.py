@@ -60,12 +60,14 @@ def _round(s, step: int, round_: int) -> tuple[RolloutBatch, list, list]:
     rows = [ex for ex in examples for _ in range(cfg.group_size)]
     params = dataclasses.replace(s.params, seed=generation_seed(s.cfg.run.seed, step, round_))
     futures: dict[int, Future] = {}
+    prompts = s.prompt_texts(examples)
+    options = s.request_options(prompts)
 
     def send(i: int, text: str) -> None:
-        futures[i] = scoring.submit(s.pool, [text], [rows[i]], s.service_options, s.cfg.reward.deadline_ms,
-                                    tag=f"s{step}r{round_}-{i}")[0]
+        futures[i] = scoring.submit(s.pool, [text], [rows[i]], [options[i // cfg.group_size]],
+                                    s.cfg.reward.deadline_ms, tag=f"s{step}r{round_}-{i}")[0]
 
-    batch = _generate(s, s.prompt_texts(examples), params, send)
+    batch = _generate(s, prompts, params, send)
     for i, text in enumerate(batch.texts):
         if i not in futures:
             send(i, text)

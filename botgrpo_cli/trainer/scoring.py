@@ -24,11 +24,12 @@ class Scored:
         return int((~self.ok).sum())
 
 
-def submit(pool, texts: list[str], examples: list, options: dict, deadline_ms: int, tag: str) -> list[Future]:
-    """Send one request per completion now, so scoring runs while the trainer computes."""
+def submit(pool, texts: list[str], examples: list, options: list[dict], deadline_ms: int, tag: str) -> list[Future]:
+    """Send one request per completion now, so scoring runs while the trainer computes.
+    `options`: each completion's request options."""
     return [pool.submit(ScoreRequest(id=f"{tag}-{i}", completion=text, prompt=ex.prompt,
-                                     reference=dict(ex.reference), options=options, deadline_ms=deadline_ms))
-            for i, (text, ex) in enumerate(zip(texts, examples))]
+                                     reference=dict(ex.reference), options=opts, deadline_ms=deadline_ms))
+            for i, (text, ex, opts) in enumerate(zip(texts, examples, options, strict=True))]
 
 
 def collect(futures: list[Future]) -> Scored:
