@@ -68,3 +68,18 @@ def test_think_tags_task_option():
     assert t.think_options("a <reasoning>")["think_open"] is True
     with pytest.raises(Exception, match="think_tags must be"):
         get_task("arith_synth", think_tags="<think>")
+
+
+def test_samples_page_shows_the_sign_of_small_advantages():
+    import re
+
+    from botgrpo_cli.trainer.samples import FLOOR, alpha, render_completion
+
+    # BoT-GRPO's run-on signal: +0.165 on every unpenalised token next to a -3 penalty span.
+    assert alpha(0.165, 3.0) > 0.3 and alpha(-3.0, 3.0) == pytest.approx(0.7) and alpha(0.0, 3.0) == 0.0
+    assert alpha(1e-4, 3.0) >= FLOOR  # tiny but non-zero: still tinted
+    assert alpha(0.1, 3.0) < alpha(0.5, 3.0) < alpha(2.0, 3.0)  # still ordered by magnitude
+    html_text = render_completion("ab c", [(0, 1), (1, 2), (2, 4)], [0.165, -3.0, 0.0])
+    colours = re.findall(r"rgba\((\d+,\d+,\d+),([\d.]+)\)", html_text)
+    assert colours[0][0] == "40,170,60" and float(colours[0][1]) > 0.3  # green, visible
+    assert colours[1][0] == "220,50,50" and float(colours[2][1]) == 0.0
