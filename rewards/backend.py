@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from botgrpo_rewards.protocol import ScoreRequest, Span
+from botgrpo_rewards.protocol import MAX_COMPLETION_CHARS, ScoreRequest, Span
 
 
 @dataclass
@@ -44,6 +44,10 @@ class Backend:
     version: str = "0.1.0"
     capabilities: tuple[str, ...] = ("spans",)
     max_inflight: int = 64
+    # Longer completions are answered `too_large` before they are queued: a backend whose work grows
+    # with the text (a type checker, a browser) sets it lower, so one huge item cannot occupy a
+    # worker while normal ones wait. Real models' completions (tens of thousands of tokens) are far below.
+    max_completion_chars: int = MAX_COMPLETION_CHARS
 
     def start(self) -> None:
         """Warm up (start helper processes, load caches). Called once before the hello line."""

@@ -41,7 +41,7 @@ class Parsed:
 
 
 _COMMANDS = {
-    "frac": "FRAC", "dfrac": "FRAC", "tfrac": "FRAC", "sqrt": "SQRT", "pi": "PI",
+    "frac": "FRAC", "dfrac": "FRAC", "tfrac": "FRAC", "cfrac": "FRAC", "sqrt": "SQRT", "pi": "PI",
     "cdot": "*", "times": "*", "ast": "*", "div": "/", "infty": "INF", "left": None,
     "right": None, "big": None, "Big": None, "bigl": None, "bigr": None, "%": "%",
     "{": "(", "}": ")", ",": None, ";": None, "!": None, " ": None, "displaystyle": None,
@@ -151,7 +151,13 @@ def _expr(st: _State) -> sympy.Expr:
 
 
 def _term(st: _State) -> sympy.Expr:
+    first = st.pos
     value = _unary(st)
+    signs = {kind for kind, _ in st.tokens[first : st.pos - 1]}
+    if st.peek() == "FRAC" and st.tokens[st.pos - 1][0] == "NUM" and signs <= {"+", "-"}:
+        mixed = _mixed_number(st, value)
+        if mixed is not None:
+            return mixed
     while True:
         kind = st.peek()
         if kind in ("*", "/"):
@@ -166,6 +172,17 @@ def _term(st: _State) -> sympy.Expr:
             value = value * _power(st)  # implicit product: 2\pi, 3x, 2(1+x)
         else:
             return value
+
+
+def _mixed_number(st: _State, whole: sympy.Expr) -> sympy.Expr | None:
+    """`2\\frac{3}{4}` is the mixed number 11/4 (as MATH and GSM8K write it), not 2 * 3/4: an
+    integer followed directly by a proper numeric fraction. Anything else is left to _term."""
+    mark = st.pos
+    frac = _atom(st)
+    if whole.is_Integer and frac.is_Rational and 0 < frac < 1 and st.peek() not in _ATOM_START | {"^", "!"}:
+        return whole - frac if whole < 0 else whole + frac
+    st.pos = mark
+    return None
 
 
 def _ends_in_number(st: _State) -> bool:

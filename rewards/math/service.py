@@ -17,13 +17,17 @@ from typing import Any
 
 from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult
 from botgrpo_rewards.math.answer import clean_item, normalize
-from botgrpo_rewards.math.extract import Extraction, extract_answer
+from botgrpo_rewards.math.extract import Extraction, extract_answer, gold_answer
+from botgrpo_rewards.math.options import read_options
 from botgrpo_rewards.math.pool import JobFailed, JobTimeout, NoWorker, WorkerDied, WorkerPool
 from botgrpo_rewards.math.steps import Equation, equations, split_steps
 from botgrpo_rewards.protocol import ScoreRequest, Span
 
 MAX_ANSWER_CHARS = 2000
 MAX_SIDE_CHARS = 600
+# CPU seconds one check may use. Ordinary answers take milliseconds; only a pathological one
+# (a huge expansion, a giant binomial) comes near this. CPU time, not wall time: see pool.py.
+CHECK_LIMIT_CPU_S = 3.0
 _INTEGER = re.compile(r"-?\d{1,1000}")
 
 
@@ -65,13 +69,6 @@ def _gold(request: ScoreRequest) -> str:
     return str(gold)
 
 
-def _bool_option(request: ScoreRequest, name: str, default: bool) -> bool:
-    value = request.options.get(name, default)
-    if not isinstance(value, bool):
-        raise BackendError(f"option '{name}' must be true or false", "bad_request")
-    return value
-
-
 def _last_line(text: str) -> tuple[int, int] | None:
     """Code-point span of the last non-blank line (whitespace trimmed), where a final answer belongs."""
     end = len(text.rstrip())
@@ -91,7 +88,7 @@ class MathBackend(Backend):
     capabilities = ("spans", "steps")
     max_inflight = 64
 
-    def __init__(self, workers: int = 2, check_limit_s: float = 2.0, cache_size: int = 65536):
+    def __init__(self, workers: int = 2, check_limit_s: float = CHECK_LIMIT_CPU_S, cache_size: int = 65536):
         self.check_limit_s = check_limit_s
         self.pool = WorkerPool(workers)
         self._cache = _LRU(cache_size)
@@ -109,17 +106,16 @@ class MathBackend(Backend):
 
     def score(self, request: ScoreRequest, deadline: float) -> ScoreResult:
         gold = _gold(request)
-        want_steps = _bool_option(request, "steps", False)
-        penalize_missing = _bool_option(request, "penalize_missing", True)
+        options = read_options(request)
         self.start()
-        found = extract_answer(request.completion)
+        found = extract_answer(request.completion, options.think_tags, options.think_open)
         correct, reason = False, found.reason
         if found.answer is not None:
-            correct, reason = self.judge(found.answer, gold, deadline)
+            correct, reason = self.judge(found.answer, gold_answer(gold), deadline, options.rel_tol)
         steps, wrong, first_bad = 0, 0, None
-        if want_steps:
+        if options.steps:
             steps, wrong, first_bad = self._check_steps(request.completion, deadline)
-        missing = _last_line(request.completion) if penalize_missing and found.answer is None else None
+        missing = _last_line(request.completion) if options.penalize_missing and found.answer is None else None
         spans = _spans(found, correct, first_bad, missing)
         info: dict[str, Any] = {"answer": _clip(found.answer or ""), "gold": _clip(gold), "reason": reason}
         if first_bad is not None:
@@ -129,44 +125,46 @@ class MathBackend(Backend):
         return ScoreResult(score=1.0 if correct else 0.0, spans=spans, metrics=metrics, info=info)
 
     def _run(self, name: str, args: tuple, deadline: float) -> Any:
-        """A pool job; retried once if its worker died (a worker killed from outside is not the answer's fault)."""
-        try:
-            return self._run_once(name, args, deadline)
-        except WorkerDied:
-            return self._run_once(name, args, deadline)
+        """A pool job, retried on other workers if its worker died (killed from outside: not the
+        answer's fault). Still dying: status error, never a wrong verdict."""
+        for _ in range(self.pool.size + 1):
+            try:
+                return self._run_once(name, args, deadline)
+            except WorkerDied:
+                continue
+        raise BackendError("math checker processes keep dying; see the service's stderr", "backend")
 
     def _run_once(self, name: str, args: tuple, deadline: float) -> Any:
-        """Wait for a worker until the deadline, run at most check_limit_s. None: the check overran
-        its limit (the answer's fault); BackendTimeout: the request's deadline passed first."""
+        """Run a job within check_limit_s CPU seconds and the request's deadline. Running out of
+        either is BackendTimeout (status `timeout`: masked and counted by the trainer, never a wrong
+        verdict and never cached), so a verdict cannot depend on how loaded the machine is."""
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise BackendTimeout("deadline passed before the check ran")
         try:
-            return self.pool.run(name, list(args), min(self.check_limit_s, remaining), remaining)
+            return self.pool.run(name, list(args), self.check_limit_s, remaining)
         except NoWorker:
             raise BackendTimeout("no checker process was free before the deadline") from None
         except JobTimeout:
             if time.monotonic() >= deadline - 0.01:
                 raise BackendTimeout("deadline passed while checking") from None
-            return None
+            raise BackendTimeout(f"check used more than {self.check_limit_s:.1f} CPU seconds") from None
 
-    def judge(self, answer: str, gold: str, deadline: float) -> tuple[bool, str]:
-        """(correct, reason) for an extracted answer."""
+    def judge(self, answer: str, gold: str, deadline: float, rel_tol: float = 0.0) -> tuple[bool, str]:
+        """(correct, reason) for an extracted answer; BackendTimeout when the check ran out of time."""
         if len(answer) > MAX_ANSWER_CHARS:
             return False, f"answer longer than {MAX_ANSWER_CHARS} characters"
         quick = integer_verdict(answer, gold)
         if quick is not None:
             return quick, "integers " + ("equal" if quick else "differ")
-        key = ("answer", re.sub(r"\s+", " ", answer).strip(), gold)
+        key = ("answer", re.sub(r"\s+", " ", answer).strip(), gold, rel_tol)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
         try:
-            verdict = self._run("answer", (answer, gold), deadline)
+            verdict = self._run("answer", (answer, gold, rel_tol), deadline)
         except JobFailed as err:
             verdict = (False, f"check failed: {err}")
-        if verdict is None:
-            verdict = (False, f"check took longer than {self.check_limit_s:.1f} s")
         verdict = (bool(verdict[0]), str(verdict[1]))
         self._cache.put(key, verdict)
         return verdict
@@ -194,8 +192,7 @@ class MathBackend(Backend):
         try:
             verdicts = self._run("equations", (items,), deadline)
         except JobFailed:
-            verdicts = None
-        verdicts = verdicts if verdicts is not None else [None] * len(items)  # doubt: nothing penalised
+            verdicts = [None] * len(items)  # doubt: nothing penalised
         self._cache.put(key, verdicts)
         return verdicts
 

@@ -25,6 +25,7 @@ class ReactBackend(Backend):
     # One Node process checks one completion at a time; a second slot lets the runner hand over
     # the next request while the current one runs (they queue on the checker's lock).
     max_inflight = 2
+    max_completion_chars = 200_000  # ~1.5 s of type checking (270k chars, loaded 2-core machine); longer is refused
 
     def __init__(self, heap_limit_mb: int = 768, max_old_space_mb: int = 1536, startup_timeout_s: float = 60.0):
         self._checker = NodeChecker(heap_limit_mb, max_old_space_mb, startup_timeout_s)

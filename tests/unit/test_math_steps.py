@@ -24,7 +24,7 @@ def test_split_on_blank_lines_without_markers():
 @pytest.mark.parametrize("text,found", [
     ("We get 3 * 4 = 12 apples.", [(0, "3 * 4", "12")]),
     ("$\\frac{1}{2} + \\frac{1}{3} = \\frac{5}{6}$", [(0, "\\frac{1}{2} + \\frac{1}{3}", "\\frac{5}{6}")]),
-    ("Total: 1,000 + 24 = 1024.", [(0, "1,000 + 24", "1024")]),
+    ("Total: 1,000 + 24 = 1024.", [(0, "1000 + 24", "1024")]),  # separators go before parsing
     ("a = 2 + 3 = 5", [(0, "2 + 3", "5")]),
 ])
 def test_finds_closed_form_equalities(text, found):
@@ -56,3 +56,38 @@ def test_skips_fragments_of_larger_expressions(text):
 ])
 def test_equality_verdicts(left, right, head, verdict):
     assert equality_holds(left, right, head) is verdict
+
+
+def _judged(text):
+    from botgrpo_rewards.math.check import check_equations
+
+    items = [(e.left, e.right, e.head) for e in equations(text, split_steps(text))]
+    return check_equations(items)
+
+
+@pytest.mark.parametrize("text,verdicts", [
+    # written the way GSM8K / MATH solutions write arithmetic
+    ("She pays $30 + $40 - $10 = $60 in total.", [True]),
+    ("She pays \\$30 + \\$40 - \\$10 = \\$70 in total.", [False]),
+    ("Natalia sold 48/2 = <<48/2=24>>24 clips in May.", [True, True]),
+    ("She sold 48+24 = <<48+24=70>>70 clips.", [False, False]),
+    ("She sold 48+24 = <<48+24=72>>70 clips.", [False, True]),  # the visible text is wrong
+    ("The total is 1,000.50 + 24 = 1,024.50 dollars.", [True]),
+    ("The total is 1,000.50 + 24 = 1,000.74 dollars.", [False]),
+    ("The cost is \\$1{,}200 + \\$300 = \\$1{,}600.", [False]),
+    ("So a total of 70 + 420 = 490 apples.", [True]),
+    ("So a total of 70 + 420 = 500 apples.", [False]),
+    ("\\begin{align*} 3+4 &= 7 \\\\ &= 8 \\end{align*}", [False]),
+    # correct notations that are not false equalities
+    ("629 ÷ 7 = 89 R 6", []),
+    ("200 ÷ 160 = 1 with a remainder of 40", []),
+    ("$2\\frac34 = \\frac{11}{4}$", [True]),
+    ("$0.1 = 10\\%$", [True]),
+    ("$101_2 = 5$", []),
+    ("Half of 10 = 5", []),
+    ("3 groups of 4 = 12", []),
+    ("Then 20% of 50 = 10", []),
+    ("The sum of 3 and 4 = 7", []),
+])
+def test_real_solution_notations(text, verdicts):
+    assert _judged(text) == verdicts
