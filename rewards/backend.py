@@ -28,6 +28,20 @@ class BackendError(Exception):
         self.type = type
 
 
+# Request options every service reads (botgrpo_rewards/thinking.py), on top of its own.
+SHARED_OPTIONS = ("think_tags", "think_open")
+
+
+def check_option_names(service: str, options: dict[str, Any], known: tuple[str, ...]) -> None:
+    """The one rule every service applies: a request option it does not know (a misspelling, or
+    one meant for another service) is a bad request, never silently ignored."""
+    allowed = (*known, *SHARED_OPTIONS)
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise BackendError(f"unknown {service} option(s) {', '.join(unknown)}; known: {', '.join(sorted(allowed))}",
+                           "bad_request")
+
+
 class BackendTimeout(Exception):
     """The backend gave up because the request's deadline passed: answered as status timeout."""
 

@@ -28,12 +28,9 @@ def register(app: typer.Typer) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         from botgrpo_cli.bootstrap import RECIPES, bootstrap as build, describe, read_info
-        from botgrpo_tasks import get_task, list_tasks
+        from botgrpo_tasks import get_task
 
-        try:
-            task_obj = get_task(task, seed=seed)
-        except KeyError:
-            raise UserError(f"unknown task {task!r}; choose one of: {', '.join(list_tasks())}") from None
+        task_obj = get_task(task, seed=seed)
         if size not in RECIPES:
             raise UserError(f"unknown size {size!r}; choose one of: {', '.join(RECIPES)}")
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())

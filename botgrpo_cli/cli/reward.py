@@ -8,11 +8,11 @@ from typing import Annotated, Optional
 
 import typer
 
+from botgrpo_cli.cli.options import Workers
 from botgrpo_cli.errors import UserError
 
 reward_app = typer.Typer(help="Run reward services (serve) and score rollout files (score).", no_args_is_help=True)
 
-Workers = Annotated[int, typer.Option("--workers", "-w", min=1, help="Service processes to run in parallel.")]
 
 
 def _check_service(name: str) -> None:

@@ -73,8 +73,6 @@ def _task(cfg: Config) -> Any:
 
     try:
         return get_task(cfg.run.task, seed=cfg.run.seed, **cfg.run.task_options)
-    except KeyError as err:
-        raise UserError(f"run.task: {err.args[0]}") from None
     except TypeError as err:
         raise UserError(f"run.task_options do not fit task {cfg.run.task!r}: {err}") from None
 

@@ -46,6 +46,7 @@ def normalize(text: str) -> str:
     """Strip presentation (math delimiters, spacing, \\text units, degrees, dollar signs)."""
     s = text.strip()
     s = _WRAP.sub(lambda m: " " + m.group(1) + " ", s)
+    s = re.sub(r"(?<=\d),\\!\s*(?=\d)", ",", s)  # "11,\! 111" is one number
     s = _DROP_RE.sub("", s)
     s = s.replace("\\%", "%").replace("\\{", "\x01").replace("\\}", "\x02").replace("\\cfrac", "\\frac")
     s = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), s)

@@ -258,6 +258,8 @@ CASES: list[tuple[str, str, str, bool]] = [
     ("radical", "2", "\\frac{1+\\sqrt{5}}{2}", False),
     ("text", "204_5", "204_5", True),
     ("text", "f(2) < f(1) < f(4)", "f(2) < f(1) < f(4)", True),
+    ("presentation", "11111111100", "11,\\! 111,\\! 111,\\! 100", True),
+    ("presentation", "32349", "32, 349", False),  # a comma and a space: two numbers
     # hostile or absurd answers are wrong, never crashes
     ("hostile", "5", "__import__('os').system('touch /tmp/pwned')", False),
     ("hostile", "5", "10^{10^{10^{10}}}", False),

@@ -34,24 +34,38 @@ def equality_holds(left: str, right: str, head: str | None = None) -> bool | Non
     if a is None or b is None:
         return None
     try:
-        if any(_close(x, y, a, b) for x in _forms(a) for y in _forms(b)):
+        if any(_close(x, y) for x in _forms(a) for y in _forms(b)):
             return True
     except (TypeError, ValueError, ArithmeticError):
         return None
     if head is not None and equality_holds(left, head) is True:
         return None
+    if _whole_part(left, a, b):
+        return None
     return False
 
 
-def _forms(p: Parsed) -> list[sympy.Expr]:
-    return [p.value, p.value / 100] if p.percent else [p.value]
+def _whole_part(left: str, a: Parsed, b: Parsed) -> bool:
+    """"100/3 = 33 batches": a division written with its whole part (floor or nearest) is how
+    word problems count whole things, not a false equality."""
+    if not ("/" in left or "÷" in left or "\\div" in left) or not b.value.is_Integer or not a.value.is_Rational:
+        return False
+    return b.value in (sympy.floor(a.value), sympy.ceiling(a.value))
 
 
-def _close(x: sympy.Expr, y: sympy.Expr, a: Parsed, b: Parsed) -> bool:
+def _forms(p: Parsed) -> list[tuple[sympy.Expr, int | None]]:
+    """(value, decimal places it is written to): a percent is also value/100, two places finer."""
+    if not p.percent:
+        return [(p.value, p.decimals)]
+    return [(p.value, p.decimals), (p.value / 100, (p.decimals or 0) + 2)]
+
+
+def _close(left: tuple[sympy.Expr, int | None], right: tuple[sympy.Expr, int | None]) -> bool:
+    (x, px), (y, py) = left, right
     diff = sympy.N(x - y, _PREC)
     if not diff.is_number or diff.has(sympy.nan, sympy.zoo, sympy.oo):
         raise ValueError("not a finite number")
-    places = [p.decimals for p in (a, b) if p.decimals is not None]
+    places = [p for p in (px, py) if p is not None]
     limit = sympy.Float(10) ** -min(places) if places else (1 + abs(sympy.N(y, _PREC))) * sympy.Float("1e-40", _PREC)
     return bool(abs(diff) <= limit)
 

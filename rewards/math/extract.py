@@ -197,7 +197,7 @@ def _clean(text: str, start: int, end: int, reason: str) -> Extraction:
         if m and _sentence_ends_there(text, m.start(), end):
             end = m.start()
         if _prose_words(text[start:end]) >= 2:  # "Final Answer: The volume of $V$ is 120."
-            value = value_in_sentence(text, start, end)
+            value = value_in_sentence(text, start, end) or _only_value(text, start, end)
             if value is not None:
                 start, end = value
     while end > start and text[end - 1] in _TRAILING + "$":
@@ -233,6 +233,13 @@ def value_in_sentence(text: str, start: int, end: int) -> tuple[int, int] | None
             return _trim(text, pos + len(opener), close) if close > pos else None
     m = _LEADING_VALUE.match(text, pos, end)
     return (m.start(), m.end()) if m else None
+
+
+def _only_value(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """The one number or math span of a sentence ("Jane started growing Sphere 3 hours ago"); None
+    when it holds several (which of them is meant is a guess)."""
+    found = [(m.start(), m.end()) for m in re.finditer(r"\$[^$]+\$|(?<![\w.])-?\d[\d,]*(?:\.\d+)?%?(?![\w.])", text[start:end])]
+    return (start + found[0][0], start + found[0][1]) if len(found) == 1 else None
 
 
 def _find_closer(text: str, closer: str, start: int, end: int) -> int:
@@ -320,4 +327,10 @@ def gold_answer(gold: str) -> str:
     """The gold through the same reader as completions: "$\\frac12$", "The answer is 5." or a whole
     reference solution with a box give their answer; anything else is its own answer."""
     found = extract_answer(gold, think_tags=None)
-    return found.answer if found.answer is not None else gold.strip()
+    if found.answer is not None:
+        return found.answer
+    if found.reason.endswith("different boxed answers"):  # a gold "\\boxed{1}\\boxed{2}" lists both
+        boxes, _ = _boxes(gold, 0, match_braces(gold))
+        start = _paragraph_start(gold, boxes[-1][0], 0)
+        return ", ".join(gold[s:e].strip() for s, e in boxes if s >= start)
+    return gold.strip()

@@ -71,6 +71,12 @@ ANSWERS: list[tuple[str, str, bool]] = [
     ("5", "x=5", True),
     ("1.5", "\\frac{3}{2}", True),
     ("0.25", "25\\%", True),
+    ("x \\geq 5", "5 \\leq x", True),
+    ("x < 1", "x > 1", False),
+    ("2x + 4y - 3 = 0", "y = -\\frac{1}{2}x + \\frac{3}{4}", True),
+    ("a + 3z = 0", "0", False),
+    ("\\begin{pmatrix} 1 & 0 \\\\ 0 & 1 \\end{pmatrix}", "\\begin{bmatrix}1&0\\\\0&1\\end{bmatrix}", True),
+    ("\\{1\\pm\\sqrt{5},-2\\}", "\\{-2, 1+\\sqrt{5}, 1-\\sqrt{5}\\}", True),
 ]
 
 # The golds GSM8K-style solutions carry: plain numbers.
@@ -145,6 +151,26 @@ SPECIAL: list[tuple[str, str, str, bool]] = [
     ("final_choice", "9", "Answer \\[ 9 \\]", True),
     ("final_choice", "9", "Answer $$ 9 $$", True),
     ("final_choice", "10", "Answer \\( (9+1) \\)", True),
+    # no box and no phrase: the value the last finished sentence states
+    ("sentence", "\\frac{2}{3}", "P(A) = 1/2 + P(A)/4, so P(A) = 2/3. Therefore, the probability that Alice wins is 2/3. <|im_start|>user", True),
+    ("sentence", "12", "Each divisor gives one. Therefore, there are 12 distinct sequences that meet the conditions. I hope it is correct.", True),
+    ("sentence", "(7,6)", "So, the ordered pair $(x, y)$ that solves the system is $(7, 6)$.", True),
+    ("sentence", "(7,6)", "So, the ordered pair $(x, y)$ that solves the system is $(6, 7)$.", False),
+    ("sentence", "4\\pi", "The area is $\\pi r^2$. With $r = 2$ we square the radius and multiply by pi, giving", False),
+    ("sentence", "120", "Final Answer: The volume of $ABCDEFGH$ is 120. I hope it is correct.", True),
+    # whole solutions with the turn's end, notes after the answer, self-corrections
+    ("solution", "20\\%", "So $\\frac{1}{5} = \\boxed{20\\%}$.\nFinal Answer: The final answer is $20\\%$. I hope it is correct. Note: the assumption that every child has one mother is reasonable.", True),
+    ("solution", "16386.17", "Rounded to the nearest cent, the investment is worth $\\boxed{\\$16386.17}$ after 5 years. I hope it is correct. <|im_start|>user", True),
+    ("solution", "34", "Final Answer: The largest $n$ is 34.", True),
+    ("solution", "3", "So $s = 3$ and $t = s + 5 = 8$ hours.\nFinal Answer: Jane started growing Sphere 3 hours ago. I hope it is correct. <|im_start|>user", True),
+    ("solution", "[-3,2]", "The domain is $\\boxed{[-3, 2]}$. I apologize, let me correct it. The domain is the outside, $\\boxed{(-\\infty, -3] \\cup [2, \\infty)}$.\nFinal Answer: The final answer is $(-\\infty, -3] \\cup [2, \\infty)$. I hope it is correct.", False),
+    ("solution", "11111111100", "The least such number is $\\boxed{11,\\! 111,\\! 111,\\! 100}$.", True),
+    ("solution", "32349", "The number is $\\boxed{32, 349}$.", False),
+    ("solution", "(-6, 10)", "The solution is \\( x \\in (-6, 10) \\). Final Answer: The final answer is \\((-6, 10)\\). I hope it is correct.", True),
+    ("solution", "x-2y+z-1=0", "So $-1(x-1)+2(y-1)+1(z-1)=0\\Rightarrow\\boxed{x-2y+z-1=0}.$", True),
+    ("solution", "12000023", "The sum is $85 + (-67) + 12,\\!000,\\!003 + (-3) = 12,\\!000,\\!018$.\nFinal Answer: The final answer is 12,000,018. I hope it is correct.", False),
+    ("solution", "\\frac{14}{3}", "$f(-2)+f(-1)+f(0)=2+\\frac{5}{3}+1=\\boxed{\\frac{14}{3}}$", True),
+    ("solution", "1, -2", "<think>\nSo f(n) = n gives n = 1 or n = -2... let me verify \\boxed{1}.\n</think>\n\nThe solutions are $n = \\boxed{1, -2}$.", True),
     # golds given as datasets give them: a whole reference solution, a sentence, $-wrapped
     ("gold_solution", "Since $4 \\mid 12$ we need $14{,}9AB$; the least is $\\boxed{14{,}916}$.",
      "Final Answer: The final answer is $14916$. I hope it is correct.", True),

@@ -1,10 +1,9 @@
 """The math reward backend: final-answer correctness plus optional step checks, with spans.
 
-Score 1.0 when the extracted final answer equals `reference.answer`, else 0.0 (wrong or no answer).
-Spans: +1 / -1 over the answer's characters (right / wrong), -1 over the last line when there is no
-answer (option `penalize_missing`, default true); with option `steps: true`, -1 over the
-first step holding a confidently false closed-form equality (trimmed so it never overlaps the answer).
-All sympy work runs in a killable worker pool (pool.py); verdicts are cached (LRU).
+Score 1.0 when the extracted final answer equals `reference.answer`, 0.0 when it does not, and
+`missing_score` (default -1) when there is no answer. Spans and options are assembled in reward.py
+(the reward contract, README.md). All sympy work runs in a killable worker pool (pool.py); verdicts
+are cached (LRU).
 """
 
 from __future__ import annotations
@@ -17,11 +16,13 @@ from typing import Any
 
 from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult
 from botgrpo_rewards.math.answer import clean_item, normalize
-from botgrpo_rewards.math.extract import Extraction, extract_answer, gold_answer
+from botgrpo_rewards.math.extract import extract_answer, gold_answer
 from botgrpo_rewards.math.options import read_options
 from botgrpo_rewards.math.pool import JobFailed, JobTimeout, NoWorker, WorkerDied, WorkerPool
+from botgrpo_rewards.math import reward
+from botgrpo_rewards.math.reward import StepReport
 from botgrpo_rewards.math.steps import Equation, equations, split_steps
-from botgrpo_rewards.protocol import ScoreRequest, Span
+from botgrpo_rewards.protocol import ScoreRequest
 
 MAX_ANSWER_CHARS = 2000
 MAX_SIDE_CHARS = 600
@@ -69,17 +70,6 @@ def _gold(request: ScoreRequest) -> str:
     return str(gold)
 
 
-def _last_line(text: str) -> tuple[int, int] | None:
-    """Code-point span of the last non-blank line (whitespace trimmed), where a final answer belongs."""
-    end = len(text.rstrip())
-    if end == 0:
-        return None
-    start = text.rfind("\n", 0, end) + 1
-    while start < end and text[start].isspace():
-        start += 1
-    return start, end
-
-
 class MathBackend(Backend):
     """Reward backend `math` (see the module docstring)."""
 
@@ -106,23 +96,21 @@ class MathBackend(Backend):
 
     def score(self, request: ScoreRequest, deadline: float) -> ScoreResult:
         gold = _gold(request)
-        options = read_options(request)
+        opts = read_options(request)
         self.start()
-        found = extract_answer(request.completion, options.think_tags, options.think_open)
+        found = extract_answer(request.completion, opts.think_tags, opts.think_open)
         correct, reason = False, found.reason
         if found.answer is not None:
-            correct, reason = self.judge(found.answer, gold_answer(gold), deadline, options.rel_tol)
-        steps, wrong, first_bad = 0, 0, None
-        if options.steps:
-            steps, wrong, first_bad = self._check_steps(request.completion, deadline)
-        missing = _last_line(request.completion) if options.penalize_missing and found.answer is None else None
-        spans = _spans(found, correct, first_bad, missing)
+            correct, reason = self.judge(found.answer, gold_answer(gold), deadline, opts.rel_tol)
+        steps = self._check_steps(request.completion, deadline) if opts.steps else StepReport()
+        answer = (found.start, found.end) if found.answer is not None else None
         info: dict[str, Any] = {"answer": _clip(found.answer or ""), "gold": _clip(gold), "reason": reason}
-        if first_bad is not None:
-            info["first_wrong_step"] = _clip(first_bad[2])
-        metrics = {"correct": float(correct), "extracted": float(found.answer is not None),
-                   "steps": float(steps), "steps_wrong": float(wrong)}
-        return ScoreResult(score=1.0 if correct else 0.0, spans=spans, metrics=metrics, info=info)
+        if steps.first_wrong is not None:
+            info["first_wrong_step"] = _clip(steps.first_wrong[2])
+        metrics = {"correct": float(correct), "extracted": float(answer is not None),
+                   "steps": float(steps.n_steps), "steps_wrong": float(len(steps.wrong))}
+        return ScoreResult(score=reward.score(correct, answer is not None, opts),
+                           spans=reward.spans(request.completion, answer, correct, steps, opts), metrics=metrics, info=info)
 
     def _run(self, name: str, args: tuple, deadline: float) -> Any:
         """A pool job, retried on other workers if its worker died (killed from outside: not the
@@ -169,17 +157,18 @@ class MathBackend(Backend):
         self._cache.put(key, verdict)
         return verdict
 
-    def _check_steps(self, text: str, deadline: float) -> tuple[int, int, tuple[int, int, str] | None]:
-        """(number of steps, steps with a false equality, (start, end, equation) of the first)."""
+    def _check_steps(self, text: str, deadline: float) -> StepReport:
+        """Which steps hold a false equality, which only verified-true ones (doubt counts as neither)."""
         spans = split_steps(text)
         found = [e for e in equations(text, spans) if len(e.left) <= MAX_SIDE_CHARS and len(e.right) <= MAX_SIDE_CHARS]
         verdicts = self._equation_verdicts(found, deadline)
-        bad_steps = sorted({e.step for e, v in zip(found, verdicts) if v is False})
-        if not bad_steps:
-            return len(spans), 0, None
-        first = bad_steps[0]
-        eq = next(e for e, v in zip(found, verdicts) if v is False and e.step == first)
-        return len(spans), len(bad_steps), (spans[first][0], spans[first][1], f"{eq.left} = {eq.right}")
+        wrong = sorted({e.step for e, v in zip(found, verdicts) if v is False})
+        true = sorted({e.step for e, v in zip(found, verdicts) if v is True} - set(wrong))
+        first = None
+        if wrong:
+            eq = next(e for e, v in zip(found, verdicts) if v is False and e.step == wrong[0])
+            first = (*spans[wrong[0]], f"{eq.left} = {eq.right}")
+        return StepReport(len(spans), tuple(wrong), tuple(spans[k] for k in true), first)
 
     def _equation_verdicts(self, found: list[Equation], deadline: float) -> list[bool | None]:
         if not found:
@@ -195,25 +184,6 @@ class MathBackend(Backend):
             verdicts = [None] * len(items)  # doubt: nothing penalised
         self._cache.put(key, verdicts)
         return verdicts
-
-
-def _spans(found: Extraction, correct: bool, bad: tuple[int, int, str] | None,
-           missing: tuple[int, int] | None = None) -> list[Span]:
-    """Answer span (+1/-1), or -1 over the last line when no answer was given (`missing`), and the
-    first wrong step's span (-1), never overlapping. Without the missing-answer span a wrong answer
-    would be penalised where no answer is not, and a policy learns to stop answering."""
-    spans: list[Span] = []
-    if found.answer is not None:
-        spans.append(Span(found.start, found.end, 1.0 if correct else -1.0, "answer"))
-    elif missing is not None and (bad is None or missing[1] <= bad[0] or bad[1] <= missing[0]):
-        spans.append(Span(missing[0], missing[1], -1.0, "no_answer"))
-    if bad is not None:
-        start, end = bad[0], bad[1]
-        if found.answer is not None and start < found.end and found.start < end:
-            start, end = (start, found.start) if start < found.start else (found.end, end)
-        if start < end:
-            spans.append(Span(start, end, -1.0, "step"))
-    return sorted(spans, key=lambda s: s.start)
 
 
 def _clip(text: str, limit: int = 200) -> str:

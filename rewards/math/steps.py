@@ -20,7 +20,7 @@ _BLANK = re.compile(r"\n[ \t]*\n")
 # equals signs and the LaTeX commands the safe parser knows.
 _RUN_PIECE = (
     r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|\d+(?:\.\d+)?|[ \t+\-*/^(){}=×÷·−]|\\?%"
-    r"|\\(?:frac|dfrac|tfrac|sqrt|pi|cdot|times|div|left|right)(?![A-Za-z])|\[|\]"
+    r"|\\(?:frac|dfrac|tfrac|cfrac|binom|dbinom|tbinom|sqrt|pi|cdot|times|div|left|right)(?![A-Za-z])|\[|\]"
 )
 _RUN = re.compile(f"(?:{_RUN_PIECE})+")
 _OPERATOR_WORDS = {
@@ -37,6 +37,7 @@ _OF_BOUNDARY = {
 # A right side followed by these is a remainder or a base, not the value: "89 R 6", "1 with a remainder".
 _RIGHT_CONTINUES = {"r", "rem", "remainder", "with", "and", "base"}
 _ANNOTATION = re.compile(r"<<([^<>\n]{1,200})>>")
+_PERCENT_WORD = re.compile(r"(?<=\d)\s*(?:percent|pct)\b", re.I)
 _CURRENCY = re.compile(r"\\\$|\$|\\text\{\s*\}|&|\\\\|\{,\}")
 _OPERATORS = "+-*/^×÷·−="
 MAX_EQUATIONS = 200
@@ -86,6 +87,8 @@ def _open_left(text: str, start: int) -> bool:
     if start == 0:
         return False
     before = text[start - 1]
+    if before in ":." and text[start - 2 : start - 1].isdigit():  # a ratio or a time "3:4", ".5"
+        return True
     if before in "$:,;\n" or (before.isspace() and not _words_before(text, start)):
         return False
     if not before.isspace():
@@ -102,7 +105,7 @@ def _open_right(text: str, end: int) -> bool:
     if end >= len(text):
         return False
     after = text[end]
-    if after.isalpha() or after == "_" or after == "!":
+    if after.isalpha() or after in "_!" or (after in ":." and text[end + 1 : end + 2].isdigit()):
         return True
     word = _word_after(text, end)
     return word in _OPERATOR_WORDS or word in _RIGHT_CONTINUES or len(word) == 1
@@ -125,7 +128,8 @@ def prepare(step: str) -> list[str]:
     `{,}` removed and calculator annotations blanked, then each annotation's inside on its own."""
     notes = [m.group(1) for m in _ANNOTATION.finditer(step)]
     body = _ANNOTATION.sub(" ", step)
-    return [_CURRENCY.sub(lambda m: "," if m.group() == "{,}" else " ", t) for t in [body, *notes]]
+    texts = [_PERCENT_WORD.sub("%", t) for t in [body, *notes]]
+    return [_CURRENCY.sub(lambda m: "," if m.group() == "{,}" else " ", t) for t in texts]
 
 
 def _plain_number(side: str) -> str:

@@ -140,6 +140,7 @@ def test_think_tag_names_are_configurable():
     ("Natalia sold 48/2 = <<48/2=24>>24 clips.\n#### 72", "72"),
     ("1,000", "1,000"),
     ("(p,q)=(3,2)", "(p,q)=(3,2)"),
+    ("$\\boxed{1}\\boxed{2}$", "1, 2"),  # a gold listing its answers in boxes is no hedge
     ("Sam had five apples and then some more", "Sam had five apples and then some more"),
 ])
 def test_gold_goes_through_the_same_reader(gold, answer):
