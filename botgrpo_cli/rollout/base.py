@@ -8,6 +8,7 @@ from typing import Any, Callable, Protocol
 import torch
 from torch import Tensor
 
+from botgrpo_cli.errors import UserError
 from botgrpo_cli.rollout.offsets import OffsetDecoder, cut_at_stop, truncate
 
 OnDone = Callable[[int, str], None]  # (row, final text): called once per row the moment it ends
@@ -99,6 +100,25 @@ def eos_ids(model: Any, tokenizer: Any) -> list[int]:
     if not ids:
         raise ValueError("the model and tokenizer define no EOS token; set tokenizer.eos_token")
     return ids
+
+
+def context_limit(model: Any, tokenizer: Any) -> int | None:
+    """Tokens the model can attend over: its position limit, or the tokenizer's when that is a real
+    number (GGUF and some hub tokenizers say 1e30); None when neither says."""
+    config = getattr(model, "config", None)
+    limits = [getattr(config, name, None) for name in ("max_position_embeddings", "n_positions", "max_sequence_length")]
+    limits.append(getattr(tokenizer, "model_max_length", None))
+    real = [int(x) for x in limits if isinstance(x, (int, float)) and 0 < x < 10**7]
+    return min(real) if real else None
+
+
+def check_context(prompt_tokens: int, max_new_tokens: int, limit: int | None) -> None:
+    """A prompt plus its generation budget must fit the model's context: beyond it positions are
+    garbage (or an index error), so say so instead of sampling."""
+    if limit is not None and prompt_tokens + max_new_tokens > limit:
+        raise UserError(f"a prompt of {prompt_tokens} tokens plus max_new_tokens {max_new_tokens} exceeds the model's "
+                        f"context of {limit} tokens; lower the generation limit (rollout.max_new_tokens, eval "
+                        f"--max-new-tokens) to at most {max(0, limit - prompt_tokens)}, or shorten the prompt")
 
 
 def pad_id_of(tokenizer: Any, eos: list[int]) -> int:

@@ -7,7 +7,8 @@ from typing import Any, Callable
 import torch
 from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
 
-from botgrpo_cli.rollout.base import RolloutBatch, SamplingParams, eos_ids, finish_row, pad_id_of
+from botgrpo_cli.rollout.base import (RolloutBatch, SamplingParams, check_context, context_limit, eos_ids, finish_row,
+                                      pad_id_of)
 from botgrpo_cli.rollout.offsets import OffsetDecoder
 from botgrpo_cli.rollout.thinking import budget_processors
 
@@ -45,6 +46,7 @@ class HFEngine:
         self.decoder = OffsetDecoder(tokenizer)
         self.eos_ids = eos_ids(model, tokenizer)
         self.pad_id = pad_id_of(tokenizer, self.eos_ids)
+        self.context = context_limit(model, tokenizer)  # prompt + generation must fit (checked per call)
 
     def sync_weights(self) -> None:
         """Nothing to do: generation uses the training model itself."""
@@ -57,6 +59,7 @@ class HFEngine:
         self.tok.padding_side = "left"
         # Prompts arrive fully formatted (chat template included), so no special tokens are added: as TRL does.
         enc = self.tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        check_context(int(enc["attention_mask"].sum(1).max()), params.max_new_tokens, self.context)
         ids = enc["input_ids"].repeat_interleave(n, 0)  # (B, P)
         attn = enc["attention_mask"].repeat_interleave(n, 0)  # (B, P)
         processors = budget_processors(self.tok, params, prompts, n)  # the thinking budget, when set
