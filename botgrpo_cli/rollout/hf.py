@@ -10,7 +10,7 @@ from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteria
 from botgrpo_cli.rollout.base import (RolloutBatch, SamplingParams, check_context, context_limit, eos_ids, finish_row,
                                       pad_id_of)
 from botgrpo_cli.rollout.offsets import OffsetDecoder
-from botgrpo_cli.rollout.thinking import budget_processors
+from botgrpo_cli.rollout.thinking import thinking_budget
 
 
 class _RowWatcher(StoppingCriteria):
@@ -62,8 +62,8 @@ class HFEngine:
         check_context(int(enc["attention_mask"].sum(1).max()), params.max_new_tokens, self.context)
         ids = enc["input_ids"].repeat_interleave(n, 0)  # (B, P)
         attn = enc["attention_mask"].repeat_interleave(n, 0)  # (B, P)
-        processors = budget_processors(self.tok, params, prompts, n)  # the thinking budget, when set
-        out = self._sample(ids, attn, params, on_done, processors)[:, ids.shape[1]:]  # (B, T) generated part
+        budget = thinking_budget(self.tok, params, prompts, n)  # None unless params.thinking_budget is set
+        out = self._sample(ids, attn, params, on_done, n, budget)[:, ids.shape[1]:]  # (B, T) generated part
         rows = [self._row(out[i].tolist(), params.stop) for i in range(out.shape[0])]
         width = max(1, max(len(r[0]) for r in rows))
         completion = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
@@ -80,7 +80,8 @@ class HFEngine:
 
     @torch.no_grad()
     def _sample(self, ids: torch.Tensor, attn: torch.Tensor, params: SamplingParams,
-                on_done: Callable[[int, str], None] | None, processors: list = ()) -> torch.Tensor:
+                on_done: Callable[[int, str], None] | None, n: int = 1, budget: Any = None) -> torch.Tensor:
+        """(B, P) prompts, each repeated n times in a row -> (B, P + T) prompt and generated ids."""
         greedy = params.temperature == 0
         config = GenerationConfig(
             max_new_tokens=params.max_new_tokens, do_sample=not greedy, use_cache=True,
@@ -97,7 +98,7 @@ class HFEngine:
                 torch.manual_seed(params.seed)
                 out = self.model.generate(input_ids=ids.to(device), attention_mask=attn.to(device),
                                           generation_config=config, stopping_criteria=criteria,
-                                          logits_processor=LogitsProcessorList(processors))
+                                          logits_processor=LogitsProcessorList([budget] if budget else []))
             return out.cpu()
         finally:
             self.model.train(was_training)

@@ -58,17 +58,19 @@ def forced_token(state: RowState, close_ids: list[int]) -> int | None:
     return close_ids[state.forced] if state.phase == FORCING else None
 
 
-def budget_processors(tok: Any, params: Any, prompts: list[str], n: int) -> list:
-    """The logits processors one generate call needs for `params` (none without a budget);
-    rows i*n .. i*n+n-1 continue prompts[i]."""
+def thinking_budget(tok: Any, params: Any, prompts: list[str], n: int) -> "ThinkingBudget | None":
+    """The budget of one generate call for `params` (None without one); rows i*n .. i*n+n-1
+    continue prompts[i]."""
     if params.thinking_budget is None or params.think_tags is None:
-        return []
+        return None
     opened = [opens_reasoning(p, params.think_tags) for p in prompts for _ in range(n)]
-    return [ThinkingBudget(tok, params.think_tags, params.thinking_budget, opened)]
+    return ThinkingBudget(tok, params.think_tags, params.thinking_budget, opened)
 
 
 class ThinkingBudget:
-    """A transformers logits processor applying the budget to each row of one generate call."""
+    """The budget over the rows of one generate call. Engines call `force` on each step's logits
+    and `observe` with the tokens chosen (rows are the call's row numbers, so an engine that drops
+    finished rows passes the ones still live); as a transformers logits processor it does both."""
 
     def __init__(self, tok: Any, tags: tuple[str, str], budget: int, opened: list[bool]):
         self.open_ids = tok.encode(tags[0], add_special_tokens=False)
@@ -77,14 +79,22 @@ class ThinkingBudget:
         self.states = [start_state(o) for o in opened]
         self.calls = 0
 
-    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        if self.calls:  # the newest token of each row was chosen after the previous call
-            last = input_ids[:, -1].tolist()
-            self.states = [advance(s, t, self.open_ids, self.close_ids, self.budget) for s, t in zip(self.states, last)]
-        self.calls += 1
-        for row, state in enumerate(self.states):
-            token = forced_token(state, self.close_ids)
+    def observe(self, rows: list[int], tokens: list[int]) -> None:
+        for row, token in zip(rows, tokens):
+            self.states[row] = advance(self.states[row], token, self.open_ids, self.close_ids, self.budget)
+
+    def force(self, rows: list[int], scores: torch.Tensor) -> torch.Tensor:
+        """scores (len(rows), V): a row whose budget is spent may only emit the next close-tag token."""
+        for k, row in enumerate(rows):
+            token = forced_token(self.states[row], self.close_ids)
             if token is not None:
-                scores[row] = torch.finfo(scores.dtype).min
-                scores[row, token] = 0.0
+                scores[k] = torch.finfo(scores.dtype).min
+                scores[k, token] = 0.0
         return scores
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        rows = list(range(input_ids.shape[0]))
+        if self.calls:  # the newest token of each row was chosen after the previous call
+            self.observe(rows, input_ids[:, -1].tolist())
+        self.calls += 1
+        return self.force(rows, scores)

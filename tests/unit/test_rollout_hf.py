@@ -1,4 +1,4 @@
-"""The HF generate engine on a tiny random Qwen2 model: groups, seeding, left padding, stop strings."""
+"""Both CPU engines (HF generate, lean decode loop) on a tiny random Qwen2 model: groups, seeding, left padding, stop strings."""
 
 from __future__ import annotations
 
@@ -8,13 +8,18 @@ import pytest
 import torch
 
 from botgrpo_cli.rollout import HFEngine, SamplingParams
-
-@pytest.fixture(scope="module")
-def engine(random_engine) -> Iterator[HFEngine]:
-    yield from random_engine()
+from botgrpo_cli.rollout.fast import FastEngine
+from rollout_models import PROMPTS, model, tokenizer
 
 
-PROMPTS = ["count the apples:", "x = y * 2; return x; and more words here", "😀"]
+@pytest.fixture(scope="module", params=[HFEngine, FastEngine], ids=["hf", "fast"])
+def engine(request) -> Iterator[HFEngine]:
+    """Each behaviour holds for HF generate and for the lean decode loop alike."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny matmuls: more threads only add contention
+    tok = tokenizer()
+    yield request.param(model("qwen2", tok), tok)
+    torch.set_num_threads(threads)
 
 
 def test_batch_shapes_groups_and_offsets(engine):

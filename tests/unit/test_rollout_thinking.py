@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+import torch
+from rollout_models import model, tokenizer
 
-from botgrpo_cli.rollout import SamplingParams
+from botgrpo_cli.rollout import FastEngine, HFEngine, SamplingParams
 from botgrpo_cli.rollout.thinking import AFTER, FORCING, INSIDE, RowState, advance, forced_token
 from botgrpo_rewards.thinking import split_reasoning
 
@@ -40,9 +42,15 @@ def test_prompt_opened_block_counts_from_the_first_token():
     assert advance(RowState(INSIDE, 1), 9, OPEN, CLOSE, 2).phase == FORCING
 
 
-@pytest.fixture(scope="module")
-def engine(random_engine):
-    yield from random_engine(("<think>", "</think>"))
+@pytest.fixture(scope="module", params=[HFEngine, FastEngine], ids=["hf", "fast"])
+def engine(request):
+    """Both CPU engines, on a tokenizer that has the tags as whole tokens (as reasoning models do)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    tok = tokenizer()
+    tok.add_tokens(["<think>", "</think>"])
+    yield request.param(model("qwen2", tok), tok)
+    torch.set_num_threads(threads)
 
 
 def test_generate_forces_the_close_tag_at_the_budget(engine):
