@@ -112,13 +112,20 @@ def context_limit(model: Any, tokenizer: Any) -> int | None:
     return min(real) if real else None
 
 
-def check_context(prompt_tokens: int, max_new_tokens: int, limit: int | None) -> None:
-    """A prompt plus its generation budget must fit the model's context: beyond it positions are
-    garbage (or an index error), so say so instead of sampling."""
-    if limit is not None and prompt_tokens + max_new_tokens > limit:
-        raise UserError(f"a prompt of {prompt_tokens} tokens plus max_new_tokens {max_new_tokens} exceeds the model's "
-                        f"context of {limit} tokens; lower the generation limit (rollout.max_new_tokens, eval "
-                        f"--max-new-tokens) to at most {max(0, limit - prompt_tokens)}, or shorten the prompt")
+def check_context(prompt_tokens: int, max_new_tokens: int, limit: int | None) -> str | None:
+    """A prompt that does not fit the model's context is an error (past it positions are garbage or an
+    index error); a generation budget that would run past it is returned as a warning to show once."""
+    if limit is None:
+        return None
+    if prompt_tokens >= limit:
+        raise UserError(f"a prompt of {prompt_tokens} tokens does not fit the model's context of {limit} tokens "
+                        f"(room is needed for at least one new token); shorten the prompt or use a model with "
+                        f"a longer context")
+    if prompt_tokens + max_new_tokens > limit:
+        return (f"a prompt of {prompt_tokens} tokens plus max_new_tokens {max_new_tokens} runs past the model's "
+                f"context of {limit} tokens: completions that long are unreliable; lower the generation limit "
+                f"(rollout.max_new_tokens, eval --max-new-tokens) to at most {limit - prompt_tokens}")
+    return None
 
 
 def pad_id_of(tokenizer: Any, eos: list[int]) -> int:

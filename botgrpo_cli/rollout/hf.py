@@ -7,6 +7,7 @@ from typing import Any, Callable
 import torch
 from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
 
+from botgrpo_cli.console import console
 from botgrpo_cli.rollout.base import (RolloutBatch, SamplingParams, check_context, context_limit, eos_ids, finish_row,
                                       pad_id_of)
 from botgrpo_cli.rollout.offsets import OffsetDecoder
@@ -47,6 +48,7 @@ class HFEngine:
         self.eos_ids = eos_ids(model, tokenizer)
         self.pad_id = pad_id_of(tokenizer, self.eos_ids)
         self.context = context_limit(model, tokenizer)  # prompt + generation must fit (checked per call)
+        self.warned_context = False
 
     def sync_weights(self) -> None:
         """Nothing to do: generation uses the training model itself."""
@@ -59,7 +61,10 @@ class HFEngine:
         self.tok.padding_side = "left"
         # Prompts arrive fully formatted (chat template included), so no special tokens are added: as TRL does.
         enc = self.tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
-        check_context(int(enc["attention_mask"].sum(1).max()), params.max_new_tokens, self.context)
+        warning = check_context(int(enc["attention_mask"].sum(1).max()), params.max_new_tokens, self.context)
+        if warning and not self.warned_context:
+            console.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
+            self.warned_context = True
         ids = enc["input_ids"].repeat_interleave(n, 0)  # (B, P)
         attn = enc["attention_mask"].repeat_interleave(n, 0)  # (B, P)
         budget = thinking_budget(self.tok, params, prompts, n)  # None unless params.thinking_budget is set

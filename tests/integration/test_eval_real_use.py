@@ -40,13 +40,15 @@ def test_aime_says_what_it_scores_and_all_scores_the_whole_file(tiny_arith_model
     assert len(lines) == 6 and lines[-1].startswith("model: sampled 12/12 problems")
 
 
-def test_generation_past_the_context_is_one_clear_error(tiny_arith_model_dir, tmp_path, capsys):
+def test_a_prompt_past_the_context_is_one_clear_error(tiny_arith_model_dir, tmp_path, capsys):
+    long_problem = tmp_path / "long.jsonl"
+    long_problem.write_text(json.dumps({"problem": "add these: " + " + ".join(["1"] * 400), "answer": "400"}) + "\n")
     with pytest.raises(SystemExit) as done:
-        main(["eval", *FAST, "--task", "arith_synth", "--model", str(tiny_arith_model_dir), "--limit", "1",
-              "--max-new-tokens", "600", "--out", str(tmp_path / "c")])
+        main(["eval", *FAST, "--task", "aime", "--task-option", f"path={long_problem}", "--task-option", f"eval_path={long_problem}",
+              "--model", str(tiny_arith_model_dir), "--out", str(tmp_path / "c")])
     err = " ".join(capsys.readouterr().err.split())
     assert done.value.code == 1 and "Traceback" not in err
-    assert "plus max_new_tokens 600 exceeds the model's context of 512 tokens" in err
+    assert "does not fit the model's context of 512 tokens" in err
 
 
 def test_context_limit_reads_the_model_not_a_huge_tokenizer_limit():
@@ -60,9 +62,10 @@ def test_context_limit_reads_the_model_not_a_huge_tokenizer_limit():
         model_max_length = int(1e30)  # what GGUF and many hub tokenizers say
 
     assert context_limit(Model(), Tok()) == 8192
-    check_context(8000, 192, 8192)
-    with pytest.raises(UserError, match="at most 192"):
-        check_context(8000, 193, 8192)
+    assert check_context(8000, 192, 8192) is None
+    assert "at most 192" in check_context(8000, 193, 8192)  # generation past the context: a warning
+    with pytest.raises(UserError, match="does not fit"):
+        check_context(8192, 1, 8192)
 
 
 def test_system_prompt_and_template_kwargs_are_recorded(tiny_arith_model_dir, tmp_path):
