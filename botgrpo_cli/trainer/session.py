@@ -7,7 +7,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ContextManager, Iterator
+from typing import TYPE_CHECKING, Any, ContextManager, Iterator
 
 import numpy as np
 import torch
@@ -19,24 +19,31 @@ from botgrpo_cli.rollout import Engine, FastEngine, HFEngine, SamplingParams
 from botgrpo_cli.trainer import checkpoint, defaults
 from botgrpo_cli.trainer.checkpoint import TrainState
 from botgrpo_cli.trainer.degenerate import check_settings
-from botgrpo_cli.trainer.rollouts import PromptStream
 from botgrpo_cli.trainer.distributed import Dist
 from botgrpo_cli.trainer.policy import load_model, load_tokenizer, loads_reference_copy, resolve_model_path
 from botgrpo_cli.trainer.precision import autocast, choose
+from botgrpo_cli.trainer.rollouts import PromptStream
 from botgrpo_cli.trainer.update import make_optimizer
+
+if TYPE_CHECKING:  # annotations only: the session imports these lazily
+    from transformers import PreTrainedTokenizerBase
+
+    from botgrpo_cli.reward_client import RewardPool
+    from botgrpo_cli.reward_client.combined import CombinedPool
+    from botgrpo_tasks import Task
 
 
 @dataclass
 class Session:
     cfg: Config
-    task: Any
-    tok: Any
-    model: Any  # the policy as trained: DDP/FSDP-wrapped under several processes
-    ref: Any  # frozen reference copy when algo.beta > 0 without LoRA, else None (policy.reference_policy)
+    task: Task
+    tok: PreTrainedTokenizerBase
+    model: torch.nn.Module  # the policy as trained: DDP/FSDP-wrapped under several processes
+    ref: torch.nn.Module | None  # frozen reference copy when algo.beta > 0 without LoRA (policy.reference_policy)
     engine: Engine
-    pool: Any  # RewardPool, or CombinedPool with reward.services
-    opt: Any
-    sched: Any
+    pool: RewardPool | CombinedPool  # CombinedPool with reward.services
+    opt: torch.optim.Optimizer
+    sched: torch.optim.lr_scheduler.LRScheduler
     stream: PromptStream
     state: TrainState
     run_dir: Path
