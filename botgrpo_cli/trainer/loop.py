@@ -82,17 +82,20 @@ def train(cfg: Config, resume: bool = False, eval_around: bool = False, pool=Non
 
 
 def _held_out(s: Session, seed: int) -> dict[str, float]:
-    scoring = Scoring(s.pool, s.service_options, s.task.success_metric, deadline_ms=s.cfg.reward.deadline_ms)
+    scoring = Scoring(s.pool, s.service_options, s.task.success_metric, deadline_ms=s.cfg.reward.deadline_ms,
+                      prompt_options=s.task.think_options)
     chunk = s.cfg.rollout.prompts_per_step * s.cfg.rollout.group_size  # prompts per engine call
     return held_out_success(s.engine, s.tok, s.task, scoring, dataclasses.replace(s.params, seed=seed),
-                            s.cfg.run.eval_prompts, chunk)
+                            s.cfg.run.eval_prompts, chunk, s.cfg.run.system_prompt, s.cfg.run.chat_template_kwargs)
 
 
 def held_out_success(engine: Engine, tok: Any, task: Any, scoring: Scoring, params: SamplingParams, n_prompts: int,
-                     batch_size: int) -> dict[str, float]:
-    """eval/success through the evaluation path (evaluation/sampling.py) with the run's engine, pool
-    and sampling settings, one completion per prompt; failed scorings count as failures."""
-    problems = held_out(engine, tok, task, scoring, params, n_prompts, batch_size=batch_size)
+                     batch_size: int, system_prompt: str | None = None,
+                     template_kwargs: dict | None = None) -> dict[str, float]:
+    """eval/success through the evaluation path (evaluation/sampling.py) with the run's engine, pool,
+    prompt formatting and sampling settings, one completion per prompt; failed scorings count as failures."""
+    problems = held_out(engine, tok, task, scoring, params, n_prompts, batch_size=batch_size,
+                        system_prompt=system_prompt, template_kwargs=template_kwargs)
     return {"eval/success": success_rate(problems), "eval/failed_scoring": float(failed_scorings(problems)),
             "eval/prompts": float(len(problems))}
 

@@ -67,12 +67,14 @@ def _round(s, step: int, round_: int) -> tuple[RolloutBatch, list, list]:
     rows = [ex for ex in examples for _ in range(cfg.group_size)]
     params = dataclasses.replace(s.params, seed=generation_seed(s.cfg.run.seed, step, round_))
     futures: dict[int, Future] = {}
+    prompts = s.prompt_texts(examples)
+    options = s.request_options(prompts)  # per prompt: does its template open the thinking block?
 
     def send(i: int, text: str) -> None:
-        futures[i] = s.pool.submit(score_request(f"s{step}r{round_}-{i}", text, rows[i], s.service_options,
+        futures[i] = s.pool.submit(score_request(f"s{step}r{round_}-{i}", text, rows[i], options[i // cfg.group_size],
                                                  s.cfg.reward.deadline_ms))
 
-    batch = _generate(s.engine, s.cfg.rollout, s.prompt_texts(examples), params, send)
+    batch = _generate(s.engine, s.cfg.rollout, prompts, params, send)
     for i, text in enumerate(batch.texts):
         if i not in futures:
             send(i, text)
