@@ -18,8 +18,11 @@ from botgrpo_tasks.base import Example, SyntheticTask
 NAMES = ("Mia", "Tom", "Zoë", "José", "Ana", "Jürgen", "Lena", "Omar", "Renée", "Kai")
 ITEMS = ("apples", "pens", "stickers", "coins", "marbles", "cards", "shells", "books")
 
-# Probability of a slip when the step invites one (carry, borrow) or at all (products).
-SLIP_RATES = {"carry": 0.4, "borrow": 0.35, "product": 0.1}
+# Probability of a slip when the step invites one (carry, borrow) or at all (products). A carry or
+# borrow is dropped more often than not, so the warm-started model's most likely step there is
+# wrong: with the warm start below the base pass@1 is about 0.24 (bootstrap.json), low enough to
+# learn from and high enough that most groups carry an outcome signal.
+SLIP_RATES = {"carry": 0.8, "borrow": 0.7, "product": 0.2}
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,9 @@ class ArithSynthTask(SyntheticTask):
     stop = ()  # completions end with the model's EOS
     max_new_tokens = 96
     eval_metrics = ("correct", "steps_wrong")
+    # 800 steps instead of the tiny recipe's 500: at 500 the model computes too few steps right
+    # (base pass@1 0.05, measured), at 1500 it exceeds 0.5 and leaves little to learn.
+    bootstrap_sft = {"tiny": {"steps": 800}}
 
     def _examples(self, split: str, n: int) -> list[Example]:
         return [

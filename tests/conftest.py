@@ -44,3 +44,14 @@ def tiny_model_dir(tiny_model) -> Path:
 @pytest.fixture(scope="session")
 def tiny_arith_model_dir(tiny_model) -> Path:
     return tiny_model("arith_synth")
+
+
+@pytest.fixture(scope="module")
+def react_backend():
+    """A started in-process react backend (real Node checker), closed after the module."""
+    from botgrpo_rewards.react.service import ReactBackend
+
+    backend = ReactBackend()
+    backend.start()
+    yield backend
+    backend.close()

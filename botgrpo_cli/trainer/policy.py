@@ -13,13 +13,15 @@ from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
 
 
-def resolve_model_path(cfg: ModelConfig, task: str) -> str:
-    """The configured model, or the task's bootstrapped tiny model (built once, cached)."""
+def resolve_model_path(cfg: ModelConfig, task: str, task_options: dict[str, Any] | None = None) -> str:
+    """The configured model, or the task's bootstrapped tiny model (built once, cached); a task
+    variant (task_options) has its own."""
     if cfg.name_or_path is None:
         from botgrpo_cli.bootstrap import bootstrap
+        from botgrpo_tasks import get_task
 
         console.print(f"model: the bootstrapped tiny {task} model (built on first use, then cached)")
-        return str(bootstrap(task))
+        return str(bootstrap(get_task(task, **(task_options or {}))))
     name = cfg.name_or_path
     looks_local = name.startswith((".", "/", "~")) or os.sep in name and name.count("/") != 1
     if looks_local or Path(name).expanduser().exists():

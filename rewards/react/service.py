@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import time
 
-from botgrpo_rewards.backend import Backend, BackendTimeout, ScoreResult
+from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult
 from botgrpo_rewards.protocol import ScoreRequest
 from botgrpo_rewards.react.checker import NodeChecker
 from botgrpo_rewards.react.extract import extract_code
+from botgrpo_rewards.react.spec import Requirements, with_spec
 from botgrpo_rewards.react.verdict import ReactOptions, verdict
 
 
@@ -41,12 +42,18 @@ class ReactBackend(Backend):
         self._checker.start()
 
     def score(self, request: ScoreRequest, deadline: float) -> ScoreResult:
-        opts = ReactOptions.parse(request.options)
+        options = dict(request.options)
+        spec = options.pop("spec", False)  # spec.py's option; the rest are the verdict's
+        if not isinstance(spec, bool):
+            raise BackendError("option 'spec' must be true or false", "bad_request")
+        opts = ReactOptions.parse(options)
+        req = Requirements.parse((request.reference or {}).get("requirements")) if spec else None
         code, offset = extract_code(request.completion)
         if time.monotonic() >= deadline:
             raise BackendTimeout("deadline passed before the react check started")
         found = self._checker.check(code, opts.types, opts.max_type_errors, deadline)
-        return verdict(request.completion, code, offset, found, opts)
+        result = verdict(request.completion, code, offset, found, opts)
+        return result if req is None else with_spec(result, request.completion, code, offset, req, opts.types)
 
     def close(self) -> None:
         self._checker.close()
