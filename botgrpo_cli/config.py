@@ -76,7 +76,14 @@ class AlgoConfig:
     loss_agg: Optional[str] = opt(None, "seq_mean_token_mean | token_mean | seq_mean_token_sum_norm")
     eps_low: Optional[float] = opt(None, "lower clip range")
     eps_high: Optional[float] = opt(None, "upper clip range")
-    beta: float = opt(0.0, "k3 KL penalty weight against the initial model (0 = no reference model)")
+    beta: float = opt(0.0, "k3 KL penalty weight against the initial model (0 = no reference model; LoRA runs "
+                           "use the base weights with the adapters off, others load a frozen copy)")
+    entropy_coef: float = opt(0.0, "entropy bonus: subtract this times the per-token entropy from the loss")
+    mini_batches: Optional[int] = opt(None, "optimizer steps per rollout batch, each on 1/M of its groups (or rows) "
+                                            "(PPO mini-batches; capped at the number of groups, or rows)")
+    epochs: int = opt(1, "passes over each rollout batch (each pass takes mini_batches steps)")
+    mini_batch_split: str = opt("groups", "what a mini-batch keeps whole: groups (all completions of a prompt "
+                                          "together) or rows (any completions)", ("groups", "rows"))
     dynamic_sampling: Optional[bool] = opt(None, "drop zero-variance groups and refill with new prompts (DAPO)")
     max_rounds: int = opt(3, "sampling rounds per step at most when dynamic_sampling is on")
     overlong_shaping: Optional[bool] = opt(None, "DAPO soft length penalty added to each score")
@@ -264,17 +271,17 @@ def apply_preset(algo: AlgoConfig) -> None:
         "advantage": p.advantage, "advantage_options": dict(p.advantage_options), "loss": p.loss,
         "loss_agg": p.loss_agg, "eps_low": p.loss_options.get("eps_low", 0.2),
         "eps_high": p.loss_options.get("eps_high", 0.2), "dynamic_sampling": p.dynamic_sampling,
-        "overlong_shaping": p.overlong_shaping,
+        "overlong_shaping": p.overlong_shaping, "mini_batches": p.mini_batches,
     }
     for key, value in preset_values.items():
         if getattr(algo, key) is None:
             setattr(algo, key, value)
 
 
-_POSITIVE = ["rollout.group_size", "rollout.prompts_per_step", "rollout.vllm_tensor_parallel_size", "algo.max_rounds", "optim.micro_batch_size",
+_POSITIVE = ["rollout.group_size", "rollout.prompts_per_step", "rollout.vllm_tensor_parallel_size", "algo.max_rounds", "algo.mini_batches", "algo.epochs", "optim.micro_batch_size",
              "run.keep_last", "run.eval_prompts", "log.every", "optim.lr", "reward.workers", "reward.deadline_ms"]
 _NON_NEGATIVE = ["run.steps", "run.save_every", "run.eval_every", "log.samples_every", "optim.warmup_steps",
-                 "optim.grad_clip", "algo.beta", "algo.eps_low", "algo.eps_high", "model.lora_r",
+                 "optim.grad_clip", "algo.beta", "algo.entropy_coef", "algo.eps_low", "algo.eps_high", "model.lora_r",
                  "optim.weight_decay", "algo.overlong_cache", "run.threads", "rollout.temperature"]
 
 

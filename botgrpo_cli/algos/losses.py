@@ -1,4 +1,4 @@
-"""Policy losses (ALGORITHMS.md §3): PPO-clip and GSPO surrogates, k3 KL, token aggregation."""
+"""Policy losses (ALGORITHMS.md §3): PPO-clip and GSPO surrogates, k3 KL, entropy bonus, token aggregation."""
 
 from __future__ import annotations
 
@@ -82,11 +82,14 @@ def aggregate(per_token: Tensor, mask: Tensor, loss_agg: str,
 def policy_loss(name: str, *, logp: Tensor, logp_old: Tensor, advantages: Tensor, mask: Tensor,
                 loss_agg: str, logp_ref: Tensor | None = None, beta: float = 0.0,
                 eps_low: float = 0.2, eps_high: float = 0.2,
-                max_completion_length: int | None = None) -> tuple[Tensor, dict[str, float]]:
-    """Policy loss `name` (clip | gspo) plus beta * k3 KL, aggregated by `loss_agg`.
+                max_completion_length: int | None = None, entropy: Tensor | None = None,
+                entropy_coef: float = 0.0) -> tuple[Tensor, dict[str, float]]:
+    """Policy loss `name` (clip | gspo) plus beta * k3 KL minus entropy_coef * entropy, aggregated
+    by `loss_agg`.
 
-    logp, logp_old, advantages, mask, logp_ref: (B, T). Returns (scalar loss with grad to logp,
-    metrics: loss, clip_frac, ratio_mean, adv_mean, and kl when logp_ref is given).
+    logp, logp_old, advantages, mask, logp_ref, entropy: (B, T); entropy must carry the gradient
+    when entropy_coef > 0. Returns (scalar loss with grad to logp, metrics: loss, clip_frac,
+    ratio_mean, ratio_min, ratio_max, adv_mean, and kl when logp_ref is given).
     """
     surrogate = LOSSES[name]
     if beta > 0 and logp_ref is None:
@@ -96,6 +99,10 @@ def policy_loss(name: str, *, logp: Tensor, logp_old: Tensor, advantages: Tensor
     kl = k3_kl(logp, logp_ref.detach()) if logp_ref is not None else None
     if kl is not None and beta > 0:
         per_token = per_token + beta * kl
+    if entropy_coef > 0:
+        if entropy is None or not entropy.requires_grad:
+            raise ValueError("entropy_coef > 0 needs the per-token entropy with its gradient")
+        per_token = per_token - entropy_coef * entropy
     loss = aggregate(per_token, mask, loss_agg, max_completion_length)
     valid = mask.bool()
     with torch.no_grad():
@@ -103,6 +110,8 @@ def policy_loss(name: str, *, logp: Tensor, logp_old: Tensor, advantages: Tensor
             "loss": float(loss),
             "clip_frac": float(masked_mean(active.to(ratio.dtype), valid)),
             "ratio_mean": float(masked_mean(ratio, valid)),
+            "ratio_min": float(ratio[valid].min()) if valid.any() else float("nan"),
+            "ratio_max": float(ratio[valid].max()) if valid.any() else float("nan"),
             "adv_mean": float(masked_mean(advantages, valid)),
         }
         if kl is not None:

@@ -17,6 +17,7 @@ class Preset:
     loss_options: dict[str, Any] = field(default_factory=dict)  # eps_low, eps_high
     dynamic_sampling: bool = False  # DAPO: drop zero-variance groups, refill with more prompts
     overlong_shaping: bool = False  # DAPO: add overlong_penalty to the scores
+    mini_batches: int = 1  # optimizer steps per rollout batch, as the paper trained (README cites each)
 
 
 def _clip(low: float, high: float) -> dict[str, float]:
@@ -32,7 +33,10 @@ PRESETS: dict[str, Preset] = {
     "dr_grpo": Preset("grpo", "clip", "seq_mean_token_sum_norm", advantage_options={"scale": "none"},
                       loss_options=_clip(0.2, 0.2)),
     "dapo": Preset("grpo", "clip", "token_mean", loss_options=_clip(0.2, 0.28),
-                   dynamic_sampling=True, overlong_shaping=True),
-    "gspo": Preset("grpo", "gspo", "seq_mean_token_mean", loss_options=_clip(3e-4, 4e-4)),
+                   dynamic_sampling=True, overlong_shaping=True,
+                   mini_batches=16),  # DAPO §4.1: 512 prompts x 16 responses, mini-batch 512: 16 updates
+    "gspo": Preset("grpo", "gspo", "seq_mean_token_mean", loss_options=_clip(3e-4, 4e-4),
+                   mini_batches=4),  # GSPO §5.1: each rollout batch partitioned into four minibatches
     "pure": Preset("pure", "clip", "token_mean", loss_options=_clip(0.2, 0.2)),
 }
+

@@ -48,6 +48,12 @@ class Dist:
         torch.distributed.all_reduce(t)
         return t.tolist()
 
+    def min(self, values: Sequence[float]) -> list[float]:
+        """Element-wise minimum over processes."""
+        if self.world == 1:
+            return [float(v) for v in values]
+        return _all_reduce(values, torch.distributed.ReduceOp.MIN)
+
     def from_main(self, obj: T) -> T:
         """Rank 0's value of `obj` on every process."""
         if self.world == 1:
@@ -115,15 +121,15 @@ def reduce_metrics(metrics: dict[str, float], dist: Dist) -> dict[str, float]:
     keys = sorted(set().union(*seen))  # a metric some process lacks (no scored rows) counts as NaN there
     summed = dist.sum([metrics.get(k, float("nan")) for k in keys])
     times = [k for k in keys if k.startswith("time/")]
-    slowest = _max([metrics.get(k, 0.0) for k in times])
+    slowest = _all_reduce([metrics.get(k, 0.0) for k in times], torch.distributed.ReduceOp.MAX)
     out = {k: (s if k in SUMMED else s / dist.world) for k, s in zip(keys, summed)}
     out.update(zip(times, slowest))
     return out
 
 
-def _max(values: list[float]) -> list[float]:
-    t = torch.tensor(values, dtype=torch.float64)
-    torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+def _all_reduce(values: Sequence[float], op: Any) -> list[float]:
+    t = torch.tensor(list(values), dtype=torch.float64)
+    torch.distributed.all_reduce(t, op=op)
     return t.tolist()
 
 

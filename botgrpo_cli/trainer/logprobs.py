@@ -24,8 +24,10 @@ def pack(prompt_ids: list[list[int]], completion_ids: Tensor, pad_id: int) -> tu
 
 
 def forward_logps(model: Any, prompt_ids: list[list[int]], completion_ids: Tensor, pad_id: int,
-                  temperature: float, with_entropy: bool = False) -> tuple[Tensor, Tensor | None]:
-    """log pi(y_t | x, y_<t) for each completion token -> (b, T) on the model's device; entropy (b, T) if asked."""
+                  temperature: float, with_entropy: bool = False,
+                  entropy_grad: bool = False) -> tuple[Tensor, Tensor | None]:
+    """log pi(y_t | x, y_<t) for each completion token -> (b, T) on the model's device; entropy (b, T)
+    if asked, differentiable with entropy_grad (an entropy bonus), else detached (a metric)."""
     device = next(model.parameters()).device
     ids, attn, pos = (x.to(device) for x in pack(prompt_ids, completion_ids, pad_id))
     completion_ids = completion_ids.to(device)
@@ -36,7 +38,7 @@ def forward_logps(model: Any, prompt_ids: list[list[int]], completion_ids: Tenso
     logp = logp_all.gather(-1, completion_ids[..., None]).squeeze(-1)  # (b, T)
     entropy = None
     if with_entropy:
-        with torch.no_grad():
+        with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
             entropy = -(logp_all.exp() * logp_all).sum(-1)  # (b, T)
     return logp, entropy
 

@@ -24,7 +24,7 @@ from botgrpo_cli.trainer.rollouts import collect_rollouts, isolate_failed, shape
 from botgrpo_cli.trainer.samples import SamplesPage
 from botgrpo_cli.trainer.session import Session, open_session
 from botgrpo_cli.trainer.steps import step_ends
-from botgrpo_cli.trainer.update import UpdateInputs, update
+from botgrpo_cli.trainer.update import UpdateInputs, update, updates_per_batch
 
 
 @dataclass
@@ -79,8 +79,10 @@ def train_step(s: Session, step: int, page: SamplesPage | None) -> dict[str, flo
     t_gen = time.perf_counter()
     # One update per batch: with HF generate the policy that sampled is the one being updated, so
     # logp_old = logp.detach() (ALGORITHMS.md §3) and no extra forward pass is needed. A separate
-    # engine (vLLM) samples with its own numerics: recompute the trainer's log-probs then.
-    logp_old = None if b.logp_old is None else batch_logps(
+    # engine (vLLM) samples with its own numerics, and mini-batch steps move the policy away from the
+    # one that sampled: the behaviour log-probs are then computed once, before the first update.
+    behaviour_pass = b.logp_old is not None or updates_per_batch(cfg) > 1
+    logp_old = None if not behaviour_pass else batch_logps(
         s.policy, b.prompt_ids, b.completion_ids, b.mask, s.engine.pad_id, cfg.rollout.temperature,
         cfg.optim.micro_batch_size)  # (B, T)
     logp_ref = None if s.ref is None else batch_logps(s.ref, b.prompt_ids, b.completion_ids, b.mask,
@@ -97,8 +99,8 @@ def train_step(s: Session, step: int, page: SamplesPage | None) -> dict[str, flo
     adv = compute_advantages(a.advantage, token_rewards=r, scores=scores, mask=mask, group_ids=gids,
                              **estimator_options(s, b, rho))  # (B, T)
     upd = update(s.model, s.opt, s.sched, UpdateInputs(b.prompt_ids, b.completion_ids, mask, adv, logp_old,
-                                                       logp_ref), cfg, s.engine.pad_id, s.params.max_new_tokens,
-                 s.dist)
+                                                       logp_ref, b.group_ids), cfg, s.engine.pad_id,
+                 s.params.max_new_tokens, s.dist)
     s.engine.sync_weights()
     t_end = time.perf_counter()
     times = {"step": t_end - t0, "generate": t_gen - t0, "logp": t_logp - t_gen, "reward": t_rew - t_logp,

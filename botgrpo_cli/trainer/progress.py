@@ -1,4 +1,4 @@
-"""The Rich progress line: step, reward, success, KL, step time, ETA."""
+"""The Rich progress line: step, reward, success, KL, clip fraction, step time, ETA."""
 
 from __future__ import annotations
 
@@ -20,5 +20,7 @@ def stats_line(m: dict[str, float]) -> str:
         parts.append(f"success {m['success']:.2f}")
     if "kl" in m:
         parts.append(f"kl {m['kl']:.4f}")
+    if m.get("update/steps", 1) > 1:  # off-policy steps: how much the clip acts
+        parts.append(f"clip {m.get('clip_frac', float('nan')):.3f}")
     parts.append(f"{m.get('time/step_s', 0.0):.2f}s/step")
     return "  ".join(parts)

@@ -1,7 +1,10 @@
-"""One optimizer step: micro-batched policy loss with gradient accumulation, clipping, AdamW."""
+"""The update on one rollout batch: M mini-batches x E epochs of optimizer steps (one by default),
+each a micro-batched policy loss with gradient accumulation, clipping and AdamW."""
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +15,7 @@ from botgrpo_cli.algos import masked_mean, policy_loss
 from botgrpo_cli.config import Config
 from botgrpo_cli.trainer.distributed import Dist, loss_weights
 from botgrpo_cli.trainer.logprobs import forward_logps
+from botgrpo_cli.trainer.minibatches import plan, units
 
 
 @dataclass
@@ -22,6 +26,15 @@ class UpdateInputs:
     advantages: Tensor  # (B, T)
     logp_old: Tensor | None  # (B, T); None: the policy sampled these rows itself, so logp_old = logp.detach()
     logp_ref: Tensor | None  # (B, T) when beta > 0
+    group_ids: Tensor | None = None  # (B,) groups contiguous; mini-batches keep them whole (None: any rows)
+
+    def rows(self, idx: Tensor) -> UpdateInputs:
+        """The inputs of the rows `idx` (a mini-batch)."""
+        def pick(t: Tensor | None) -> Tensor | None:
+            return None if t is None else t[idx]
+
+        return UpdateInputs([self.prompt_ids[i] for i in idx.tolist()], self.completion_ids[idx], self.mask[idx],
+                            self.advantages[idx], pick(self.logp_old), pick(self.logp_ref), pick(self.group_ids))
 
 
 def make_optimizer(model: Any, cfg: Config) -> tuple[torch.optim.Optimizer, Any]:
@@ -34,8 +47,37 @@ def make_optimizer(model: Any, cfg: Config) -> tuple[torch.optim.Optimizer, Any]
     return opt, sched
 
 
+def updates_per_batch(cfg: Config) -> int:
+    """Optimizer steps one rollout batch asks for (fewer when it has fewer groups than mini-batches)."""
+    return cfg.algo.mini_batches * cfg.algo.epochs
+
+
 def update(model: Any, opt: torch.optim.Optimizer, sched: Any, inp: UpdateInputs, cfg: Config,
            pad_id: int, max_len: int, dist: Dist = Dist()) -> dict[str, float]:
+    """Train on one rollout batch: algo.mini_batches x algo.epochs optimizer steps over consecutive
+    mini-batches (whole groups unless algo.mini_batch_split=rows), then one scheduler step.
+    Returns loss metrics averaged over the steps, plus each step's clip fraction, ratio range and KL
+    when there are several. Several steps need inp.logp_old: the ratio is against the sampling policy."""
+    a = cfg.algo
+    pieces = units(inp.group_ids, inp.mask.shape[0], a.mini_batch_split)
+    # every process must take the same number of steps (each one all-reduces the gradients)
+    count = int(dist.min([min(a.mini_batches, len(pieces))])[0])
+    steps = plan(pieces, count, a.epochs)
+    if len(steps) > 1 and inp.logp_old is None:
+        raise ValueError("several updates per rollout batch need logp_old, computed before the first update")
+    if len(steps) == 1:
+        metrics = _optimizer_step(model, opt, inp, cfg, pad_id, max_len, dist)
+    else:
+        metrics = _over_steps([_optimizer_step(model, opt, inp.rows(rows), cfg, pad_id, max_len, dist)
+                               for rows in steps])
+    metrics["update/steps"] = float(len(steps))
+    metrics["lr"] = float(sched.get_last_lr()[0])
+    sched.step()  # once per rollout batch: optim.warmup_steps counts training steps at any M x E
+    return metrics
+
+
+def _optimizer_step(model: Any, opt: torch.optim.Optimizer, inp: UpdateInputs, cfg: Config, pad_id: int,
+                    max_len: int, dist: Dist) -> dict[str, float]:
     """Accumulate gradients over micro-batches, clip, step. Returns loss metrics and entropy.
     Under several processes gradients are averaged once, after the last micro-batch."""
     model.train()
@@ -49,23 +91,52 @@ def update(model: Any, opt: torch.optim.Optimizer, sched: Any, inp: UpdateInputs
         cols = (rows, slice(0, width))
         with dist.no_sync(model, last=k == len(micro) - 1):
             logp, entropy = forward_logps(model, inp.prompt_ids[rows], inp.completion_ids[cols], pad_id,
-                                          cfg.rollout.temperature, with_entropy=True)
+                                          cfg.rollout.temperature, with_entropy=True, entropy_grad=a.entropy_coef > 0)
             dev = logp.device
             mask = inp.mask[cols].to(dev)
             loss, metrics = policy_loss(
                 a.loss, logp=logp, logp_old=logp.detach() if inp.logp_old is None else inp.logp_old[cols].to(dev),
                 advantages=inp.advantages[cols].to(dev),
                 mask=mask, loss_agg=a.loss_agg, logp_ref=None if inp.logp_ref is None else inp.logp_ref[cols].to(dev),
-                beta=a.beta, eps_low=a.eps_low, eps_high=a.eps_high, max_completion_length=max_len)
+                beta=a.beta, eps_low=a.eps_low, eps_high=a.eps_high, max_completion_length=max_len,
+                entropy=entropy, entropy_coef=a.entropy_coef)
             (loss * weight).backward()
-        metrics["entropy"] = float(masked_mean(entropy, mask))
+        metrics["entropy"] = float(masked_mean(entropy.detach(), mask))
         for name, v in metrics.items():
-            totals[name] = totals.get(name, 0.0) + weight * v
+            if name in EXTREMES:
+                totals[name] = EXTREMES[name](totals.get(name, v), v)
+            else:
+                totals[name] = totals.get(name, 0.0) + weight * v
     params = [p for p in model.parameters() if p.requires_grad]
     clip = cfg.optim.grad_clip if cfg.optim.grad_clip > 0 else float("inf")
     totals["grad_norm"] = dist.clip_grad_norm(params, clip)
-    totals["lr"] = float(sched.get_last_lr()[0])
     opt.step()
-    sched.step()
     opt.zero_grad(set_to_none=True)
     return totals
+
+
+def _nan_min(a: float, b: float) -> float:
+    return b if math.isnan(a) else a if math.isnan(b) else min(a, b)
+
+
+def _nan_max(a: float, b: float) -> float:
+    return b if math.isnan(a) else a if math.isnan(b) else max(a, b)
+
+
+EXTREMES = {"ratio_min": _nan_min, "ratio_max": _nan_max}  # combined by min / max, never averaged
+PER_STEP = ("clip_frac", "ratio_mean", "ratio_min", "ratio_max", "kl")  # logged for each mini-batch step
+
+
+def _over_steps(steps: list[dict[str, float]]) -> dict[str, float]:
+    """Several optimizer steps' metrics -> their means (extremes for the ratio range), plus
+    `NAME/mbK` (K = 1, 2, ... in training order) for the off-policy statistics of each step."""
+    out: dict[str, float] = {}
+    for name in steps[0]:
+        values = [m[name] for m in steps]
+        if name in EXTREMES:
+            out[name] = functools.reduce(EXTREMES[name], values)
+        else:
+            out[name] = sum(values) / len(values)
+        if name in PER_STEP:
+            out.update({f"{name}/mb{k}": v for k, v in enumerate(values, 1)})
+    return out

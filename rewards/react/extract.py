@@ -2,13 +2,17 @@
 
 Rule (also used by the render service): the first fenced block tagged tsx, jsx, typescript, ts,
 javascript or js (any case); else the first untagged fenced block; else the whole text. A fence
-left open (a completion cut off by the token limit) runs to the end of the text.
+left open (a completion cut off by the token limit) runs to the end of the text. A reasoning
+model's thinking block is skipped first (botgrpo_rewards.thinking): code is read only after it.
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from typing import Any
+
+from botgrpo_rewards.thinking import reasoning_of
 
 CODE_LANGS = ("tsx", "jsx", "typescript", "ts", "javascript", "js")
 
@@ -42,6 +46,16 @@ def extract_code(completion: str) -> tuple[str, int]:
     if untagged is not None:
         return _block_at(completion, untagged)
     return completion, 0
+
+
+def answer_code(completion: str, options: dict[str, Any]) -> tuple[str, int] | None:
+    """`extract_code` of the text after the reasoning (offset in the whole completion), or None
+    when the reasoning never closed: then nothing was answered."""
+    reasoning = reasoning_of(completion, options)
+    if reasoning.truncated:
+        return None
+    code, offset = extract_code(completion[reasoning.answer_start:])
+    return code, offset + reasoning.answer_start
 
 
 class Utf16Map:

@@ -11,9 +11,10 @@ import time
 from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult
 from botgrpo_rewards.protocol import ScoreRequest
 from botgrpo_rewards.react.checker import NodeChecker
-from botgrpo_rewards.react.extract import extract_code
+from botgrpo_rewards.react.extract import answer_code
 from botgrpo_rewards.react.spec import Requirements, with_spec
-from botgrpo_rewards.react.verdict import ReactOptions, verdict
+from botgrpo_rewards.react.verdict import ReactOptions, truncated_reasoning, verdict
+from botgrpo_rewards.thinking import strip_think_options
 
 
 class ReactBackend(Backend):
@@ -42,13 +43,17 @@ class ReactBackend(Backend):
         self._checker.start()
 
     def score(self, request: ScoreRequest, deadline: float) -> ScoreResult:
-        options = dict(request.options)
+        options = strip_think_options(request.options)
         spec = options.pop("spec", False)  # spec.py's option; the rest are the verdict's
         if not isinstance(spec, bool):
             raise BackendError("option 'spec' must be true or false", "bad_request")
         opts = ReactOptions.parse(options)
         req = Requirements.parse((request.reference or {}).get("requirements")) if spec else None
-        code, offset = extract_code(request.completion)
+        found_code = answer_code(request.completion, request.options)
+        if found_code is None:
+            result = truncated_reasoning(opts)
+            return result if req is None else with_spec(result, request.completion, "", 0, req, opts.types)
+        code, offset = found_code  # offset in the whole completion: spans never land in the reasoning
         if time.monotonic() >= deadline:
             raise BackendTimeout("deadline passed before the react check started")
         found = self._checker.check(code, opts.types, opts.max_type_errors, deadline)

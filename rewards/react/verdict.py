@@ -106,21 +106,30 @@ def _info(completion: str, pos: int, code: str, message: str, stage: str) -> dic
     return {"stage": stage, "code": code, "message": message, "line": line, "column": column}
 
 
+def _failed_metrics(opts: ReactOptions, n_errors: float) -> dict[str, float]:
+    return {"syntax_ok": 0.0, "n_errors": n_errors} | ({"types_ok": 0.0} if opts.types else {})
+
+
+def truncated_reasoning(opts: ReactOptions) -> ScoreResult:
+    """A reasoning cut off before its close tag: no code was written, nothing to mark inside it."""
+    info = {"stage": "reasoning", "code": "reasoning_truncated",
+            "message": "the reasoning never closed (cut off by the length limit?), so there is no answer to check"}
+    return ScoreResult(score=0.0, spans=[], metrics=_failed_metrics(opts, 0.0), info=info)
+
+
 def verdict(completion: str, code: str, offset: int, found: dict[str, Any], opts: ReactOptions) -> ScoreResult:
     """Score one check: `found` is the Node checker's reply for `code`, found at `offset` in `completion`."""
     if not found["component"]:
         info = {"stage": "component", "code": "no_component",
                 "message": "no React component found: expected a top-level capitalised function component (or "
                            "an export default function) and JSX"}
-        metrics = {"syntax_ok": 0.0, "n_errors": 0.0} | ({"types_ok": 0.0} if opts.types else {})
-        return ScoreResult(score=0.0, spans=[], metrics=metrics, info=info)
+        return ScoreResult(score=0.0, spans=[], metrics=_failed_metrics(opts, 0.0), info=info)
     pos16 = Utf16Map(code)
     lo, hi = offset, offset + len(code)
     syntax = found["syntax"]
     if syntax is not None:
         start, end = syntax_span(completion, offset + pos16.to_cp(syntax["start"]), lo, hi)
-        metrics = {"syntax_ok": 0.0, "n_errors": 1.0} | ({"types_ok": 0.0} if opts.types else {})
-        return ScoreResult(0.0, [Span(start, end, -1.0, "syntax")], metrics,
+        return ScoreResult(0.0, [Span(start, end, -1.0, "syntax")], _failed_metrics(opts, 1.0),
                            _info(completion, start, "syntax", syntax["message"], "syntax"))
     if not opts.types:
         return ScoreResult(opts.syntax_weight + opts.types_weight, [], {"syntax_ok": 1.0, "n_errors": 0.0}, {})

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult
 from botgrpo_rewards.protocol import ScoreRequest
-from botgrpo_rewards.react.extract import extract_code
+from botgrpo_rewards.react.extract import answer_code
 from botgrpo_rewards.render.compiler import CompileError, Compiler
 from botgrpo_rewards.render.judges import RenderOptions, compare_similarity, similarity_verdict
 from botgrpo_rewards.render.renderer import BrowserUnavailable, Render, Renderer, RenderTimeout
@@ -111,8 +111,11 @@ class RenderBackend(Backend):
         other_code = _reference(request, "other_code", required=opts.mode == "pairwise")
         client = self._vlm_client(request.options) if opts.judge == "vlm" else None
         ref = self._cached_render(ref_code, deadline, "reference_code") if ref_code else None
-        code, _ = extract_code(request.completion)
-        cand = self.render_code(code, deadline)
+        found_code = answer_code(request.completion, request.options)
+        if found_code is None:  # no answer was written: nothing to render
+            cand = Render(rendered=False, error="the reasoning never closed (cut off by the length limit?): no code")
+        else:
+            cand = self.render_code(found_code[0], deadline)
         info = _render_info(cand)
         if opts.save_dir and cand.png:
             info["screenshot"] = _save(cand.png, opts.save_dir, request.id)

@@ -72,3 +72,23 @@ def test_two_processes_step_like_one_over_the_global_batch(single_run, tiny_arit
     assert list(cwd.iterdir()) == []  # no process wrote anywhere else
     assert len(list((out / "tb").glob("events.*"))) == 2  # one TensorBoard writer per launch
     assert (out / "samples.html").read_text().count("<h2>step 1</h2>") == 1
+
+
+def test_two_processes_take_the_same_mini_batch_steps(tiny_arith_model_dir, tmp_path):
+    """Two off-policy steps per batch (rows dealt k, k+2, ...): each process's k-th mini-batch is its half of
+    the one-process k-th mini-batch, so the weights after the step match."""
+    updates = ["algo.mini_batches=2", "algo.mini_batch_split=rows"]
+    single = tmp_path / "single"
+    cfg = load_config(None, algo="bot_grpo", sets=[*SETS, *updates, "run.steps=1",
+                                                   f"model.name_or_path={tiny_arith_model_dir}"])
+    cfg.run.out_dir = str(single)
+    train(cfg)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    double = tmp_path / "double"
+    _launch(tiny_arith_model_dir, double, cwd, "--steps", "1", *[a for s in updates for a in ("--set", s)])
+    assert _metrics(single)[0]["update/steps"] == _metrics(double)[0]["update/steps"] == 2
+    want, got = _weights(single, 1), _weights(double, 1)
+    assert any(not torch.equal(want[k], v) for k, v in load_file(str(tiny_arith_model_dir / "model.safetensors")).items())
+    for k in want:
+        torch.testing.assert_close(got[k], want[k], rtol=0, atol=1e-4, msg=k)

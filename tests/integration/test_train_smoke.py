@@ -77,9 +77,10 @@ def test_bot_grpo_without_token_rewards_equals_grpo(model_dir, pool, tmp_path):
         torch.testing.assert_close(a[k], b[k], rtol=1e-5, atol=1e-6)
 
 
-def test_resume_continues_exactly(model_dir, pool, tmp_path):
-    full = train(_cfg(model_dir, tmp_path / "full", "bot_grpo", 6, "run.save_every=3"), pool=pool)
-    part = _cfg(model_dir, tmp_path / "part", "bot_grpo", 3, "run.save_every=3")
+@pytest.mark.parametrize("updates", [[], ["algo.mini_batches=2", "algo.epochs=2"]], ids=["one-update", "2x2-updates"])
+def test_resume_continues_exactly(model_dir, pool, tmp_path, updates):
+    full = train(_cfg(model_dir, tmp_path / "full", "bot_grpo", 6, "run.save_every=3", *updates), pool=pool)
+    part = _cfg(model_dir, tmp_path / "part", "bot_grpo", 3, "run.save_every=3", *updates)
     train(part, pool=pool)
     part.run.steps = 6
     resumed = train(part, resume=True, pool=pool)
@@ -89,6 +90,7 @@ def test_resume_continues_exactly(model_dir, pool, tmp_path):
 
     assert [r["step"] for r in resumed.metrics] == [1, 2, 3, 4, 5, 6]
     assert strip(resumed.metrics) == strip(full.metrics)
+    assert all(r["update/steps"] == (4 if updates else 1) for r in full.metrics)
     final_a, final_b = _final_weights(full.run_dir), _final_weights(resumed.run_dir)
     assert all(torch.equal(final_a[k], final_b[k]) for k in final_a)
     assert [p.name for p in sorted((resumed.run_dir / "checkpoints").iterdir())] == ["step-000003", "step-000006"]

@@ -7,7 +7,8 @@ import torch
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from botgrpo_cli.config import load_config
-from botgrpo_cli.trainer.logprobs import batch_logps
+from botgrpo_cli.algos import policy_loss
+from botgrpo_cli.trainer.logprobs import batch_logps, forward_logps
 from botgrpo_cli.trainer.update import UpdateInputs, make_optimizer, update
 
 
@@ -52,3 +53,112 @@ def test_micro_batches_match_one_full_batch(algo):
         assert m["loss"] == pytest.approx(m_full["loss"], rel=1e-4, abs=1e-6)
         assert m["grad_norm"] == pytest.approx(m_full["grad_norm"], rel=1e-4)
     assert m_full["grad_norm"] > 0
+
+
+GROUPS = torch.tensor([0, 0, 0, 1, 1, 1])  # two prompts with three completions each, as a rollout batch holds them
+
+
+def _params(model) -> torch.Tensor:
+    return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+
+def test_one_update_per_batch_is_the_plain_on_policy_step_bit_for_bit():
+    """M = E = 1 without logp_old: ratio exp(logp - logp.detach()) = 1, one AdamW step over the whole
+    batch, exactly as the trainer did before mini-batches existed (and with no extra log-prob pass)."""
+    inp = _inputs(_model())
+    inp = UpdateInputs(inp.prompt_ids, inp.completion_ids, inp.mask, inp.advantages, None, None, GROUPS)
+    cfg = load_config(None, algo="grpo", sets=["optim.micro_batch_size=16", "optim.lr=1e-2"])
+    model = _model()
+    opt, sched = make_optimizer(model, cfg)
+    metrics = update(model, opt, sched, inp, cfg, pad_id=0, max_len=7)
+
+    ref = _model()
+    ref_opt, _ = make_optimizer(ref, cfg)
+    logp, _ = forward_logps(ref, inp.prompt_ids, inp.completion_ids, 0, 1.0)
+    loss, _ = policy_loss("clip", logp=logp, logp_old=logp.detach(), advantages=inp.advantages, mask=inp.mask,
+                          loss_agg="seq_mean_token_mean", eps_low=0.2, eps_high=0.2, max_completion_length=7)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(list(ref.parameters()), 1.0)
+    ref_opt.step()
+    assert metrics["update/steps"] == 1 and metrics["clip_frac"] == 0 and metrics["ratio_max"] == 1.0
+    assert torch.equal(_params(model), _params(ref))
+    assert not torch.equal(_params(model), _params(_model()))
+
+
+def _plain_clipped_steps(model, inp: UpdateInputs, steps: list[list[int]], lr: float, eps: float) -> None:
+    """The clipped objective written out: per step, -min(r A, clip(r, 1-eps, 1+eps) A) averaged over each
+    completion's tokens then over the step's completions; one AdamW step on it."""
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.99), weight_decay=0.0)
+    for rows in steps:
+        opt.zero_grad()
+        logp, _ = forward_logps(model, [inp.prompt_ids[i] for i in rows], inp.completion_ids[rows], 0, 1.0)
+        m, adv = inp.mask[rows].float(), inp.advantages[rows]
+        ratio = torch.exp(logp - inp.logp_old[rows])
+        per_token = -torch.minimum(ratio * adv, ratio.clamp(1 - eps, 1 + eps) * adv)
+        ((per_token * m).sum(1) / m.sum(1)).mean().backward()
+        opt.step()
+
+
+def test_mini_batches_and_epochs_equal_the_plain_clipped_objective():
+    """M = 2 whole groups x E = 2 epochs against the behaviour log-probs of the sampling policy: the first
+    step is on-policy (nothing clipped), the later ones are off-policy and clip; the parameters match a
+    plain implementation that is micro-batch free."""
+    lr = 3e-2
+    model = _model()
+    inp = _inputs(model)
+    old = batch_logps(model, inp.prompt_ids, inp.completion_ids, inp.mask, 0, 1.0, 16)  # the sampler's own
+    inp = UpdateInputs(inp.prompt_ids, inp.completion_ids, inp.mask, inp.advantages, old, None, GROUPS)
+    cfg = load_config(None, algo="grpo", sets=["algo.mini_batches=2", "algo.epochs=2", f"optim.lr={lr}",
+                                              "optim.micro_batch_size=2", "optim.grad_clip=0"])
+    opt, sched = make_optimizer(model, cfg)
+    metrics = update(model, opt, sched, inp, cfg, pad_id=0, max_len=7)
+    assert metrics["update/steps"] == 4
+    assert metrics["clip_frac/mb1"] == 0 and metrics["ratio_max/mb1"] == pytest.approx(1.0, abs=1e-5)
+    assert max(metrics[f"clip_frac/mb{k}"] for k in (2, 3, 4)) > 0.1
+    assert metrics["clip_frac"] == pytest.approx(sum(metrics[f"clip_frac/mb{k}"] for k in (1, 2, 3, 4)) / 4)
+
+    ref = _model()
+    _plain_clipped_steps(ref, inp, [[0, 1, 2], [3, 4, 5]] * 2, lr, 0.2)
+    torch.testing.assert_close(_params(model), _params(ref), rtol=1e-4, atol=1e-6)
+    assert not torch.allclose(_params(model), _params(_model()))
+
+
+def test_row_mini_batches_take_strided_rows_and_clip_off_policy():
+    """split=rows: mini-batch k holds rows k, k+M, ...; GSPO's 4e-4 range clips from the second step on."""
+    lr = 1e-2
+    model = _model()
+    inp = _inputs(model)
+    old = batch_logps(model, inp.prompt_ids, inp.completion_ids, inp.mask, 0, 1.0, 16)
+    inp = UpdateInputs(inp.prompt_ids, inp.completion_ids, inp.mask, inp.advantages, old, None, GROUPS)
+    cfg = load_config(None, algo="gspo", sets=["algo.mini_batches=2", "algo.mini_batch_split=rows", f"optim.lr={lr}",
+                                              "optim.grad_clip=0"])
+    opt, sched = make_optimizer(model, cfg)
+    metrics = update(model, opt, sched, inp, cfg, pad_id=0, max_len=7)
+    assert metrics["update/steps"] == 2 and metrics["clip_frac/mb1"] == 0 and metrics["clip_frac/mb2"] > 0
+
+
+def test_several_updates_without_behaviour_logps_are_refused():
+    inp = _inputs(_model())
+    inp = UpdateInputs(inp.prompt_ids, inp.completion_ids, inp.mask, inp.advantages, None, None, GROUPS)
+    cfg = load_config(None, algo="grpo", sets=["algo.mini_batches=2"])
+    model = _model()
+    opt, sched = make_optimizer(model, cfg)
+    with pytest.raises(ValueError, match="logp_old"):
+        update(model, opt, sched, inp, cfg, pad_id=0, max_len=7)
+
+
+def test_entropy_bonus_reaches_the_parameters():
+    """With zero advantages only the bonus has a gradient: the step must move the weights and raise entropy."""
+    inp = _inputs(_model())
+    inp = UpdateInputs(inp.prompt_ids, inp.completion_ids, inp.mask, torch.zeros_like(inp.advantages), None, None)
+    entropies = []
+    for coef in (0.0, 1.0):
+        model = _model()
+        cfg = load_config(None, algo="grpo", sets=[f"algo.entropy_coef={coef}", "optim.lr=1e-2"])
+        opt, sched = make_optimizer(model, cfg)
+        before = update(model, opt, sched, inp, cfg, pad_id=0, max_len=7)["entropy"]
+        after = update(model, opt, sched, inp, cfg, pad_id=0, max_len=7)["entropy"]
+        entropies.append(after - before)
+        moved = not torch.equal(_params(model), _params(_model()))
+        assert moved == (coef > 0)
+    assert entropies[0] == 0 and entropies[1] > 0

@@ -45,6 +45,24 @@ def test_aggregations_and_kl_by_hand():
     assert loss.item() == pytest.approx(-10.0 / 4 + 0.5 * k3)
 
 
+def test_ratio_range_and_entropy_bonus_by_hand():
+    logp = torch.log(torch.tensor([[1.5, 0.5, 3.0]]))
+    mask = torch.tensor([[True, True, False]])  # the padded 3.0 must not count
+    _, metrics = policy_loss("clip", logp=logp, logp_old=torch.zeros(1, 3), advantages=torch.zeros(1, 3), mask=mask,
+                             loss_agg="token_mean")
+    assert (metrics["ratio_min"], metrics["ratio_max"]) == pytest.approx((0.5, 1.5))
+    entropy = torch.tensor([[2.0, 4.0, 100.0]], requires_grad=True)
+    zero = torch.zeros(1, 3)
+    loss, _ = policy_loss("clip", logp=zero, logp_old=zero, advantages=zero, mask=mask, loss_agg="token_mean",
+                          entropy=entropy, entropy_coef=0.1)
+    assert loss.item() == pytest.approx(-0.1 * 3.0)  # minus coef x the aggregated entropy of valid tokens
+    loss.backward()  # the bonus pushes entropy up: d loss / d H = -coef / n_valid on valid tokens
+    torch.testing.assert_close(entropy.grad, torch.tensor([[-0.05, -0.05, 0.0]]))
+    with pytest.raises(ValueError, match="entropy"):
+        policy_loss("clip", logp=zero, logp_old=zero, advantages=zero, mask=mask, loss_agg="token_mean",
+                    entropy=entropy.detach(), entropy_coef=0.1)
+
+
 def test_gspo_sequence_ratio_by_hand():
     # row log-ratio mean = (0.3 - 0.1) / 2 = 0.1 -> s = e^0.1 = 1.105 > 1 + 4e-4: clipped for A > 0
     logp = torch.tensor([[0.3, -0.1]], requires_grad=True)
