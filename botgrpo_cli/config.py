@@ -138,8 +138,17 @@ class Config:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    def public_dict(self) -> dict:
+        """to_dict() with secrets redacted: what is written to disk or sent to loggers."""
+        from botgrpo_cli.redact import redact
+
+        return redact(self.to_dict())
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.public_dict(), sort_keys=False)
+
     def save(self, path: Path) -> None:
-        path.write_text(yaml.safe_dump(self.to_dict(), sort_keys=False))
+        path.write_text(self.to_yaml())
 
 
 _CLASSES: dict[str, type] = typing.get_type_hints(Config)  # section name -> dataclass
@@ -244,8 +253,8 @@ def _read_yaml(path: Path) -> dict:
     return data
 
 
-def load_config(path: str | Path | None = None, sets: list[str] | None = None, algo: str | None = None) -> Config:
-    """YAML file (optional) -> `--set` overrides -> `--algo` preset -> validated Config."""
+def explicit_values(path: str | Path | None = None, sets: list[str] | None = None, algo: str | None = None) -> dict:
+    """{section: {key: value}} of the values a YAML file, `--set` items and `--algo` give, checked and typed."""
     raw: dict[str, dict] = {}
     for section, values in (_read_yaml(Path(path)) if path else {}).items():
         for key, value in values.items():
@@ -254,10 +263,20 @@ def load_config(path: str | Path | None = None, sets: list[str] | None = None, a
         _set(raw, *_parse_set(item))
     if algo is not None:
         _set(raw, "algo", "name", algo)
+    return raw
+
+
+def from_values(raw: dict) -> Config:
+    """A validated Config from {section: {key: value}} (typed values), with the preset applied."""
     cfg = Config(**{s: _CLASSES[s](**raw.get(s, {})) for s in _CLASSES})
     apply_preset(cfg.algo)
     validate(cfg)
     return cfg
+
+
+def load_config(path: str | Path | None = None, sets: list[str] | None = None, algo: str | None = None) -> Config:
+    """YAML file (optional) -> `--set` overrides -> `--algo` preset -> validated Config."""
+    return from_values(explicit_values(path, sets, algo))
 
 
 def apply_preset(algo: AlgoConfig) -> None:
@@ -326,7 +345,18 @@ def validate(cfg: Config) -> None:
         fail("rollout.vllm_gpu_memory_utilization", f"must be in (0, 1], got {cfg.rollout.vllm_gpu_memory_utilization}")
     if cfg.rollout.vllm_dtype not in (None, "float32", "bfloat16", "float16"):
         fail("rollout.vllm_dtype", f"must be float32, bfloat16 or float16, got {cfg.rollout.vllm_dtype!r}")
+    _check_reward_options(cfg, fail)
     if cfg.run.distributed == "fsdp" and cfg.rollout.engine != "vllm":
         fail("run.distributed", "is fsdp, which needs rollout.engine=vllm: HF generate cannot sample sharded weights")
     if cfg.run.distributed == "fsdp" and cfg.algo.dynamic_sampling:
         fail("run.distributed", "is fsdp, which needs algo.dynamic_sampling=false (sharded forwards need equal shares)")
+
+
+def _check_reward_options(cfg: Config, fail: Any) -> None:
+    from botgrpo_rewards.protocol import server_setting
+
+    bad = server_setting(cfg.reward.options)
+    if bad is not None:
+        fail("reward.options", f"sets {bad!r}, a URL, secret or server path, which reward services refuse in "
+                               "requests; make it the service's own setting instead (its environment, e.g. "
+                               "BOTGRPO_VLM_BASE_URL / BOTGRPO_VLM_API_KEY for render)")

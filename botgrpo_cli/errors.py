@@ -10,3 +10,11 @@ class NotBuiltYet(UserError):
 
     def __init__(self, what: str, issue: int):
         super().__init__(f"{what} is not implemented yet (tracked as issue {issue}).")
+
+
+class Interrupted(Exception):
+    """A run stopped by SIGINT / SIGTERM; the message says where it can be resumed from."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code

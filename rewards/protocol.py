@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -108,6 +109,12 @@ class ScoreResponse:
     @property
     def ok(self) -> bool:
         return self.status == STATUS_OK
+
+    @property
+    def usable(self) -> bool:
+        """Status ok *and* a score: the one rule for an answer a client may train or evaluate on
+        (an ok without a score is a failed row, masked and counted, never a silent 0)."""
+        return self.ok and self.score is not None
 
     def to_json(self) -> dict:
         d: dict[str, Any] = {"v": VERSION, "id": self.id, "status": self.status}
@@ -221,6 +228,40 @@ def _field(obj: dict, name: str, kind: type | tuple, rid: Any, default: Any = ..
     return val
 
 
+# Option names (split at _ - .) and values a request may never send: a URL, a secret or a path the
+# server reads or writes is the service's own setting (its flags or environment), or any client
+# could redirect the server's credentials or write its files.
+_SERVER_SETTING_WORDS = frozenset(
+    "url urls uri endpoint host key apikey secret token password passwd credential credentials "
+    "auth authorization cookie dir directory folder path file filename".split())
+_URL_VALUE = re.compile(r"^\s*[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def server_setting(options: dict, prefix: str = "") -> str | None:
+    """The first option (dotted name) that names a URL, secret or server path, else None."""
+    for name, value in options.items():
+        dotted = f"{prefix}{name}"
+        words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(name)).lower()  # camelCase too
+        if set(re.split(r"[_\-.\s]+", words)) & _SERVER_SETTING_WORDS:
+            return dotted
+        if isinstance(value, str) and _URL_VALUE.match(value):
+            return dotted
+        if isinstance(value, dict):
+            found = server_setting(value, dotted + ".")
+            if found:
+                return found
+    return None
+
+
+def check_options(options: dict, rid: Any = None) -> None:
+    """Refuse options that would let a request choose a URL, a secret or a server path."""
+    name = server_setting(options)
+    if name is not None:
+        raise ProtocolError(
+            f"option {name!r} names a URL, secret or server path; a request may not set those: they are the "
+            "service's own settings (flags or environment of `botgrpo reward serve`, see the service's README)", rid)
+
+
 def request_from_json(obj: dict) -> Request:
     """Validate a decoded request object (score, ping or shutdown)."""
     rid = _readable_id(obj)
@@ -242,6 +283,7 @@ def request_from_json(obj: dict) -> Request:
         raise ProtocolError(f"prompt of {len(prompt)} characters is over the {MAX_PROMPT_CHARS} limit", rid, "too_large")
     reference = _field(obj, "reference", dict, rid, {}, what="an object") or {}
     options = _field(obj, "options", dict, rid, {}, what="an object") or {}
+    check_options(options, rid)
     deadline = _field(obj, "deadline_ms", (int, float), rid, DEFAULT_DEADLINE_MS, what="a number")
     if not math.isfinite(deadline) or deadline <= 0:
         raise ProtocolError("field 'deadline_ms' must be a positive number", rid)

@@ -2,17 +2,22 @@
 
 Exit codes of `python -m botgrpo_rewards` (and of `run_service`): 0 after shutdown/EOF or Ctrl-C;
 EXIT_START_FAILED (1) when the backend's `start()` raised or the service could not run (one line
-on stderr says why); EXIT_USAGE (2) for an unknown service name or a bad --http address.
+on stderr says why); EXIT_USAGE (2) for an unknown service name or an --http address that cannot be served
+(malformed, or beyond loopback without a token).
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 from botgrpo_rewards.backend import Backend
 from botgrpo_rewards.registry import load_backend
 from botgrpo_rewards.service import ServiceRunner, serve_stdio
+
+if TYPE_CHECKING:
+    from botgrpo_rewards.http_server import HttpSettings
 
 EXIT_START_FAILED = 1
 EXIT_USAGE = 2
@@ -55,31 +60,49 @@ def start_runner(backend: Backend, max_inflight: int | None = None) -> ServiceRu
     return runner
 
 
-def serve_runner(runner: ServiceRunner, http: str | None = None) -> int:
-    """Serve a started runner until shutdown/EOF (stdio) or Ctrl-C (HTTP); the exit code."""
-    if http is None:
-        return serve_stdio(runner)
-    from botgrpo_rewards.http_server import parse_address, serve_http
+def check_http(http: str, settings: HttpSettings | None = None) -> tuple[str, int]:
+    """(host, port) of an --http address that may be served with these settings; ValueError (one
+    line) otherwise. Run before the backend starts, so a bad address costs no start-up."""
+    from botgrpo_rewards.http_server import HttpSettings, check_exposure, parse_address
 
     host, port = parse_address(http)
-    return serve_http(runner, host, port)
+    check_exposure(host, settings or HttpSettings.from_env())
+    return host, port
 
 
-def run_service(backend: Backend | str, http: str | None = None, max_inflight: int | None = None) -> int:
+def serve_runner(runner: ServiceRunner, http: str | None = None, settings: HttpSettings | None = None) -> int:
+    """Serve a started runner until shutdown/EOF (stdio) or Ctrl-C (HTTP); the exit code.
+    Raises ValueError (one line) when the HTTP address cannot be served."""
+    if http is None:
+        return serve_stdio(runner)
+    from botgrpo_rewards.http_server import serve_http
+
+    host, port = check_http(http, settings)
+    return serve_http(runner, host, port, settings)
+
+
+def run_service(backend: Backend | str, http: str | None = None, max_inflight: int | None = None,
+                settings: HttpSettings | None = None) -> int:
     """Serve `backend` (an instance or a registered name); the exit code. A failed start is one
-    line on stderr and EXIT_START_FAILED.
+    line on stderr and EXIT_START_FAILED; an address that cannot be served is EXIT_USAGE.
 
-    Raises KeyError for an unknown name and ValueError for a bad --http address.
+    Raises KeyError for an unknown name.
     """
     if isinstance(backend, str):
         backend = load_backend(backend)
-    if http is not None:
-        from botgrpo_rewards.http_server import parse_address
-
-        parse_address(http)  # a bad address fails before the backend starts
+    try:
+        if http is not None:
+            check_http(http, settings)  # a bad address fails before the backend starts
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr, flush=True)
+        return EXIT_USAGE
     try:
         runner = start_runner(backend, max_inflight)
     except ServiceStartError as err:
         print(f"error: {err}", file=sys.stderr, flush=True)
         return EXIT_START_FAILED
-    return serve_runner(runner, http)
+    try:
+        return serve_runner(runner, http, settings)
+    except ValueError as err:  # e.g. the port is taken
+        print(f"error: {err}", file=sys.stderr, flush=True)
+        return EXIT_START_FAILED

@@ -15,8 +15,6 @@ from typing import Any
 
 import torch
 
-from botgrpo_rewards.protocol import ScoreRequest
-
 EVAL_SEED = 20261130  # one seed for every evaluation: comparable samples across checkpoints
 
 
@@ -34,10 +32,13 @@ class EvalSpec:
 
 
 def evaluate_model(model_dir: Path | str, spec: EvalSpec, pool: Any, threads: int = 1) -> dict:
-    """Sample `spec.samples` completions for each of `spec.prompts` held-out prompts and score them.
-    Failed scorings count as failures (they are reported in `failed`)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
+    """Sample `spec.samples` completions for each of `spec.prompts` held-out prompts and score them
+    through the evaluation path (a LoRA checkpoint loads onto its base model, as in `botgrpo eval`).
+    Failed scorings count as failures (they are reported in `failed`); metric means are over the
+    scored samples, as in `botgrpo eval`."""
+    from botgrpo_cli.evaluation import models
+    from botgrpo_cli.evaluation.metrics import failed_scorings, metric_means
+    from botgrpo_cli.evaluation.sampling import Scoring, held_out
     from botgrpo_cli.rollout import HFEngine, SamplingParams
     from botgrpo_tasks import get_task
 
@@ -46,37 +47,18 @@ def evaluate_model(model_dir: Path | str, spec: EvalSpec, pool: Any, threads: in
     torch.set_num_threads(threads)
     try:
         task = get_task(spec.task, seed=0, **spec.task_options)
-        examples = task.eval_examples()[: spec.prompts]
-        if len(examples) < spec.prompts:
-            raise ValueError(f"task {spec.task} has only {len(examples)} eval prompts; asked for {spec.prompts}")
-        tok = AutoTokenizer.from_pretrained(str(model_dir))
-        model = AutoModelForCausalLM.from_pretrained(str(model_dir)).eval()
-        engine = HFEngine(model, tok)
+        if len(task.eval_examples()) < spec.prompts:
+            raise ValueError(f"task {spec.task} has only {len(task.eval_examples())} eval prompts; "
+                             f"asked for {spec.prompts}")
+        model, tok = models.load(models.Target("model", str(model_dir)))
         params = SamplingParams(max_new_tokens=spec.max_new_tokens or task.max_new_tokens, seed=EVAL_SEED,
                                 temperature=spec.temperature, top_p=spec.top_p, stop=tuple(task.stop))
-        options = {**task.service_options, **spec.service_options}
-        per_chunk = max(1, spec.chunk // spec.samples)
-        counts: list[int] = []
-        sums: dict[str, float] = {}
-        failed = 0
-        for lo in range(0, len(examples), per_chunk):
-            part = examples[lo: lo + per_chunk]
-            batch = engine.generate([task.format_prompt(ex, tok) for ex in part], spec.samples, params)
-            rows = [ex for ex in part for _ in range(spec.samples)]
-            responses = pool.score([ScoreRequest(id=f"eval-{lo}-{i}", completion=text, prompt=ex.prompt,
-                                                 reference=dict(ex.reference), options=options)
-                                    for i, (text, ex) in enumerate(zip(batch.texts, rows))])
-            ok = [r.ok and r.score is not None for r in responses]
-            failed += ok.count(False)
-            for r, good in zip(responses, ok):
-                for name, value in (r.metrics if good else {}).items():
-                    sums[name] = sums.get(name, 0.0) + float(value)
-            hits = [good and float(r.metrics.get(task.success_metric, 0.0)) > 0.5 for r, good in zip(responses, ok)]
-            counts.extend(sum(hits[j * spec.samples:(j + 1) * spec.samples]) for j in range(len(part)))
+        scoring = Scoring.of_task(task, pool, options=spec.service_options)
+        problems = held_out(HFEngine(model, tok), tok, task, scoring, params, spec.prompts, spec.samples,
+                            batch_size=max(1, spec.chunk // spec.samples))
+        names = sorted({k for p in problems for s in p.samples for k in s.metrics})
     finally:
         torch.set_num_threads(saved_threads)
-    total = len(examples) * spec.samples
-    return {"samples": spec.samples, "prompts": len(examples), "counts": counts,
-            "means": {name: value / total for name, value in sorted(sums.items())},
-            "success_metric": task.success_metric, "failed": failed,
-            "seconds": round(time.perf_counter() - t0, 2)}
+    return {"samples": spec.samples, "prompts": len(problems), "counts": [p.correct for p in problems],
+            "means": metric_means(problems, names), "success_metric": task.success_metric,
+            "failed": failed_scorings(problems), "seconds": round(time.perf_counter() - t0, 2)}

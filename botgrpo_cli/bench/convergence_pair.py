@@ -17,6 +17,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from botgrpo_cli import rundir
 from botgrpo_cli.bench.convergence_eval import EvalSpec, evaluate_model
 
 # Per-step training metrics kept in result.json to explain the outcome (signal, credit, length).
@@ -54,9 +55,7 @@ def pair_config(spec: PairSpec, train_dir: Path):
 
 def checkpoint_steps(train_dir: Path) -> dict[int, Path]:
     """Complete checkpoints by step (the trainer writes checkpoints/step-NNNNNN atomically)."""
-    root = train_dir / "checkpoints"
-    found = root.glob("step-*") if root.is_dir() else []
-    return {int(p.name.split("-")[1]): p for p in found if p.is_dir() and p.name.split("-")[1].isdigit()}
+    return {rundir.checkpoint_step(p): p for p in rundir.checkpoint_dirs(train_dir)}
 
 
 def train_pair(spec: PairSpec, pair_dir: Path) -> None:
@@ -79,7 +78,7 @@ def evaluate_pair(spec: PairSpec, pair_dir: Path) -> list[dict]:
     from botgrpo_tasks import get_task
 
     path = pair_dir / "evals.jsonl"
-    done = {r["step"]: r for r in _read_jsonl(path)}
+    done = {r["step"]: r for r in rundir.read_jsonl(path)}
     todo = [s for s in spec.eval_steps() if s not in done]
     if todo:
         models = {0: Path(spec.base_model), **{s: p / "model" for s, p in checkpoint_steps(pair_dir / "train").items()}}
@@ -104,7 +103,7 @@ def run_pair(spec: PairSpec, pair_dir: Path) -> dict:
     t0 = time.perf_counter()
     train_pair(spec, pair_dir)
     evals = evaluate_pair(spec, pair_dir)
-    metrics = _read_jsonl(pair_dir / "train" / "metrics.jsonl")
+    metrics = rundir.read_metrics(pair_dir / "train")
     result = {
         "algo": spec.algo, "seed": spec.seed, "evals": evals,
         "train_seconds": round(sum(m.get("time/step_s") or 0.0 for m in metrics), 2),
@@ -116,10 +115,6 @@ def run_pair(spec: PairSpec, pair_dir: Path) -> dict:
     tmp.write_text(json.dumps(result))
     tmp.rename(result_path)
     return result
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
 def write_spec(spec: PairSpec, pair_dir: Path) -> Path:

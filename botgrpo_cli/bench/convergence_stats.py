@@ -7,7 +7,8 @@ import math
 import re
 import statistics
 
-from botgrpo_cli.algos import pass_at_k
+from botgrpo_cli.evaluation.curves import first_reaching
+from botgrpo_cli.evaluation.metrics import mean_pass_at_k
 
 _PASS_AT = re.compile(r"^pass@(\d+)$")
 
@@ -20,11 +21,13 @@ def pass_k_of(metric: str) -> int | None:
 
 def metric_value(record: dict, metric: str) -> float:
     """The metric of one evaluation record: `pass@k` from per-prompt success counts (unbiased
-    estimator, averaged over prompts), anything else the mean of that service metric over samples."""
-    k = pass_k_of(metric)
+    estimator, averaged over prompts); the success metric itself is pass@1 (failed scorings count
+    as failures, as in `botgrpo eval`'s success rate); any other metric its mean over scored samples."""
+    k = 1 if metric == record.get("success_metric") else pass_k_of(metric)
     if k is not None:
         n, counts = int(record["samples"]), record["counts"]
-        return sum(pass_at_k(n, c, k) for c in counts) / len(counts)
+        means, _ = mean_pass_at_k([(n, c) for c in counts], [k])
+        return means[f"pass@{k}"]
     if metric not in record["means"]:
         raise KeyError(f"metric {metric!r} not measured; have {', '.join(sorted(record['means']))} and pass@k")
     return float(record["means"][metric])
@@ -37,7 +40,8 @@ def curve(records: list[dict], metric: str) -> list[tuple[int, float]]:
 
 def steps_to_target(points: list[tuple[int, float]], target: float) -> int | None:
     """First evaluated step whose value reaches the target; None when none does."""
-    return next((step for step, value in points if value >= target), None)
+    hit = first_reaching([value for _, value in points], target)
+    return None if hit is None else points[hit][0]
 
 
 def median_censored(values: list[int | None]) -> float | None:

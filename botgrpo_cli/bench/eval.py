@@ -13,7 +13,6 @@ import statistics
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Callable
 
 from botgrpo_cli.errors import UserError
@@ -42,7 +41,7 @@ def _pools(stack: ExitStack, task, workers: int, render: bool):
     shown = None
     if render and task.service in ("react", "render"):
         shown = pool if task.service == "render" else stack.enter_context(RewardPool("render", workers=workers))
-    return Scoring(pool, dict(task.service_options), task.success_metric, shown)
+    return Scoring.of_task(task, pool, shown)
 
 
 def _median_time(fn: Callable[[int], None], repeats: int) -> float:
@@ -58,7 +57,7 @@ def bench_task(name: str, workers: tuple[int, ...], problems: int, n: int, repea
                render: bool, progress: Callable[[str], None]) -> list[Row]:
     from botgrpo_cli.bootstrap import bootstrap
     from botgrpo_cli.evaluation import models
-    from botgrpo_cli.evaluation.sampling import evaluate_model
+    from botgrpo_cli.evaluation.sampling import evaluate
     from botgrpo_cli.rollout import HFEngine, SamplingParams
     from botgrpo_tasks import get_task
 
@@ -88,8 +87,8 @@ def bench_task(name: str, workers: tuple[int, ...], problems: int, n: int, repea
             start_s = time.perf_counter() - t0
 
             def once(seed: int, k: int = problems) -> None:
-                evaluate_model(model, tok, task, examples[:k], n, replace(params, seed=seed),
-                               scoring, Path("."), None, batch_size=problems)
+                evaluate(engine, examples[:k], prompts[:k], n, replace(params, seed=seed), scoring,
+                         batch_size=problems)
 
             once(999, k=min(2, problems))  # warm-up: first requests pay for lazy service set-up
             rows.append(Row(name, w, problems * n, _median_time(once, repeats), start_s))

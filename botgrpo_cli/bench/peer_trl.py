@@ -41,32 +41,20 @@ def measure_botgrpo(steps: int, task: str, threads: int, out_dir: Path) -> SideF
     """botgrpo's trainer with the grpo preset (outcome advantages) at `bench step`'s shape."""
     from botgrpo_cli.bench.step import SHAPE
     from botgrpo_cli.config import load_config
-    from botgrpo_cli.trainer import loop
+    from botgrpo_cli.trainer import train
 
     cfg = load_config(None, algo="grpo", sets=[*SHAPE, f"run.task={task}", f"run.steps={steps + 1}",
                                                f"run.threads={threads}", "run.seed=0"])
     cfg.run.out_dir = str(out_dir)
-    cpu: list[float] = []
-    step_fn = loop.train_step
-
-    def timed_step(*args: Any) -> dict[str, float]:  # CPU time per step; the loop calls it by module name
-        t0 = time.process_time()
-        try:
-            return step_fn(*args)
-        finally:
-            cpu.append(time.process_time() - t0)
-
-    loop.train_step = timed_step
-    try:
-        records = loop.train(cfg).metrics[1:]
-    finally:
-        loop.train_step = step_fn
+    ends: list[float] = []  # process CPU seconds at the end of each step (train()'s step callback)
+    records = train(cfg, on_step=lambda step, metrics: ends.append(time.process_time())).metrics[1:]
+    cpu = [b - a for a, b in zip(ends, ends[1:])]  # step k's CPU: from step k-1's end (warm-up left out)
 
     def med(key: str) -> float:
         return statistics.median(r[f"time/{key}_s"] for r in records)
 
     return SideFigures("botgrpo", med("step"), med("generate"), med("reward"),
-                       med("step") - med("generate") - med("reward"), statistics.median(cpu[1:]), len(records))
+                       med("step") - med("generate") - med("reward"), statistics.median(cpu), len(records))
 
 
 def _timed_trainer_class() -> type:
@@ -103,7 +91,7 @@ def measure_trl(steps: int, task: str, threads: int, out_dir: Path) -> SideFigur
 
     from botgrpo_cli.bootstrap import bootstrap
     from botgrpo_cli.integrations.trl import reward_function
-    from botgrpo_cli.trainer.data import PromptStream
+    from botgrpo_cli.trainer.rollouts import PromptStream
     from botgrpo_tasks import get_task
 
     torch.set_num_threads(threads)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from botgrpo_cli.errors import UserError
+from botgrpo_cli.rundir import read_metrics
 
 SHAPE = ["rollout.prompts_per_step=8", "rollout.group_size=8", "rollout.max_new_tokens=48", "reward.workers=2",
          "optim.micro_batch_size=16", "log.tensorboard=false", "log.samples_every=0", "run.save_every=0"]
@@ -103,8 +104,7 @@ def _train_timed(algo: str, steps: int, task: str, threads: int, model: str | No
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         raise UserError(f"bench step with {processes} processes failed: {' | '.join(tail)}")
-    lines = (out / "metrics.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines][1:]
+    return read_metrics(out)[1:]
 
 
 def run_scaling(processes: int, algo: str, steps: int, task: str, threads: int, model: str | None = None,

@@ -1,77 +1,42 @@
-"""Measure a freshly built model: sample eval prompts at temperature 1, score with the task's service."""
+"""Measure a freshly built model: its success rate at temperature 1 on eval prompts, through the
+evaluation path (the task's service as a child process, the same success rule as `botgrpo eval`)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
-import torch
-from transformers import PreTrainedModel, PreTrainedTokenizerFast
+from botgrpo_tasks import Task
 
-from botgrpo_tasks import Example, Task
-
-
-@torch.no_grad()
-def sample_completions(
-    model: PreTrainedModel,
-    tokenizer: PreTrainedTokenizerFast,
-    prompts: list[str],
-    max_new_tokens: int,
-    seed: int,
-    batch_size: int = 64,
-    on_done: Callable[[int], None] | None = None,
-) -> list[str]:
-    """One completion per prompt, sampled at temperature 1 (left-padded batches, ended by EOS)."""
-    torch.manual_seed(seed)
-    tokenizer.padding_side = "left"
-    texts: list[str] = []
-    for i in range(0, len(prompts), batch_size):
-        enc = tokenizer(prompts[i : i + batch_size], return_tensors="pt", padding=True, add_special_tokens=False)
-        out = model.generate(
-            **enc,
-            do_sample=True,
-            temperature=1.0,
-            top_k=0,
-            top_p=1.0,
-            max_new_tokens=max_new_tokens,
-            eos_token_id=tokenizer.eos_token_id,
-            pad_token_id=tokenizer.pad_token_id,
-        )
-        texts += tokenizer.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
-        if on_done is not None:
-            on_done(len(texts))
-    tokenizer.padding_side = "right"
-    return texts
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+BATCH = 64  # prompts per generate call
 
 
-def score_completions(
-    task: Task, examples: list[Example], completions: list[str], on_done: Callable[[int], None] | None = None
-) -> list[dict[str, float]]:
-    """The service's metrics for each completion, scored in-process with the task's backend."""
-    from botgrpo_rewards.protocol import ScoreRequest
-    from botgrpo_rewards.registry import load_backend
+def measure(task: Task, model: Any, tokenizer: Any, n: int, seed: int, progress: Progress) -> dict[str, Any]:
+    """Base success rate on the first `n` eval prompts (one sample each); the service's metric
+    means over scored samples. A service that cannot start leaves the rate unmeasured."""
+    from botgrpo_cli.evaluation.metrics import metric_means, success_rate
+    from botgrpo_cli.evaluation.sampling import Scoring, held_out
+    from botgrpo_cli.reward_client import RewardPool, ServiceStartError
+    from botgrpo_cli.rollout import HFEngine, SamplingParams
 
-    backend = load_backend(task.service)
-    backend.start()
+    total = min(n, len(task.eval_examples()))
+    progress("sample", 0, total)
+    done = [0]
+
+    def tick(k: int) -> None:
+        done[0] += k
+        progress("sample", done[0], total)
+
+    params = SamplingParams(max_new_tokens=task.max_new_tokens, temperature=1.0, top_p=1.0, stop=tuple(task.stop),
+                            seed=seed)
     try:
-
-        def one(k: int) -> dict[str, float]:
-            ex = examples[k]
-            req = ScoreRequest(id=str(k), completion=completions[k], prompt=ex.prompt,
-                               reference=ex.reference, options=dict(task.service_options))
-            metrics = backend.score(req, time.monotonic() + 60.0).metrics
-            if on_done is not None:
-                on_done(1)
-            return metrics
-
-        with ThreadPoolExecutor(max_workers=min(8, backend.max_inflight)) as pool:
-            return list(pool.map(one, range(len(completions))))
-    finally:
-        backend.close()
-
-
-def summarize(task: Task, metrics: list[dict[str, float]]) -> dict[str, float]:
-    """Mean of each eval metric and of the success metric over the samples."""
-    names = dict.fromkeys((task.success_metric, *task.eval_metrics))
-    return {m: sum(x.get(m, 0.0) for x in metrics) / max(1, len(metrics)) for m in names}
+        with RewardPool(task.service) as pool:
+            problems = held_out(HFEngine(model, tokenizer), tokenizer, task, Scoring.of_task(task, pool), params, n,
+                                batch_size=BATCH, tick=tick)
+    except (ImportError, OSError, ServiceStartError) as err:  # no service here: the model is still usable
+        return {"base_success_rate": None, "measure_error": f"could not start service {task.service!r}: {err}"}
+    progress("score", total, total)
+    rate = success_rate(problems)
+    means = metric_means(problems, list(dict.fromkeys((task.success_metric, *task.eval_metrics))))
+    return {"base_success_rate": rate, "base_metrics": {**means, task.success_metric: rate}, "n_measured": total}

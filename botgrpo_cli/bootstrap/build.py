@@ -12,14 +12,13 @@ from typing import Any
 import torch
 from transformers import GenerationConfig
 
-from botgrpo_cli.bootstrap.base_rate import sample_completions, score_completions, summarize
+from botgrpo_cli.bootstrap.base_rate import measure
 from botgrpo_cli.bootstrap.cache import INFO_FILE, atomic_dir, is_complete, model_dir, recipe_hash, write_json
 from botgrpo_cli.bootstrap.model import SIZES, make_model
 from botgrpo_cli.bootstrap.sft import SftConfig, encode_pairs, train_sft
 from botgrpo_cli.bootstrap.tokenizer import save_tokenizer, train_tokenizer
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
-from botgrpo_rewards.backend import BackendError
 from botgrpo_tasks import Task, get_task
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -109,7 +108,7 @@ def _build(task: Task, recipe: dict[str, Any], seed: int, out: Path, progress: P
         )
         model.save_pretrained(out)
         save_tokenizer(tokenizer, out)
-        measured = _measure(task, model, tokenizer, recipe["n_measure"], seed, progress)
+        measured = measure(task, model, tokenizer, recipe["n_measure"], seed, progress)
         return {
             "task": task.name, "seed": seed, "recipe": recipe, "final_loss": loss,
             "success_metric": task.success_metric,
@@ -118,24 +117,3 @@ def _build(task: Task, recipe: dict[str, Any], seed: int, out: Path, progress: P
         }
     finally:
         torch.set_num_threads(threads)
-
-
-def _measure(task: Task, model: Any, tokenizer: Any, n: int, seed: int, progress: Progress) -> dict[str, Any]:
-    """Base success rate at temperature 1 on the first `n` eval prompts (one sample each)."""
-    examples = task.eval_examples()[:n]
-    progress("sample", 0, len(examples))
-    prompts = [task.format_prompt(e) for e in examples]
-    completions = sample_completions(model, tokenizer, prompts, task.max_new_tokens, seed,
-                                     on_done=lambda k: progress("sample", k, len(examples)))
-    done = [0]
-
-    def tick(k: int) -> None:
-        done[0] += k
-        progress("score", done[0], len(examples))
-
-    try:
-        metrics = score_completions(task, examples, completions, tick)
-    except (ImportError, OSError, BackendError) as err:  # no service here: the model is still usable
-        return {"base_success_rate": None, "measure_error": f"could not load service {task.service!r}: {err}"}
-    summary = summarize(task, metrics)
-    return {"base_success_rate": summary[task.success_metric], "base_metrics": summary, "n_measured": len(examples)}

@@ -13,7 +13,7 @@ import typer
 
 from botgrpo_cli import __version__
 from botgrpo_cli.console import console
-from botgrpo_cli.errors import UserError
+from botgrpo_cli.errors import Interrupted, UserError
 from botgrpo_tasks.errors import TaskError
 
 app = typer.Typer(
@@ -56,6 +56,9 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app; user errors become one red line and exit code 1."""
     try:
         app(args=argv)  # standalone: usage errors and --help are handled by click itself
+    except Interrupted as err:  # SIGINT / SIGTERM: one line saying where to resume
+        console.print(f"[red]interrupted:[/] {err}", soft_wrap=True)
+        sys.exit(err.exit_code)
     except (UserError, TaskError) as err:  # mistakes the user can fix: one line, exit 1
         if os.environ.get("BOTGRPO_DEBUG") == "1":
             console.print_exception()

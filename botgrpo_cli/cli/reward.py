@@ -26,17 +26,28 @@ def _check_service(name: str) -> None:
 @reward_app.command()
 def serve(
     name: Annotated[str, typer.Argument(help="Service to run: math, react or render.")],
-    http: Annotated[Optional[str], typer.Option("--http", metavar="HOST:PORT", help="Serve over HTTP (host defaults to 127.0.0.1) instead of stdin/stdout.")] = None,
+    http: Annotated[Optional[str], typer.Option("--http", metavar="HOST:PORT", help="Serve over HTTP (host defaults to 127.0.0.1; IPv6 as [::1]:PORT) instead of stdin/stdout.")] = None,
     max_inflight: Annotated[Optional[int], typer.Option("--max-inflight", min=1, help="Requests scored at once.")] = None,
+    token: Annotated[Optional[str], typer.Option("--token", envvar="BOTGRPO_REWARD_TOKEN", show_envvar=True, help="HTTP: bearer token every client must send (Authorization: Bearer TOKEN).")] = None,
+    allow_remote_without_token: Annotated[bool, typer.Option("--allow-remote-without-token", help="HTTP: serve beyond loopback with no token (anyone who can connect may use it).")] = False,
+    max_body_bytes: Annotated[Optional[int], typer.Option("--max-body-bytes", min=1, help="HTTP: largest POST body (default 8000000).")] = None,
+    http_timeout_s: Annotated[Optional[float], typer.Option("--http-timeout-s", min=0.1, help="HTTP: close connections silent this long (default 30).")] = None,
 ) -> None:
-    """Run one reward service on stdin/stdout (JSON lines), or over HTTP with --http."""
-    from botgrpo_rewards.http_server import parse_address
-    from botgrpo_rewards.run import ServiceStartError, serve_runner, setup_logging, start_runner
+    """Run one reward service on stdin/stdout (JSON lines), or over HTTP with --http.
+
+    The service's own settings (URLs, keys, folders) come from its environment, never from
+    requests: render reads BOTGRPO_VLM_BASE_URL, BOTGRPO_VLM_MODEL, BOTGRPO_VLM_API_KEY and
+    BOTGRPO_RENDER_SAVE_DIR.
+    """
+    from botgrpo_rewards.http_server import HttpSettings
+    from botgrpo_rewards.run import ServiceStartError, check_http, serve_runner, setup_logging, start_runner
 
     _check_service(name)
+    settings = HttpSettings.from_env(token=token, allow_remote_without_token=allow_remote_without_token,
+                                     max_body_bytes=max_body_bytes, timeout_s=http_timeout_s)
     if http is not None:
         try:
-            parse_address(http)
+            check_http(http, settings)
         except ValueError as err:
             raise UserError(str(err)) from None
     from botgrpo_rewards.registry import load_backend
@@ -50,7 +61,11 @@ def serve(
         runner = start_runner(backend, max_inflight)
     except ServiceStartError as err:  # e.g. no Chromium: the backend's message says what to install
         raise UserError(str(err)) from None
-    raise typer.Exit(serve_runner(runner, http))
+    try:
+        code = serve_runner(runner, http, settings)
+    except ValueError as err:  # e.g. the port is taken
+        raise UserError(str(err)) from None
+    raise typer.Exit(code)
 
 
 @reward_app.command()

@@ -47,12 +47,12 @@ def register(app: typer.Typer) -> None:
         console.print(f"rendered {n_ok}/{len(rows)} completions; contact sheet: {out / 'index.html'}")
 
 
-def _start_backend(chromium: str | None, pages: int):
+def _start_backend(chromium: str | None, pages: int, save_dir: Path):
     from botgrpo_rewards.render.chromium import ChromiumNotFound
     from botgrpo_rewards.render.compiler import CompilerUnavailable
     from botgrpo_rewards.render.service import RenderBackend
 
-    backend = RenderBackend(chromium=chromium, pages=pages)
+    backend = RenderBackend(chromium=chromium, pages=pages, save_dir=str(save_dir))
     try:
         backend.start()
     except (ChromiumNotFound, CompilerUnavailable) as err:
@@ -68,13 +68,13 @@ def _render_all(lines: list, out: Path, judge: str | None, chromium: str | None,
 
     png_dir = out / "png"
     png_dir.mkdir(parents=True, exist_ok=True)
-    backend = _start_backend(chromium, pages)
+    backend = _start_backend(chromium, pages, png_dir)
     try:
         with Progress(console=console) as progress, ThreadPoolExecutor(pages) as pool:
             task = progress.add_task("rendering", total=len(lines))
 
             def one(line) -> dict:
-                row = _render_line(backend, line, png_dir, judge)
+                row = _render_line(backend, line, judge)
                 progress.advance(task)
                 return row
             return list(pool.map(one, lines))
@@ -82,7 +82,7 @@ def _render_all(lines: list, out: Path, judge: str | None, chromium: str | None,
         backend.close()
 
 
-def _render_line(backend, line, png_dir: Path, judge: str | None) -> dict:
+def _render_line(backend, line, judge: str | None) -> dict:
     """One contact-sheet row; a bad line or a failed score becomes a row saying why."""
     from botgrpo_rewards.backend import BackendError, BackendTimeout
 
@@ -93,8 +93,7 @@ def _render_line(backend, line, png_dir: Path, judge: str | None) -> dict:
         return row
     req = line.request
     has_ref = isinstance(req.reference.get("reference_code"), str)
-    req.options = {**req.options, "judge": judge or ("similarity" if has_ref else "none"), "mode": "single",
-                   "save_dir": str(png_dir)}
+    req.options = {**req.options, "judge": judge or ("similarity" if has_ref else "none"), "mode": "single"}
     req.id = f"{line.lineno:05d}-{req.id}"  # unique file names even when ids repeat
     try:
         res = backend.score(req, time.monotonic() + req.deadline_ms / 1000)

@@ -41,19 +41,14 @@ def register(app: typer.Typer) -> None:
         With no arguments: bootstrap the tiny react_synth model (cached), train bot_grpo for a few
         minutes on 2 CPU cores and print the held-out success rate before and after.
         """
-        from botgrpo_cli.config import describe, load_config, validate
+        from botgrpo_cli.config import describe
         from botgrpo_cli.trainer import train as run_training
 
         if list_options:
             out.print(describe(), markup=False, highlight=False, soft_wrap=True)
             return
         demo = config is None and algo is None and not sets and not resume and out_dir is None and steps is None
-        cfg = load_config(config, sets=DEMO_SETS if demo else list(sets or []), algo=algo)
-        if out_dir is not None:
-            cfg.run.out_dir = str(out_dir)
-        if steps is not None:
-            cfg.run.steps = steps
-        validate(cfg)
+        cfg = _config(config, DEMO_SETS if demo else list(sets or []), algo, out_dir, steps, resume)
         if num_processes > 1 and int(os.environ.get("WORLD_SIZE", "1")) == 1:  # not yet inside a launcher
             _relaunch(num_processes, cfg.rollout.prompts_per_step)
             return
@@ -63,6 +58,23 @@ def register(app: typer.Typer) -> None:
         result = run_training(cfg, resume=resume, eval_around=demo)
         if int(os.environ.get("RANK", "0")) == 0:
             _summary(result)
+
+
+def _config(path: Optional[Path], sets: list[str], algo: Optional[str], out_dir: Optional[Path],
+            steps: Optional[int], resume: bool):
+    """The run's config: the command line's, or with --resume the run's saved one (see config_resume)."""
+    from botgrpo_cli.config import explicit_values, from_values
+    from botgrpo_cli.config_resume import resume_config
+
+    given = explicit_values(path, sets, algo)
+    if out_dir is not None:
+        given.setdefault("run", {})["out_dir"] = str(out_dir)
+    if steps is not None:
+        given.setdefault("run", {})["steps"] = steps
+    run_dir = given.get("run", {}).get("out_dir")
+    if resume and run_dir is not None:
+        return resume_config(Path(run_dir), given)
+    return from_values(given)
 
 
 def _relaunch(n: int, prompts_per_step: int) -> None:

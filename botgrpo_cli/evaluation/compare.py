@@ -1,4 +1,4 @@
-"""`botgrpo compare`: training runs side by side from their metrics.jsonl (trainer/metrics.py).
+"""`botgrpo compare`: training runs side by side from their metrics.jsonl (written by trainer/reports.py).
 
 Wall time is rebuilt from the per-step timings the trainer logs: between two logged lines the run
 spent (step gap) x `time/step_s` of the later line, plus `time/eval_s` when that line evaluated.
@@ -7,12 +7,13 @@ With `log.every` > 1 this is an estimate for the unlogged steps.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from botgrpo_cli import rundir
 from botgrpo_cli.errors import UserError
+from botgrpo_cli.evaluation.curves import first_reaching
 from botgrpo_cli.evaluation.plots import plot_runs
 
 STEP_TIME, EVAL_TIME = "time/step_s", "time/eval_s"
@@ -32,23 +33,13 @@ class Curve:
 
 def read_metrics(path: Path) -> list[dict]:
     """The lines of a metrics.jsonl (a run directory or the file), sorted by step."""
-    file = path / "metrics.jsonl" if path.is_dir() else path
+    file = path / rundir.METRICS if path.is_dir() else path
     if not file.is_file():
         raise UserError(f"{path}: no metrics.jsonl found; give run directories of `botgrpo train` (or their metrics.jsonl)")
-    records = []
-    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise UserError(f"{file} line {number} is not JSON ({err.msg}); fix or remove that line") from None
-        if not isinstance(record, dict) or not isinstance(record.get("step"), int):
-            raise UserError(f"{file} line {number} has no integer \"step\"; is this a botgrpo metrics.jsonl?")
-        records.append(record)
+    records = rundir.read_metrics(file)
     if not records:
         raise UserError(f"{file} is empty: that run logged no steps")
-    return sorted(records, key=lambda r: r["step"])
+    return records
 
 
 def wall_clock(records: list[dict]) -> list[float]:
@@ -90,7 +81,8 @@ def curve(name: str, records: list[dict], key: str) -> Curve:
 
 def reached(c: Curve, target: float) -> tuple[int, float] | None:
     """(step, wall seconds) of the first point at or above `target`, or None."""
-    return next(((s, t) for s, v, t in zip(c.steps, c.values, c.wall_s) if v >= target), None)
+    hit = first_reaching(c.values, target)
+    return None if hit is None else (c.steps[hit], c.wall_s[hit])
 
 
 def table(curves: list[Curve], key: str, target: float | None) -> str:

@@ -1,6 +1,7 @@
-"""Aggregates of a results table: unbiased pass@k (ALGORITHMS.md §5), metric rates, lengths.
+"""Aggregates of a results table: unbiased pass@k (ALGORITHMS.md §5), success rate, metric
+means, lengths.
 
-Pure functions over `Problem` lists; nothing here samples or scores.
+Pure functions over `Problem` lists (or their per-problem counts); nothing here samples or scores.
 """
 
 from __future__ import annotations
@@ -35,6 +36,17 @@ def mean_pass_at_k(counts: Sequence[tuple[int, int]], ks: Sequence[int]) -> tupl
     return means, [k for k in ks if k > smallest]
 
 
+def success_rate(problems: Sequence[Problem]) -> float:
+    """Successes over all samples: a sample whose scoring failed counts as a failure (0.0 without samples)."""
+    n = sum(p.n for p in problems)
+    return sum(p.correct for p in problems) / n if n else 0.0
+
+
+def failed_scorings(problems: Sequence[Problem]) -> int:
+    """Samples the task's service could not score."""
+    return sum(s.status != "ok" for p in problems for s in p.samples)
+
+
 def metric_means(problems: Sequence[Problem], names: Sequence[str]) -> dict[str, float]:
     """Mean of each named service metric over the samples that carry it (scored ones)."""
     out: dict[str, float] = {}
@@ -63,12 +75,12 @@ def aggregate(problems: Sequence[Problem], ks: Sequence[int], metric_names: Sequ
     scored = [s.score for s in samples if s.score is not None]
     figures: dict[str, float] = {
         **passes,
-        "success_rate": sum(s.success for s in samples) / len(samples),
+        "success_rate": success_rate(problems),
         **metric_means(problems, metric_names),
         **({"score_mean": sum(scored) / len(scored)} if scored else {}),
         "length_mean": sum(s.tokens for s in samples) / len(samples),
         "finished_frac": sum(s.finished for s in samples) / len(samples),
-        "failed_scoring": float(sum(s.status != "ok" for s in samples)),
+        "failed_scoring": float(failed_scorings(problems)),
         **_failed_renders(samples),
         "problems": float(len(problems)),
         "samples": float(len(samples)),

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from botgrpo_cli import rundir
 from botgrpo_cli.errors import UserError
 
 WEIGHTS = ("config.json", "adapter_config.json")  # a full model or a LoRA adapter
@@ -26,9 +27,11 @@ def _is_model_dir(path: Path) -> bool:
 
 
 def _checkpoint(ckpt: Path) -> Target:
+    step = rundir.checkpoint_step(ckpt)
     state = ckpt / "state.json"
-    step = json.loads(state.read_text())["step"] if state.is_file() else int(ckpt.name.rsplit("-", 1)[-1])
-    return Target(label=ckpt.name, path=str(ckpt / "model"), step=int(step))
+    if step is None and state.is_file():  # a checkpoint folder someone renamed
+        step = json.loads(state.read_text())["step"]
+    return Target(label=ckpt.name, path=str(ckpt / "model"), step=None if step is None else int(step))
 
 
 def _looks_local(name: str) -> bool:
@@ -44,10 +47,10 @@ def resolve(name: str, label: str = "model") -> list[Target]:
             return [Target(label, str(path))]
         if _is_model_dir(path / "model"):
             return [_checkpoint(path)]
-        ckpts = sorted(p for p in (path / "checkpoints").glob("step-*") if _is_model_dir(p / "model"))
+        ckpts = [p for p in rundir.checkpoint_dirs(path) if _is_model_dir(p / "model")]
         if ckpts:
             return [_checkpoint(p) for p in ckpts]
-        if (path / "metrics.jsonl").is_file() or (path / "checkpoints").is_dir():
+        if (path / rundir.METRICS).is_file() or (path / rundir.CHECKPOINTS).is_dir():
             raise UserError(f"run directory {path} has no checkpoints to evaluate; train with run.save_every > 0 "
                             "or until the last step (it is always saved)")
         raise UserError(f"{path} is not a model folder (no config.json), a checkpoint or a run directory; "

@@ -81,4 +81,4 @@ def _judged(slot: float | None | Future) -> float | None:
     if not isinstance(slot, Future):
         return slot
     resp = slot.result()
-    return float(resp.score) if resp.ok and resp.score is not None else None
+    return float(resp.score) if resp.usable else None

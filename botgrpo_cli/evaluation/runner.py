@@ -12,7 +12,7 @@ from botgrpo_cli.errors import UserError
 from botgrpo_cli.evaluation import models, pairwise, report, sheets, winrate
 from botgrpo_cli.evaluation.metrics import aggregate
 from botgrpo_cli.evaluation.results import Problem
-from botgrpo_cli.evaluation.sampling import Scoring, evaluate_model
+from botgrpo_cli.evaluation.sampling import Scoring, evaluate
 
 SPLITS = ("eval", "train")
 RENDER_FIGURES = ("rendered", "similarity", "judge")
@@ -96,15 +96,16 @@ def _figure_names(task: Any) -> list[str]:
 
 def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOptions, scoring: Scoring,
               shots_root: Path | None, progress: Any) -> tuple[dict, list[Problem]]:
-    from botgrpo_cli.rollout import SamplingParams
+    from botgrpo_cli.rollout import HFEngine, SamplingParams
 
     model, tok = models.load(target)
     params = SamplingParams(max_new_tokens=opts.max_new_tokens or task.max_new_tokens, temperature=opts.temperature,
                             top_p=opts.top_p, stop=tuple(task.stop), seed=opts.seed)
     shots = shots_root / target.label / "png" if shots_root is not None else None
     bar = progress.add_task(f"{target.label}: sampling", total=len(examples))
-    problems = evaluate_model(model, tok, task, examples, opts.n, params, scoring, opts.out, shots, opts.batch_size,
-                              tick=lambda k: progress.advance(bar, k))
+    prompts = [task.format_prompt(ex, tok) for ex in examples]
+    problems = evaluate(HFEngine(model, tok), examples, prompts, opts.n, params, scoring, opts.batch_size, shots,
+                        opts.out, tick=lambda k: progress.advance(bar, k))
     entry = {"label": target.label, "model": target.path, "step": target.step,
              "aggregates": aggregate(problems, opts.ks, _figure_names(task)),
              "problems": report.problem_rows(problems, opts.ks)}
@@ -113,14 +114,17 @@ def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOption
     return entry, problems
 
 
-def _pools(stack: ExitStack, task: Any, opts: EvalOptions, render: bool) -> Scoring:
+def _pools(stack: ExitStack, task: Any, opts: EvalOptions, render: bool, shots_root: Path | None) -> Scoring:
     from botgrpo_cli.reward_client import RewardPool
 
-    pool = stack.enter_context(RewardPool(task.service, workers=opts.workers))
+    saving = {"BOTGRPO_RENDER_SAVE_DIR": str(shots_root)} if shots_root is not None else {}  # the service's setting
+    pool = stack.enter_context(RewardPool(task.service, workers=opts.workers,
+                                          env=saving if task.service == "render" else None))
     render_pool = None
     if render:
-        render_pool = pool if task.service == "render" else stack.enter_context(RewardPool("render", workers=opts.workers))
-    return Scoring(pool, dict(task.service_options), task.success_metric, render_pool, deadline_ms=opts.deadline_ms)
+        render_pool = pool if task.service == "render" else stack.enter_context(
+            RewardPool("render", workers=opts.workers, env=saving))
+    return Scoring.of_task(task, pool, render_pool, deadline_ms=opts.deadline_ms, save_root=shots_root)
 
 
 def run_eval(opts: EvalOptions) -> dict[str, Any]:
@@ -140,7 +144,7 @@ def run_eval(opts: EvalOptions) -> dict[str, Any]:
     shots_root = opts.out.resolve() / "screens" if render else None  # absolute: services save there
     evaluations, finals, other, win = [], [], None, None
     with ExitStack() as stack, Progress(console=console, transient=True) as progress:
-        scoring = _pools(stack, task, opts, render)
+        scoring = _pools(stack, task, opts, render, shots_root)
         for target in targets:
             entry, finals = _evaluate(target, task, examples, opts, scoring, shots_root, progress)
             evaluations.append(entry)

@@ -1,5 +1,8 @@
-"""Sample n completions per eval problem and score them: the task's service, plus a render pass
-(screenshots, render rate, similarity to the reference) for React tasks.
+"""The one evaluation path: sample n completions per problem with an engine, score them through
+a RewardPool (the task's service, plus a render pass for React tasks: screenshots, render rate,
+similarity to the reference) and return the results table (results.Problem / Sample, whose
+`success` is the one success rule). `botgrpo eval`, the trainer's periodic evaluation, bootstrap's
+base rate and `bench convergence` all call `evaluate` (or `held_out`).
 
 Scoring requests are sent as soon as each generated chunk is ready, so the services work while
 the model generates the next chunk.
@@ -15,8 +18,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from botgrpo_cli.evaluation.results import Problem, Sample
-from botgrpo_cli.rollout import HFEngine, SamplingParams
-from botgrpo_rewards.protocol import ScoreRequest, ScoreResponse
+from botgrpo_cli.reward_client.scored import response_of, score_request
+from botgrpo_cli.rollout import Engine, SamplingParams
+from botgrpo_rewards.protocol import ScoreRequest
+
+SUCCESS_AT = 0.5  # a sample succeeds when it was scored and its success metric is >= this (ALGORITHMS.md §5)
 
 
 @dataclass
@@ -28,6 +34,15 @@ class Scoring:
     success_metric: str
     render_pool: Any = None  # RewardPool("render"); None = no render pass
     deadline_ms: int = 30_000
+    save_root: Path | None = None  # the render service's save dir (its setting); shots lie below it
+    renders_itself: bool = False  # the task's own service renders (render tasks): no second pass
+
+    @classmethod
+    def of_task(cls, task: Any, pool: Any, render_pool: Any = None, deadline_ms: int = 30_000,
+                options: dict | None = None, save_root: Path | None = None) -> "Scoring":
+        """The task's scoring through `pool`; `options` (merged over the task's service options)."""
+        return cls(pool, {**task.service_options, **(options or {})}, task.success_metric, render_pool,
+                   deadline_ms, save_root, renders_itself=task.service == "render")
 
 
 @dataclass
@@ -44,54 +59,56 @@ class Pending:
     render_note: str | None = None  # why the render pass fell back to no judge
 
 
-def _request(rid: str, text: str, example: Any, options: dict, deadline_ms: int) -> ScoreRequest:
-    return ScoreRequest(id=rid, completion=text, prompt=example.prompt, reference=dict(example.reference),
-                        options=options, deadline_ms=deadline_ms)
-
-
-def _render_options(example: Any, save_dir: Path | None) -> dict:
+def _render_options(example: Any, save_group: dict) -> dict:
     judge = "similarity" if "reference_code" in example.reference else "none"  # similarity needs a reference
-    options = {"judge": judge, "mode": "single"}
-    return {**options, "save_dir": str(save_dir)} if save_dir is not None else options
+    return {"judge": judge, "mode": "single", **save_group}
 
 
-def submit_all(model: Any, tok: Any, task: Any, examples: list, n: int, params: SamplingParams, scoring: Scoring,
-               shots: Path | None, batch_size: int, tick: Callable[[int], None] = lambda k: None) -> list[Pending]:
+def _save_group(shots: Path | None, root: Path | None) -> dict:
+    """The request option that puts screenshots in `shots`, a folder under the render service's save
+    dir (a request names a sub-folder, never a path)."""
+    return {"save_group": shots.relative_to(root).as_posix()} if shots is not None and root is not None else {}
+
+
+def submit_all(engine: Engine, examples: list, prompts: list[str], n: int, params: SamplingParams,
+               scoring: Scoring, shots: Path | None, batch_size: int,
+               tick: Callable[[int], None] = lambda k: None) -> list[Pending]:
     """Generate chunk by chunk (chunk c uses seed params.seed + c) and send every completion to the
     services at once. `shots`: folder for screenshots (React tasks), or None."""
-    engine = HFEngine(model, tok)
     rows: list[Pending] = []
-    in_task = task.service == "render"  # the task itself scores by rendering: no second pass
+    in_task = scoring.renders_itself
+    group = _save_group(shots, scoring.save_root)
     for c, lo in enumerate(range(0, len(examples), batch_size)):
         chunk = examples[lo:lo + batch_size]
-        batch = engine.generate([task.format_prompt(ex, tok) for ex in chunk], n,
-                                dataclasses.replace(params, seed=params.seed + c))
+        batch = engine.generate(prompts[lo:lo + batch_size], n, dataclasses.replace(params, seed=params.seed + c))
         lengths = batch.lengths.tolist()
         for i, text in enumerate(batch.texts):
             p = lo + i // n
             rid, ex = f"p{p:05d}-s{i % n:03d}", examples[p]
-            options = {**scoring.options, **({"save_dir": str(shots)} if in_task and shots else {})}
+            options = {**scoring.options, **(group if in_task else {})}
             shown = None
             if scoring.render_pool is not None and not in_task:
-                shown = _request(rid, text, ex, _render_options(ex, shots), scoring.deadline_ms)
+                shown = score_request(rid, text, ex, _render_options(ex, group), scoring.deadline_ms)
             rows.append(Pending(p, text, int(lengths[i]), bool(batch.finished[i]),
-                             scoring.pool.submit(_request(rid, text, ex, options, scoring.deadline_ms)),
+                             scoring.pool.submit(score_request(rid, text, ex, options, scoring.deadline_ms)),
                              scoring.render_pool.submit(shown) if shown else None, shown))
         tick(len(chunk))
     return rows
 
 
-def _relative(path: Any, root: Path) -> str | None:
-    return os.path.relpath(path, root) if isinstance(path, str) and path else None
+def _relative(path: Any, root: Path | None) -> str | None:
+    if not (isinstance(path, str) and path):
+        return None
+    return path if root is None else os.path.relpath(path, root)
 
 
-def _sample(row: Pending, success_metric: str, root: Path) -> Sample:
-    resp: ScoreResponse = row.task.result()
-    ok = resp.ok and resp.score is not None
+def _sample(row: Pending, success_metric: str, root: Path | None) -> Sample:
+    resp = response_of(row.task)
+    ok = resp.usable
     metrics = {k: float(v) for k, v in resp.metrics.items()} if ok else {}
     shot, render_status, render_error = resp.info.get("screenshot"), None, None
     if row.render is not None:
-        shown: ScoreResponse = row.render.result()
+        shown = response_of(row.render)
         shot, render_status = shown.info.get("screenshot"), shown.status
         if shown.ok:
             metrics.update({k: float(v) for k, v in shown.metrics.items()})
@@ -101,7 +118,7 @@ def _sample(row: Pending, success_metric: str, root: Path) -> Sample:
     status = "ok" if ok else ("error" if resp.ok else resp.status)  # ok without a score is an error
     error = None if ok else f"{status}: {resp.error.message if resp.error else 'no score'}"
     return Sample(text=row.text, status=status, score=float(resp.score) if ok else None,
-                  success=metrics.get(success_metric, 0.0) >= 0.5, metrics=metrics, tokens=row.tokens,
+                  success=ok and metrics.get(success_metric, 0.0) >= SUCCESS_AT, metrics=metrics, tokens=row.tokens,
                   finished=row.finished, error=error, screenshot=_relative(shot, root), render_status=render_status,
                   render_error=render_error)
 
@@ -113,7 +130,7 @@ def rerender_unjudged(rows: list[Pending], pool: Any) -> None:
     for row in rows:
         if row.render is None or row.render_request is None or row.render_request.options["judge"] == "none":
             continue
-        resp: ScoreResponse = row.render.result()
+        resp = response_of(row.render)
         if resp.error is not None and resp.error.type == "bad_request":
             request = row.render_request  # without reference_code: the service would render it again
             retry = dataclasses.replace(request, options={**request.options, "judge": "none"},
@@ -121,7 +138,7 @@ def rerender_unjudged(rows: list[Pending], pool: Any) -> None:
             row.render, row.render_note = pool.submit(retry), f"similarity not measured: {resp.error.message}"
 
 
-def collect(rows: list[Pending], examples: list, success_metric: str, root: Path) -> list[Problem]:
+def collect(rows: list[Pending], examples: list, success_metric: str, root: Path | None) -> list[Problem]:
     """Wait for every response and group samples by problem (failed scorings stay, as failures)."""
     problems = [Problem(ex.id, ex.prompt, []) for ex in examples]
     for row in rows:
@@ -129,11 +146,21 @@ def collect(rows: list[Pending], examples: list, success_metric: str, root: Path
     return problems
 
 
-def evaluate_model(model: Any, tok: Any, task: Any, examples: list, n: int, params: SamplingParams,
-                   scoring: Scoring, root: Path, shots: Path | None, batch_size: int,
-                   tick: Callable[[int], None] = lambda k: None) -> list[Problem]:
-    """Sample and score one model on `examples`; screenshot paths are made relative to `root`."""
-    rows = submit_all(model, tok, task, examples, n, params, scoring, shots, batch_size, tick)
+def evaluate(engine: Engine, examples: list, prompts: list[str], n: int, params: SamplingParams, scoring: Scoring,
+             batch_size: int = 8, shots: Path | None = None, root: Path | None = None,
+             tick: Callable[[int], None] = lambda k: None) -> list[Problem]:
+    """Sample n completions of each example (prompts[i] is examples[i] as the model sees it) and
+    score them; failed scorings stay in the table, as failures. Screenshot paths are made relative
+    to `root` (absolute when None)."""
+    rows = submit_all(engine, examples, prompts, n, params, scoring, shots, batch_size, tick)
     if scoring.render_pool is not None:
         rerender_unjudged(rows, scoring.render_pool)
     return collect(rows, examples, scoring.success_metric, root)
+
+
+def held_out(engine: Engine, tok: Any, task: Any, scoring: Scoring, params: SamplingParams, prompts: int,
+             samples: int = 1, batch_size: int = 8, tick: Callable[[int], None] = lambda k: None) -> list[Problem]:
+    """`evaluate` on the first `prompts` problems of the task's eval split, formatted for `tok`."""
+    examples = task.eval_examples()[:prompts]
+    texts = [task.format_prompt(ex, tok) for ex in examples]
+    return evaluate(engine, examples, texts, samples, params, scoring, batch_size, tick=tick)

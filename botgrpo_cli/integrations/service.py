@@ -7,27 +7,11 @@ from __future__ import annotations
 
 import atexit
 import threading
-from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from botgrpo_cli.errors import UserError
-from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS, ScoreRequest, ScoreResponse
-
-
-@dataclass
-class Scored:
-    """One scored batch. Rows whose response is not ok have score None and no spans."""
-
-    responses: list[ScoreResponse]
-    texts: list[str]  # the completion text each response scored
-    scores: list[float | None] = field(init=False)
-    spans: list[list[tuple[int, int, float]]] = field(init=False)  # code points, half-open
-
-    def __post_init__(self) -> None:
-        good = [r.ok and r.score is not None for r in self.responses]
-        self.scores = [float(r.score) if g else None for r, g in zip(self.responses, good)]
-        self.spans = [[(s.start, s.end, float(s.reward)) for s in r.spans] if g else []
-                      for r, g in zip(self.responses, good)]
+from botgrpo_cli.reward_client.scored import Scored
+from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS, ScoreRequest
 
 
 class ServiceScorer:

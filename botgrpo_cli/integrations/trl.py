@@ -14,8 +14,9 @@ from typing import Any, Sequence
 import torch
 from trl import GRPOTrainer
 
-from botgrpo_cli.algos import ADVANTAGES, compute_advantages, project_spans, token_rewards
-from botgrpo_cli.integrations.service import Scored, ServiceScorer, references
+from botgrpo_cli.algos import ADVANTAGES, compute_advantages
+from botgrpo_cli.integrations.service import ServiceScorer, references
+from botgrpo_cli.reward_client.scored import Scored, to_token_rewards
 from botgrpo_cli.rollout import OffsetDecoder
 
 # Keyword arguments TRL passes to reward functions that are not dataset columns.
@@ -54,7 +55,7 @@ class ServiceReward:
         return self.last
 
     def __call__(self, prompts: list, completions: list, **kwargs: Any) -> list[float | None]:
-        return self.score(prompts, [_text(c) for c in completions], kwargs).scores
+        return self.score(prompts, [_text(c) for c in completions], kwargs).values
 
     def close(self) -> None:
         self.scorer.close()
@@ -86,7 +87,7 @@ class _TokenLevelReward:
     def __call__(self, prompts: list, completions: list, completion_ids: list[list[int]], **kwargs: Any) -> list:
         decoded = [self.decoder.decode(list(ids)) for ids in completion_ids]
         self.offsets = [offsets for _, offsets in decoded]
-        return self.reward.score(prompts, [text for text, _ in decoded], kwargs).scores
+        return self.reward.score(prompts, [text for text, _ in decoded], kwargs).values
 
 
 class BoTGRPOTrainer(GRPOTrainer):
@@ -124,14 +125,9 @@ class BoTGRPOTrainer(GRPOTrainer):
 
     def _token_advantages(self, output: dict[str, Any]) -> torch.Tensor:
         """(B, T) advantages for this process's rows; group statistics use every process's rows."""
-        scored = self.token_reward.reward.last
-        mask = output["completion_mask"].bool()  # (B, T), already zero for masked truncations
-        ok = torch.tensor([s is not None for s in scored.scores], device=mask.device)  # (B,)
-        scores = torch.tensor([s or 0.0 for s in scored.scores], device=mask.device)  # (B,)
-        mask = mask & ok[:, None]
-        rho = project_spans(scored.spans, self.token_reward.offsets, mask.shape[1]).to(mask.device)  # (B, T)
-        r = token_rewards(scores, rho, mask, self.lambda_seq, self.lambda_tok)  # (B, T)
-        r_all, m_all, s_all, ok_all = self._gather_rows(r, mask.float(), scores, ok.float())  # bool: no collective
+        tr = to_token_rewards(self.token_reward.reward.last, self.token_reward.offsets,
+                              output["completion_mask"], self.lambda_seq, self.lambda_tok)  # mask: truncations already 0
+        r_all, m_all, s_all, ok_all = self._gather_rows(tr.r, tr.mask.float(), tr.scores, tr.ok.float())  # bool: no collective
         m_all, ok_all = m_all.bool(), ok_all.bool()
         rows = torch.arange(len(s_all), device=s_all.device)
         mode = "train" if self.model.training else "eval"
@@ -139,8 +135,8 @@ class BoTGRPOTrainer(GRPOTrainer):
         groups = torch.where(ok_all, groups, len(s_all) + rows)  # failed rows: own group, advantage 0
         adv = compute_advantages(self.advantage, token_rewards=r_all, scores=s_all, mask=m_all, group_ids=groups,
                                  **self.advantage_options)  # (B_all, T_max)
-        start = self.accelerator.process_index * mask.shape[0]
-        return adv[start:start + mask.shape[0], : mask.shape[1]]
+        start = self.accelerator.process_index * tr.mask.shape[0]
+        return adv[start:start + tr.mask.shape[0], : tr.mask.shape[1]]
 
     def _gather_rows(self, *tensors: torch.Tensor) -> list[torch.Tensor]:
         """Rows of every process in rank order; (B, T) tensors padded to the longest T first."""

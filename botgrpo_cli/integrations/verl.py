@@ -14,8 +14,9 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from botgrpo_cli.algos import compute_advantages, project_spans, token_rewards
-from botgrpo_cli.integrations.service import Scored, ServiceScorer
+from botgrpo_cli.algos import compute_advantages
+from botgrpo_cli.integrations.service import ServiceScorer
+from botgrpo_cli.reward_client.scored import Scored, to_token_rewards
 
 NAME = "bot_grpo"  # advantage estimator name in verl
 REWARD_MANAGER = "botgrpo"  # reward manager name in verl
@@ -60,14 +61,8 @@ def token_reward_rows(scored: Scored, offsets: list[list[tuple[int, int]]], lamb
                       lambda_tok: float = 1.0) -> list[list[float]]:
     """Dense token rewards per response, r = lambda_seq * score + lambda_tok * rho, one value per
     response token; rows the service could not score are all 0 (verl has no per-row mask here)."""
-    width = max((len(o) for o in offsets), default=0)
-    lengths = torch.tensor([len(o) for o in offsets])
-    mask = torch.arange(width)[None, :] < lengths[:, None]  # (B, T)
-    ok = torch.tensor([s is not None for s in scored.scores])
-    scores = torch.tensor([s or 0.0 for s in scored.scores])
-    rho = project_spans(scored.spans, offsets, width)  # (B, T)
-    r = token_rewards(scores, rho, mask & ok[:, None], lambda_seq, lambda_tok)  # (B, T)
-    return [row[:n].tolist() for row, n in zip(r, lengths.tolist())]
+    r = to_token_rewards(scored, offsets, None, lambda_seq, lambda_tok).r  # (B, T)
+    return [row[:len(o)].tolist() for row, o in zip(r, offsets)]
 
 
 def _reference(non_tensor: dict) -> dict:
@@ -101,7 +96,7 @@ class DenseServiceReward:
         text, offsets = self.decoder.decode(list(response_ids))
         prompt = self.tokenizer.decode(list(prompt_ids), skip_special_tokens=True)
         scored = self.scorer.score([prompt], [text], [_reference(non_tensor)])
-        score = scored.scores[0]
+        score = scored.values[0]
         return {"reward_score": token_reward_rows(scored, [offsets], *self.lambdas)[0],
                 "reward_extra_info": {"score": float("nan") if score is None else score,
                                       "scored": float(score is not None)}}

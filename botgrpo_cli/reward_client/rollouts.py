@@ -81,7 +81,7 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
 def summarize(responses: list[ScoreResponse]) -> dict[str, Any]:
     """Counts by status, mean score and each metric's mean over ok responses."""
     counts = Counter(r.status for r in responses)
-    ok = [r for r in responses if r.ok and r.score is not None]
+    ok = [r for r in responses if r.usable]
     sums: dict[str, list[float]] = defaultdict(list)
     for r in ok:
         for name, value in r.metrics.items():

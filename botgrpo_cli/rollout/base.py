@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Callable, Protocol
 
 import torch
 from torch import Tensor
+
+from botgrpo_cli.rollout.offsets import OffsetDecoder, cut_at_stop, truncate
+
+OnDone = Callable[[int, str], None]  # (row, final text): called once per row the moment it ends
 
 
 @dataclass(frozen=True)
@@ -66,10 +70,48 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
 
 
 class Engine(Protocol):
-    """Samples n completions per prompt. Implementations: HFEngine (CPU default)."""
+    """Samples n completions per prompt. Implementations: HFEngine (CPU default), VLLMEngine (GPU).
+    Both finish rows with `finish_row` and pick EOS and padding with `eos_ids` / `pad_id_of`, so
+    they hand the trainer identical batches for identical tokens."""
 
-    def generate(self, prompts: list[str], n: int, params: SamplingParams) -> RolloutBatch: ...
+    pad_id: int  # the id padding completion_ids (and prompts in the trainer's forward pass)
+
+    def generate(self, prompts: list[str], n: int, params: SamplingParams,
+                 on_done: OnDone | None = None) -> RolloutBatch:
+        """n completions of each prompt; rows i*n .. i*n+n-1 belong to prompt i (group id i).
+        on_done(row, text) is called once per row ended by EOS or a stop string, with the text the
+        batch will hold (rows cut by the length limit are not reported)."""
+        ...
 
     def sync_weights(self) -> None:
         """Pick up the trainer's current weights (no-op when the engine shares the model)."""
         ...
+
+
+def eos_ids(model: Any, tokenizer: Any) -> list[int]:
+    """Token ids that end a completion: the model's generation config's, plus the tokenizer's."""
+    eos = getattr(model.generation_config, "eos_token_id", None)
+    ids = list(eos) if isinstance(eos, list) else [eos] if eos is not None else []
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
+        ids.append(tokenizer.eos_token_id)
+    if not ids:
+        raise ValueError("the model and tokenizer define no EOS token; set tokenizer.eos_token")
+    return ids
+
+
+def pad_id_of(tokenizer: Any, eos: list[int]) -> int:
+    """The tokenizer's pad id, else the first EOS id."""
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos[0]
+
+
+def finish_row(decoder: OffsetDecoder, eos: list[int], generated: list[int],
+               stops: tuple[str, ...]) -> tuple[list[int], str, list[tuple[int, int]], bool]:
+    """Valid tokens (through the first EOS or stop string), text, code-point offsets, finished."""
+    eos_at = next((k for k, t in enumerate(generated) if t in eos), None)
+    tokens = generated if eos_at is None else generated[: eos_at + 1]
+    text, offsets = decoder.decode(tokens)
+    cut = cut_at_stop(text, stops)
+    if cut is not None:
+        text, offsets = truncate(text, offsets, cut)
+        tokens = tokens[: len(offsets)]
+    return tokens, text, offsets, eos_at is not None or cut is not None

@@ -7,8 +7,8 @@ from typing import Any, Callable
 import torch
 from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
 
-from botgrpo_cli.rollout.base import RolloutBatch, SamplingParams
-from botgrpo_cli.rollout.offsets import OffsetDecoder, cut_at_stop, truncate
+from botgrpo_cli.rollout.base import RolloutBatch, SamplingParams, eos_ids, finish_row, pad_id_of
+from botgrpo_cli.rollout.offsets import OffsetDecoder
 
 
 class _RowWatcher(StoppingCriteria):
@@ -42,8 +42,8 @@ class HFEngine:
     def __init__(self, model: Any, tokenizer: Any):
         self.model, self.tok = model, tokenizer
         self.decoder = OffsetDecoder(tokenizer)
-        self.eos_ids = _eos_ids(model, tokenizer)
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_ids[0]
+        self.eos_ids = eos_ids(model, tokenizer)
+        self.pad_id = pad_id_of(tokenizer, self.eos_ids)
 
     def sync_weights(self) -> None:
         """Nothing to do: generation uses the training model itself."""
@@ -98,21 +98,4 @@ class HFEngine:
 
     def _row(self, generated: list[int], stops: tuple[str, ...]) -> tuple[list[int], str, list, bool]:
         """Valid tokens (through the first EOS or stop string), text, offsets, finished."""
-        eos_at = next((k for k, t in enumerate(generated) if t in self.eos_ids), None)
-        tokens = generated if eos_at is None else generated[: eos_at + 1]
-        text, offsets = self.decoder.decode(tokens)
-        cut = cut_at_stop(text, stops)
-        if cut is not None:
-            text, offsets = truncate(text, offsets, cut)
-            tokens = tokens[: len(offsets)]
-        return tokens, text, offsets, eos_at is not None or cut is not None
-
-
-def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
-    eos = getattr(model.generation_config, "eos_token_id", None)
-    ids = eos if isinstance(eos, list) else [eos] if eos is not None else []
-    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
-        ids.append(tokenizer.eos_token_id)
-    if not ids:
-        raise ValueError("the model and tokenizer define no EOS token; set tokenizer.eos_token")
-    return ids
+        return finish_row(self.decoder, self.eos_ids, generated, stops)

@@ -20,9 +20,8 @@ from typing import Any, Callable, Iterator
 import torch
 
 from botgrpo_cli.errors import UserError
-from botgrpo_cli.rollout.base import RolloutBatch, SamplingParams
-from botgrpo_cli.rollout.hf import _eos_ids  # the HF engine's rule, so both stop on the same tokens
-from botgrpo_cli.rollout.offsets import OffsetDecoder, cut_at_stop, truncate
+from botgrpo_cli.rollout.base import RolloutBatch, SamplingParams, eos_ids, finish_row, pad_id_of
+from botgrpo_cli.rollout.offsets import OffsetDecoder
 
 
 @dataclass(frozen=True)
@@ -40,20 +39,6 @@ def row_seed(seed: int, prompt: str, k: int) -> int:
     its prompt and k, never on the batch around it or the rank that generates it."""
     digest = int.from_bytes(hashlib.blake2b(prompt.encode(), digest_size=8).digest(), "little")
     return (seed * 1_000_003 + digest + k * 7919) % (2**31 - 1)
-
-
-def finish_row(decoder: OffsetDecoder, eos_ids: list[int], generated: list[int],
-               stops: tuple[str, ...]) -> tuple[list[int], str, list[tuple[int, int]], bool]:
-    """Valid tokens (through the first EOS or stop string), text, code-point offsets, finished.
-    The same rule as the HF engine, so both engines hand the trainer identical batches."""
-    eos_at = next((k for k, t in enumerate(generated) if t in eos_ids), None)
-    tokens = generated if eos_at is None else generated[: eos_at + 1]
-    text, offsets = decoder.decode(tokens)
-    cut = cut_at_stop(text, stops)
-    if cut is not None:
-        text, offsets = truncate(text, offsets, cut)
-        tokens = tokens[: len(offsets)]
-    return tokens, text, offsets, eos_at is not None or cut is not None
 
 
 def policy_weights(model: Any) -> Iterator[tuple[str, torch.Tensor]]:
@@ -82,8 +67,8 @@ class VLLMEngine:
                             "(or use rollout.engine=hf)") from None
         self.model, self.tok, self.options = model, tokenizer, options
         self.decoder = OffsetDecoder(tokenizer)
-        self.eos_ids = _eos_ids(model, tokenizer)
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_ids[0]
+        self.eos_ids = eos_ids(model, tokenizer)  # the HF engine's rules, so both stop and pad alike
+        self.pad_id = pad_id_of(tokenizer, self.eos_ids)
         self.tp_group, launch = _placement(options.tensor_parallel_size)
         self.llm = LLM(model=model_path, tokenizer=model_path, tensor_parallel_size=options.tensor_parallel_size,
                        gpu_memory_utilization=options.gpu_memory_utilization, enable_sleep_mode=options.sleep_mode,

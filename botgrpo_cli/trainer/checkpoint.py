@@ -1,22 +1,33 @@
-"""Atomic checkpoints (temp dir + rename), keep the last K, exact resume.
+"""Atomic, durable checkpoints (temp dir, fsync, rename), keep the last K, exact resume.
 
-Contents: model (HF format) + tokenizer, optimizer, scheduler, RNG states (python, numpy, torch),
-data position, step, the resolved config.
+Contents: model (HF format, safetensors) + tokenizer, optimizer + scheduler (optim.pt), RNG states
+(rng.pt: python, numpy, torch), data position and step (state.json), the resolved config (secrets
+redacted). The .pt files hold only tensors and plain containers and are read with
+`torch.load(weights_only=True)`: a checkpoint file cannot run code.
+
+On resume every file of the newest checkpoint is checked (JSON parses, safetensors sizes match
+their headers, .pt files load); a damaged one is skipped with a one-line warning for the newest
+intact one.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
+import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
 
-PREFIX = "step-"
+from botgrpo_cli import rundir
+from botgrpo_cli.errors import UserError
+
+PREFIX = rundir.STEP_PREFIX
 
 
 @dataclass
@@ -25,36 +36,59 @@ class TrainState:
     data_position: int  # prompts drawn from the training stream
 
 
+class DamagedCheckpoint(Exception):
+    """A checkpoint that cannot be resumed from; the message says which file and why."""
+
+
+@dataclass
+class Loaded:
+    """A checked checkpoint, its small files already read."""
+
+    path: Path
+    state: TrainState
+    optim: dict
+    rng: dict
+
+
 def save(run_dir: Path, state: TrainState, model: Any, tokenizer: Any, opt: Any, sched: Any,
          cfg_yaml: str, keep_last: int, weights: dict | None = None) -> Path:
     """Write checkpoints/step-N atomically and drop all but the newest `keep_last`.
-    weights: the full state dict when the model's own is sharded (FSDP); opt None: no optimizer state."""
+    weights: the full state dict when the model's own is sharded (FSDP); opt None: no optimizer state.
+    A disk or permission error is a UserError naming the last good checkpoint."""
     root = run_dir / "checkpoints"
-    root.mkdir(exist_ok=True)
     final = root / f"{PREFIX}{state.step:06d}"
     tmp = root / f".tmp-{final.name}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    model.save_pretrained(tmp / "model", state_dict=weights)
-    tokenizer.save_pretrained(tmp / "model")
-    if opt is not None:
-        torch.save({"optimizer": opt.state_dict(), "scheduler": sched.state_dict()}, tmp / "optim.pt")
-    torch.save({"python": random.getstate(), "numpy": np.random.get_state(),
-                "torch": torch.get_rng_state()}, tmp / "rng.pt")
-    (tmp / "state.json").write_text(json.dumps(state.__dict__))
-    (tmp / "config.yaml").write_text(cfg_yaml)
-    if final.exists():
-        shutil.rmtree(final)
-    tmp.rename(final)
-    for old in checkpoints(run_dir)[:-keep_last]:
-        shutil.rmtree(old)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        model.save_pretrained(tmp / "model", state_dict=weights)
+        tokenizer.save_pretrained(tmp / "model")
+        if opt is not None:
+            torch.save({"optimizer": opt.state_dict(), "scheduler": sched.state_dict()}, tmp / "optim.pt")
+        torch.save(_rng_state(), tmp / "rng.pt")
+        (tmp / "state.json").write_text(json.dumps(state.__dict__))
+        (tmp / "config.yaml").write_text(cfg_yaml)
+        _fsync_tree(tmp)
+        if final.exists():
+            shutil.rmtree(final)
+        tmp.rename(final)
+        _fsync(root)
+        for old in checkpoints(run_dir)[:-keep_last]:
+            shutil.rmtree(old)
+    except (OSError, RuntimeError) as err:  # torch.save reports a full disk as a RuntimeError
+        shutil.rmtree(tmp, ignore_errors=True)
+        good = [p for p in checkpoints(run_dir) if p != final]
+        last = f"the last good checkpoint is {good[-1]}" if good else "no checkpoint was written before"
+        reason = getattr(err, "strerror", None) or (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise UserError(f"could not write checkpoint {final}: {reason}; {last}. Free disk space or "
+                        f"fix permissions, then continue with `botgrpo train --resume --out {run_dir}`") from None
     return final
 
 
 def checkpoints(run_dir: Path) -> list[Path]:
     """Complete checkpoints, oldest first (temp dirs of an interrupted save are ignored)."""
-    root = run_dir / "checkpoints"
-    return sorted(p for p in root.glob(f"{PREFIX}*") if p.is_dir()) if root.is_dir() else []
+    return rundir.checkpoint_dirs(run_dir)
 
 
 def latest(run_dir: Path) -> Path | None:
@@ -62,13 +96,123 @@ def latest(run_dir: Path) -> Path | None:
     return found[-1] if found else None
 
 
-def restore(ckpt: Path, opt: Any, sched: Any) -> TrainState:
-    """Load optimizer, scheduler and RNG states (the model is loaded from ckpt/model by the caller)."""
-    optim = torch.load(ckpt / "optim.pt", weights_only=False)
-    opt.load_state_dict(optim["optimizer"])
-    sched.load_state_dict(optim["scheduler"])
-    rng = torch.load(ckpt / "rng.pt", weights_only=False)
-    random.setstate(rng["python"])
-    np.random.set_state(rng["numpy"])
+def read(ckpt: Path) -> Loaded:
+    """Check every file of a checkpoint and read its small ones; raises DamagedCheckpoint."""
+    _check_model(ckpt / "model")
+    try:
+        raw = json.loads((ckpt / "state.json").read_text())
+        state = TrainState(step=int(raw["step"]), data_position=int(raw["data_position"]))
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise DamagedCheckpoint(f"state.json is unreadable ({type(err).__name__}: {err})") from None
+    return Loaded(ckpt, state, _load_pt(ckpt / "optim.pt"), _load_pt(ckpt / "rng.pt"))
+
+
+def latest_intact(run_dir: Path, warn: Callable[[str], None]) -> Loaded | None:
+    """The newest checkpoint that passes `read`, warning once for each newer damaged one.
+    None when there is none at all; UserError when every one is damaged."""
+    found = checkpoints(run_dir)
+    problems = []
+    for ckpt in reversed(found):
+        try:
+            loaded = read(ckpt)
+        except DamagedCheckpoint as err:
+            problems.append(f"{ckpt.name}: {err}")
+            continue
+        for problem in problems:
+            warn(f"checkpoint {problem}; resuming from {ckpt.name}, the newest intact one")
+        return loaded
+    if found:
+        raise UserError(f"no intact checkpoint in {run_dir / 'checkpoints'} ({'; '.join(problems)}); "
+                        "start a new run with another --out")
+    return None
+
+
+def restore(loaded: Loaded, opt: Any, sched: Any) -> TrainState:
+    """Load optimizer, scheduler and RNG states (the model is loaded from path/model by the caller)."""
+    try:
+        opt.load_state_dict(loaded.optim["optimizer"])
+        sched.load_state_dict(loaded.optim["scheduler"])
+        _set_rng_state(loaded.rng)
+    except (KeyError, ValueError, TypeError, RuntimeError) as err:
+        raise UserError(f"checkpoint {loaded.path} does not fit this run's model/optimizer ({type(err).__name__}: "
+                        f"{err}); resume with the run's own settings or start a new run") from None
+    return loaded.state
+
+
+# ---------------------------------------------------------------------------- files
+
+
+def _rng_state() -> dict:
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    return {"python": random.getstate(), "torch": torch.get_rng_state(),
+            "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                      "has_gauss": int(has_gauss), "gauss": float(gauss)}}
+
+
+def _set_rng_state(rng: dict) -> None:
+    n = rng["numpy"]
+    random.setstate(_tuples(rng["python"]))
+    np.random.set_state((n["kind"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["gauss"]))
     torch.set_rng_state(rng["torch"])
-    return TrainState(**json.loads((ckpt / "state.json").read_text()))
+
+
+def _tuples(obj: Any) -> Any:
+    return tuple(_tuples(x) for x in obj) if isinstance(obj, (list, tuple)) else obj
+
+
+def _load_pt(path: Path) -> dict:
+    try:
+        obj = torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as err:  # truncated, empty, not a torch file, or holding code: all mean damaged
+        first = (str(err).strip().splitlines() or [""])[0][:200]
+        raise DamagedCheckpoint(f"{path.name} is unreadable ({type(err).__name__}: {first})") from None
+    if not isinstance(obj, dict):
+        raise DamagedCheckpoint(f"{path.name} does not hold a state dict")
+    return obj
+
+
+def _check_model(model_dir: Path) -> None:
+    """Every JSON file parses and every safetensors file is as long as its header says."""
+    if not model_dir.is_dir():
+        raise DamagedCheckpoint("the model/ folder is missing")
+    tensors = list(model_dir.glob("*.safetensors"))
+    if not tensors:
+        raise DamagedCheckpoint("model/ holds no .safetensors weights")
+    for path in sorted(model_dir.glob("*.json")):
+        try:
+            json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise DamagedCheckpoint(f"model/{path.name} is unreadable ({type(err).__name__})") from None
+    for path in tensors:
+        _check_safetensors(path)
+
+
+def _check_safetensors(path: Path) -> None:
+    size = path.stat().st_size
+    try:
+        with path.open("rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            if n > size:
+                raise ValueError("header longer than the file")
+            header = json.loads(f.read(n))
+        end = max((t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"), default=0)
+    except (OSError, ValueError, struct.error, KeyError, TypeError, IndexError) as err:
+        raise DamagedCheckpoint(f"model/{path.name} has no valid header ({type(err).__name__})") from None
+    if size != 8 + n + end:
+        raise DamagedCheckpoint(f"model/{path.name} is {size} bytes, its header says {8 + n + end} (truncated?)")
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_tree(root: Path) -> None:
+    """Flush every file and folder under root to disk, so a rename never publishes half-written data."""
+    for folder, _, files in os.walk(root):
+        for name in files:
+            _fsync(Path(folder) / name)
+        _fsync(Path(folder))

@@ -2,28 +2,30 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 import torch
 
-from botgrpo_cli.algos import ADVANTAGES, compute_advantages, masked_mean, project_spans, token_rewards
+from botgrpo_cli.algos import ADVANTAGES, compute_advantages, masked_mean
 from botgrpo_cli.config import Config
 from botgrpo_cli.console import console
-from botgrpo_cli.rollout import RolloutBatch
+from botgrpo_cli.evaluation.metrics import failed_scorings, success_rate
+from botgrpo_cli.evaluation.sampling import Scoring, held_out
+from botgrpo_cli.reward_client.scored import to_token_rewards
+from botgrpo_cli.rollout import Engine, RolloutBatch, SamplingParams
+from botgrpo_cli.rundir import read_metrics
 from botgrpo_cli.trainer.distributed import reduce_metrics
-from botgrpo_cli.trainer.evaluate import success_rate
+from botgrpo_cli.trainer.interrupt import interruptible
 from botgrpo_cli.trainer.logprobs import batch_logps
-from botgrpo_cli.trainer.metrics import MetricsLog, read
-from botgrpo_cli.trainer.plots import plot_curves
-from botgrpo_cli.trainer.progress import make_progress, stats_line
-from botgrpo_cli.trainer.report import sample_rows, step_metrics
-from botgrpo_cli.trainer.rollouts import collect_rollouts, isolate_failed, shaped_scores
+from botgrpo_cli.trainer.reports import MetricsLog, make_progress, plot_curves, sample_rows, stats_line, step_metrics
+from botgrpo_cli.trainer.rollouts import collect_rollouts, isolate_failed, score_shaping, step_ends
 from botgrpo_cli.trainer.samples import SamplesPage
 from botgrpo_cli.trainer.session import Session, open_session
-from botgrpo_cli.trainer.steps import step_ends
 from botgrpo_cli.trainer.update import UpdateInputs, update, updates_per_batch
 
 
@@ -37,23 +39,27 @@ class TrainResult:
     eval_after: dict | None = None
 
 
-def train(cfg: Config, resume: bool = False, eval_around: bool = False, pool=None) -> TrainResult:
+def train(cfg: Config, resume: bool = False, eval_around: bool = False, pool=None,
+          on_step: Callable[[int, dict[str, float]], None] | None = None) -> TrainResult:
     """Run (or resume) training; with eval_around, measure held-out success before and after.
-    `pool`: a running RewardPool for the task's service to reuse (e.g. across a sweep); else one is started."""
+    `pool`: a running RewardPool for the task's service to reuse (e.g. across a sweep); else one is started.
+    `on_step(step, metrics)`: called right after each training step with its metrics (benchmarks time steps)."""
     eval_seed = cfg.run.seed + 7919  # one fixed seed: every evaluation samples comparably
     with open_session(cfg, resume, pool) as s:
         if eval_around:
             console.print(f"measuring success on {cfg.run.eval_prompts} held-out prompts before and after training")
-        before = success_rate(s, cfg.run.eval_prompts, eval_seed) if eval_around else None
+        before = _held_out(s, eval_seed) if eval_around else None
         main = s.dist.main  # only rank 0 writes the run directory
-        log = MetricsLog(s.run_dir, cfg.log.tensorboard, cfg.log.wandb, cfg.to_dict(), s.state.step) if main else None
+        log = MetricsLog(s.run_dir, cfg.log.tensorboard, cfg.log.wandb, cfg.public_dict(), s.state.step) if main else None
         page = SamplesPage(s.run_dir / "samples.html", f"{cfg.run.task} / {cfg.algo.name}") if main else None
-        with make_progress(disable=not main) as progress:
+        with make_progress(disable=not main) as progress, interruptible(s.run_dir, lambda: s.state.step):
             bar = progress.add_task("train", total=cfg.run.steps, completed=s.state.step, stats="")
             for step in range(s.state.step + 1, cfg.run.steps + 1):
                 metrics = train_step(s, step, page)
+                if on_step is not None:
+                    on_step(step, metrics)
                 if cfg.run.eval_every and step % cfg.run.eval_every == 0:
-                    metrics.update(success_rate(s, cfg.run.eval_prompts, eval_seed))
+                    metrics.update(_held_out(s, eval_seed))
                 metrics = reduce_metrics(metrics, s.dist)
                 if log and (step % cfg.log.every == 0 or step == cfg.run.steps):
                     log.write(step, metrics)
@@ -63,12 +69,28 @@ def train(cfg: Config, resume: bool = False, eval_around: bool = False, pool=Non
                     s.save()
         if log:
             log.close()
-        after = success_rate(s, cfg.run.eval_prompts, eval_seed) if eval_around else None
+        after = _held_out(s, eval_seed) if eval_around else None
         s.dist.barrier()
-        records = read(s.run_dir / "metrics.jsonl")
+        records = read_metrics(s.run_dir)
         title = f"{cfg.run.task} / {cfg.algo.name}"
         curves = plot_curves(records, s.run_dir / "curves.png", title) if main else None
         return TrainResult(s.run_dir, records, s.run_dir / "samples.html", curves, before, after)
+
+
+def _held_out(s: Session, seed: int) -> dict[str, float]:
+    scoring = Scoring(s.pool, s.service_options, s.task.success_metric, deadline_ms=s.cfg.reward.deadline_ms)
+    chunk = s.cfg.rollout.prompts_per_step * s.cfg.rollout.group_size  # prompts per engine call
+    return held_out_success(s.engine, s.tok, s.task, scoring, dataclasses.replace(s.params, seed=seed),
+                            s.cfg.run.eval_prompts, chunk)
+
+
+def held_out_success(engine: Engine, tok: Any, task: Any, scoring: Scoring, params: SamplingParams, n_prompts: int,
+                     batch_size: int) -> dict[str, float]:
+    """eval/success through the evaluation path (evaluation/sampling.py) with the run's engine, pool
+    and sampling settings, one completion per prompt; failed scorings count as failures."""
+    problems = held_out(engine, tok, task, scoring, params, n_prompts, batch_size=batch_size)
+    return {"eval/success": success_rate(problems), "eval/failed_scoring": float(failed_scorings(problems)),
+            "eval/prompts": float(len(problems))}
 
 
 def train_step(s: Session, step: int, page: SamplesPage | None) -> dict[str, float]:
@@ -91,10 +113,9 @@ def train_step(s: Session, step: int, page: SamplesPage | None) -> dict[str, flo
     t_logp = time.perf_counter()
     scored = ro.wait()  # scores + spans; failed rows come back with ok = False
     t_rew = time.perf_counter()
-    mask = b.mask & scored.ok[:, None]  # (B, T) failed completions are masked out, and counted
-    scores = shaped_scores(scored, b, s)  # (B,)
-    rho = project_spans(scored.spans, b.offsets, b.mask.shape[1])  # (B, T)
-    r = token_rewards(scores, rho, mask, cfg.reward.lambda_seq, cfg.reward.lambda_tok)  # (B, T)
+    tr = to_token_rewards(scored, b.offsets, b.mask, cfg.reward.lambda_seq, cfg.reward.lambda_tok,
+                          shaping=score_shaping(b, s))  # failed rows: masked out, and counted
+    scores, mask, rho, r = tr.scores, tr.mask, tr.rho, tr.r  # (B,), (B, T), (B, T), (B, T)
     gids = isolate_failed(b.group_ids, scored.ok)  # (B,)
     adv = compute_advantages(a.advantage, token_rewards=r, scores=scores, mask=mask, group_ids=gids,
                              **estimator_options(s, b, rho))  # (B, T)

@@ -1,20 +1,24 @@
-"""Sample prompts (this process's share), generate G completions each and start scoring them; DAPO dynamic sampling."""
+"""Rollouts: the seeded prompt stream, this process's share of prompts, G completions each with
+scoring started as each row ends, DAPO dynamic sampling, and reasoning-step boundaries on tokens.
+
+(PromptStream and step_ends moved here from trainer/data.py and trainer/steps.py, unchanged.)
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import random
 from concurrent.futures import Future
-from typing import Callable
+from typing import Callable, Generic, TypeVar
 
 import torch
 from torch import Tensor
 
 from botgrpo_cli.algos import overlong_penalty, zero_variance_groups
 from botgrpo_cli.rollout import RolloutBatch, concat
-from botgrpo_cli.trainer import scoring
+from botgrpo_cli.reward_client.scored import Scored, collect, score_request
 from botgrpo_cli.trainer.distributed import shard
-from botgrpo_cli.trainer.scoring import Scored
 
 
 @dataclasses.dataclass
@@ -62,8 +66,8 @@ def _round(s, step: int, round_: int) -> tuple[RolloutBatch, list, list]:
     futures: dict[int, Future] = {}
 
     def send(i: int, text: str) -> None:
-        futures[i] = scoring.submit(s.pool, [text], [rows[i]], s.service_options, s.cfg.reward.deadline_ms,
-                                    tag=f"s{step}r{round_}-{i}")[0]
+        futures[i] = s.pool.submit(score_request(f"s{step}r{round_}-{i}", text, rows[i], s.service_options,
+                                                 s.cfg.reward.deadline_ms))
 
     batch = _generate(s, s.prompt_texts(examples), params, send)
     for i, text in enumerate(batch.texts):
@@ -73,11 +77,17 @@ def _round(s, step: int, round_: int) -> tuple[RolloutBatch, list, list]:
     return batch, rows, [futures[i] for i in range(len(rows))]
 
 
+def score_shaping(batch: RolloutBatch, s) -> Tensor | None:
+    """DAPO's overlong penalty (B,) when the preset asks for it, else None."""
+    if not s.cfg.algo.overlong_shaping:
+        return None
+    return overlong_penalty(batch.lengths, s.params.max_new_tokens, s.cfg.algo.overlong_cache)
+
+
 def shaped_scores(scored: Scored, batch: RolloutBatch, s) -> Tensor:
-    """Service scores plus DAPO's overlong penalty when the preset asks for it; 0 on failed rows."""
-    scores = scored.scores
-    if s.cfg.algo.overlong_shaping:
-        scores = scores + overlong_penalty(batch.lengths, s.params.max_new_tokens, s.cfg.algo.overlong_cache)
+    """Service scores plus the shaping above; 0 on failed rows."""
+    shaping = score_shaping(batch, s)
+    scores = scored.scores if shaping is None else scored.scores + shaping
     return torch.where(scored.ok, scores, 0.0)
 
 
@@ -92,12 +102,12 @@ def collect_rollouts(s, step: int) -> Rollouts:
     With dynamic sampling: keep groups whose scores vary, refill from new prompts, bounded rounds."""
     if not s.cfg.algo.dynamic_sampling:
         batch, rows, futures = _round(s, step, 0)
-        return Rollouts(batch, rows, lambda: scoring.collect(futures), rounds=1)
+        return Rollouts(batch, rows, lambda: collect(futures, batch.texts), rounds=1)
     kept_b, kept_rows, kept_scored, n_groups = [], [], [], 0
     share = s.cfg.rollout.prompts_per_step // s.dist.world  # groups this process keeps per step
     for round_ in range(s.cfg.algo.max_rounds):
         batch, rows, futures = _round(s, step, round_)
-        scored = scoring.collect(futures)
+        scored = collect(futures, batch.texts)
         gids = isolate_failed(batch.group_ids, scored.ok)
         keep = scored.ok & ~zero_variance_groups(shaped_scores(scored, batch, s), gids)  # (B,)
         idx = keep.nonzero().squeeze(1)
@@ -106,11 +116,64 @@ def collect_rollouts(s, step: int) -> Rollouts:
         if len(idx):
             kept_b.append(batch.select(idx))
             kept_rows.extend(rows[i] for i in idx.tolist())
-            kept_scored.append(scoring.select(scored, idx))
+            kept_scored.append(scored.select(idx))
             n_groups += int(batch.group_ids[idx].unique().numel())
         if not s.dist.any(n_groups < share):  # every process stops in the same round: streams stay aligned
             break
     if not kept_b:  # every group was constant: train on the last round (its advantages are all 0)
         kept_b, kept_rows, kept_scored = [batch], rows, [scored]
-    joined = scoring.join(kept_scored)
+    joined = Scored.join(kept_scored)
     return Rollouts(concat(kept_b, s.engine.pad_id), kept_rows, lambda: joined, rounds=round_ + 1)
+
+
+T = TypeVar("T")
+
+
+class PromptStream(Generic[T]):
+    """Examples in a fresh seeded shuffle each epoch; `position` (items drawn) is the whole state."""
+
+    def __init__(self, items: list[T], seed: int, position: int = 0):
+        if not items:
+            raise ValueError("the task has no training examples")
+        self.items, self.seed, self.position = items, seed, position
+        self._epoch, self._order = -1, []
+
+    def _order_of(self, epoch: int) -> list[int]:
+        if epoch != self._epoch:
+            order = list(range(len(self.items)))
+            random.Random(self.seed * 1_000_003 + epoch).shuffle(order)
+            self._epoch, self._order = epoch, order
+        return self._order
+
+    def take(self, k: int) -> list[T]:
+        out = []
+        for _ in range(k):
+            epoch, index = divmod(self.position, len(self.items))
+            out.append(self.items[self._order_of(epoch)[index]])
+            self.position += 1
+        return out
+
+
+def step_ends(texts: list[str], offsets: list[list[tuple[int, int]]], separator: str | None, T: int) -> Tensor:
+    """(B, T) bool: True on the token holding the last character of each separator occurrence and on
+    each completion's last token (the final step). Tokens with no characters never end a step."""
+    ends = torch.zeros((len(texts), T), dtype=torch.bool)
+    for i, (text, offs) in enumerate(zip(texts, offsets)):
+        if offs:
+            ends[i, len(offs) - 1] = True
+        if not separator:
+            continue
+        boundaries = _boundaries(text, separator)
+        for t, (start, end) in enumerate(offs):
+            if start < end and any(start < b <= end for b in boundaries):
+                ends[i, t] = True
+    return ends
+
+
+def _boundaries(text: str, separator: str) -> list[int]:
+    """Code-point positions just after each non-overlapping occurrence of `separator`."""
+    out, pos = [], text.find(separator)
+    while pos >= 0:
+        out.append(pos + len(separator))
+        pos = text.find(separator, pos + len(separator))
+    return out

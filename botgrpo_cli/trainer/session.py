@@ -11,14 +11,15 @@ from typing import Any, Iterator
 
 import numpy as np
 import torch
-import yaml
 
 from botgrpo_cli.config import Config
+from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.rollout import Engine, HFEngine, SamplingParams
 from botgrpo_cli.trainer import checkpoint
 from botgrpo_cli.trainer.checkpoint import TrainState
-from botgrpo_cli.trainer.data import PromptStream
+from botgrpo_cli.trainer.degenerate import check_settings
+from botgrpo_cli.trainer.rollouts import PromptStream
 from botgrpo_cli.trainer.distributed import Dist
 from botgrpo_cli.trainer.policy import load_model, load_tokenizer, resolve_model_path
 from botgrpo_cli.trainer.update import make_optimizer
@@ -56,7 +57,7 @@ class Session:
         weights = self.dist.accelerator.get_state_dict(self.model) if fsdp else None
         if self.dist.main:
             checkpoint.save(self.run_dir, self.state, self.policy, self.tok, None if fsdp else self.opt, self.sched,
-                            yaml.safe_dump(self.cfg.to_dict(), sort_keys=False), self.cfg.run.keep_last, weights)
+                            self.cfg.to_yaml(), self.cfg.run.keep_last, weights)
         self.dist.barrier()
 
 
@@ -97,20 +98,37 @@ def _distributed(cfg: Config) -> Dist:
     return dist
 
 
-def _run_dir(cfg: Config, resume: bool) -> tuple[Path, Path | None]:
-    """The run directory (not created yet) and, when resuming, its latest checkpoint."""
+def _run_dir(cfg: Config, resume: bool, main: bool = True) -> tuple[Path, checkpoint.Loaded | None]:
+    """The run directory (not created yet) and, when resuming, its newest intact checkpoint."""
     if cfg.run.out_dir is None:
         if resume:
             raise UserError("--resume needs the run directory: pass --out DIR (or set run.out_dir)")
         stamp = time.strftime("%Y%m%d-%H%M%S")
         return Path("runs") / f"{cfg.run.task}-{cfg.algo.name}-{stamp}", None
     run_dir = Path(cfg.run.out_dir)
-    ckpt = checkpoint.latest(run_dir)
-    if resume and ckpt is None:
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UserError(f"--out {run_dir} is a file, not a folder; pass a folder for the run")
+    if not resume:
+        if (run_dir / "metrics.jsonl").exists() or checkpoint.latest(run_dir) is not None:
+            raise UserError(f"{run_dir} already holds a run; add --resume to continue it or pick another --out")
+        return run_dir, None
+    def warn(msg: str) -> None:
+        if main:  # one line per run, not one per process
+            console.print(f"[yellow]warning:[/] {msg}", soft_wrap=True)
+
+    loaded = checkpoint.latest_intact(run_dir, warn)
+    if loaded is None:
         raise UserError(f"--resume: {run_dir} has no checkpoint to continue from; drop --resume to start fresh")
-    if not resume and ((run_dir / "metrics.jsonl").exists() or ckpt is not None):
-        raise UserError(f"{run_dir} already holds a run; add --resume to continue it or pick another --out")
-    return run_dir, ckpt
+    return run_dir, loaded
+
+
+def _prepare_run_dir(run_dir: Path, cfg: Config) -> None:
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        cfg.save(run_dir / "config.yaml")
+    except OSError as err:
+        raise UserError(f"cannot write the run directory {run_dir}: {err.strerror or err}; "
+                        "pick a writable --out") from None
 
 
 def _seed_everything(seed: int) -> None:
@@ -140,7 +158,10 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     _seed_everything(cfg.run.seed)
     task = _task(cfg)
     dist = _distributed(cfg)
-    run_dir, ckpt = _run_dir(cfg, resume)
+    run_dir, loaded = _run_dir(cfg, resume, dist.main)
+    ckpt = loaded.path if loaded is not None else None
+    check_settings(cfg, lambda msg: dist.main and console.print(f"[yellow]warning:[/] {msg}", soft_wrap=True),
+                   loaded.state.step if loaded is not None else 0)
     run_dir = dist.from_main(run_dir)  # a time-stamped name is rank 0's; also a barrier before it writes
     if ckpt is not None and cfg.run.distributed == "fsdp" and dist.world > 1:
         raise UserError("--resume with run.distributed=fsdp is not supported yet (checkpoints hold the model, "
@@ -156,7 +177,7 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     stream = PromptStream(task.train_examples(), cfg.run.seed)
     state = TrainState(step=0, data_position=0)
     if ckpt is not None:
-        state = checkpoint.restore(ckpt, opt, sched)
+        state = checkpoint.restore(loaded, opt, sched)
         stream.position = state.data_position
     params = SamplingParams(
         max_new_tokens=cfg.rollout.max_new_tokens or task.max_new_tokens, temperature=cfg.rollout.temperature,
@@ -165,8 +186,7 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
                                      command=cfg.reward.command)
     try:
         if dist.main:
-            run_dir.mkdir(parents=True, exist_ok=True)
-            cfg.save(run_dir / "config.yaml")
+            _prepare_run_dir(run_dir, cfg)
         engine = _engine(cfg, getattr(model, "module", model), tok, base)
         yield Session(cfg, task, tok, model, ref, engine, pool, opt, sched, stream, state, run_dir,
                       params, {**task.service_options, **cfg.reward.options}, dist)

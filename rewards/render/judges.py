@@ -20,7 +20,7 @@ class RenderOptions:
 
     judge: str = "similarity"
     mode: str = "single"
-    save_dir: str | None = None
+    save_group: str = ""  # sub-folder of the service's save dir for this request's PNG ("a/b")
 
     @classmethod
     def parse(cls, options: dict) -> "RenderOptions":
@@ -32,10 +32,11 @@ class RenderOptions:
             raise BackendError(f"option mode={mode!r} is unknown; use one of {', '.join(MODES)}", "bad_request")
         if mode == "pairwise" and judge == "none":
             raise BackendError("mode=pairwise needs a judge (similarity or vlm), not judge=none", "bad_request")
-        save_dir = options.get("save_dir")
-        if save_dir is not None and not isinstance(save_dir, str):
-            raise BackendError("option save_dir must be a folder path (a string)", "bad_request")
-        return cls(judge=judge, mode=mode, save_dir=save_dir)
+        group = options.get("save_group", "")
+        if not isinstance(group, str) or len(group) > 200:
+            raise BackendError("option save_group must be a short string naming a sub-folder of the service's "
+                               "save dir, e.g. \"model-a/png\"", "bad_request")
+        return cls(judge=judge, mode=mode, save_group=group)
 
 
 def compare_similarity(candidate: Render, reference: Render) -> dict[str, float]:

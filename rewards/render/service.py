@@ -34,8 +34,13 @@ class RenderBackend(Backend):
     capabilities = ("render", "similarity", "vlm", "pairwise")
     max_inflight = 4
 
-    def __init__(self, chromium: str | None = None, pages: int | None = None, viewport: tuple[int, int] = (640, 480)):
+    def __init__(self, chromium: str | None = None, pages: int | None = None, viewport: tuple[int, int] = (640, 480),
+                 save_dir: str | None = None, vlm_base_url: str | None = None, vlm_model: str | None = None):
+        """save_dir (else $BOTGRPO_RENDER_SAVE_DIR): where every candidate's `<id>.png` is written; the
+        VLM's address: see VlmConfig.from_settings. These are the service's settings, never a request's."""
         self.chromium = chromium
+        self.save_dir = save_dir or os.environ.get("BOTGRPO_RENDER_SAVE_DIR") or None
+        self.vlm_base_url, self.vlm_model = vlm_base_url, vlm_model
         self.pages = pages or int(os.environ.get("BOTGRPO_RENDER_PAGES", "2"))
         self.viewport = viewport
         self._compiler: Compiler | None = None
@@ -98,7 +103,7 @@ class RenderBackend(Backend):
         return result
 
     def _vlm_client(self, options: dict) -> VlmClient:
-        config = VlmConfig.from_options(options)
+        config = VlmConfig.from_settings(options, self.vlm_base_url, self.vlm_model)
         key = (config.url, config.model, config.api_key, config.request_timeout_s, config.max_retries)
         with self._lock:
             return self._vlm.setdefault(key, VlmClient(config))
@@ -117,8 +122,8 @@ class RenderBackend(Backend):
         else:
             cand = self.render_code(found_code[0], deadline)
         info = _render_info(cand)
-        if opts.save_dir and cand.png:
-            info["screenshot"] = _save(cand.png, opts.save_dir, request.id)
+        if self.save_dir and cand.png:
+            info["screenshot"] = _save(cand.png, self.save_dir, opts.save_group, request.id)
         metrics = {"rendered": float(cand.rendered)}
         if opts.judge == "none":
             return ScoreResult(score=float(cand.rendered), metrics=metrics, info=info)
@@ -171,10 +176,15 @@ def _render_info(result: Render) -> dict:
     return info
 
 
-def _save(png: bytes, folder: str, request_id) -> str:
-    path = Path(folder)
+def _safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:100].lstrip(".") or "render"
+
+
+def _save(png: bytes, root: str, group: str, request_id) -> str:
+    """Write `<root>/<group>/<id>.png`: the service chose root; the request's group and id only name
+    folders and a file inside it (each part reduced to [A-Za-z0-9_.-], no leading dot)."""
+    path = Path(root).joinpath(*(_safe_name(part) for part in group.split("/") if part))
     path.mkdir(parents=True, exist_ok=True)
-    name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(request_id))[:100] or "render"
-    target = path / f"{name}.png"
+    target = path / f"{_safe_name(str(request_id))}.png"
     target.write_bytes(png)
     return str(target)

@@ -39,7 +39,7 @@ RETRY_STATUSES = {408, 409, 425, 429, 500, 502, 503, 504}
 
 @dataclass
 class VlmConfig:
-    """Where the model is served. `from_options` reads options first, then BOTGRPO_VLM_* env vars."""
+    """Where the model is served and how it is called (see `from_settings`)."""
 
     base_url: str
     model: str
@@ -50,15 +50,25 @@ class VlmConfig:
     max_tokens: int = 200
 
     @classmethod
-    def from_options(cls, options: dict) -> "VlmConfig":
-        base = options.get("vlm_base_url") or os.environ.get("BOTGRPO_VLM_BASE_URL")
-        model = options.get("vlm_model") or os.environ.get("BOTGRPO_VLM_MODEL")
+    def from_settings(cls, options: dict, base_url: str | None = None, model: str | None = None) -> "VlmConfig":
+        """The server's address and key are the service's settings (arguments, else BOTGRPO_VLM_BASE_URL,
+        BOTGRPO_VLM_MODEL, BOTGRPO_VLM_API_KEY), never a request's; a request may pick the model name,
+        the per-call timeout and the retries."""
+        base = base_url or os.environ.get("BOTGRPO_VLM_BASE_URL")
+        model = options.get("vlm_model") or model or os.environ.get("BOTGRPO_VLM_MODEL")
         if not base or not model:
-            raise BackendError("the vlm judge needs a server: set BOTGRPO_VLM_BASE_URL and BOTGRPO_VLM_MODEL "
-                               "(or options vlm_base_url / vlm_model), e.g. http://127.0.0.1:8000/v1", "bad_request")
-        return cls(base_url=base, model=model, api_key=options.get("vlm_api_key") or os.environ.get("BOTGRPO_VLM_API_KEY", ""),
-                   request_timeout_s=float(options.get("vlm_timeout_s", 60.0)),
-                   max_retries=int(options.get("vlm_max_retries", 3)))
+            raise BackendError("the vlm judge needs a server: start the render service with BOTGRPO_VLM_BASE_URL "
+                               "(e.g. http://127.0.0.1:8000/v1) and BOTGRPO_VLM_MODEL set", "bad_request")
+        if not isinstance(model, str):
+            raise BackendError("option vlm_model must be a string", "bad_request")
+        try:
+            timeout, retries = float(options.get("vlm_timeout_s", 60.0)), int(options.get("vlm_max_retries", 3))
+        except (TypeError, ValueError):
+            raise BackendError("options vlm_timeout_s and vlm_max_retries must be numbers", "bad_request") from None
+        if not 0 < timeout <= 600 or not 0 <= retries <= 10:
+            raise BackendError("option vlm_timeout_s must be in (0, 600] and vlm_max_retries in [0, 10]", "bad_request")
+        return cls(base_url=base, model=model, api_key=os.environ.get("BOTGRPO_VLM_API_KEY", ""),
+                   request_timeout_s=timeout, max_retries=retries)
 
     @property
     def url(self) -> str:

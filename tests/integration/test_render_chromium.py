@@ -79,10 +79,13 @@ def _assert_still_serving(backend):
     assert res.metrics["rendered"] == 1.0 and res.score == 1.0
 
 
-def test_valid_component_renders_non_blank(backend, tmp_path):
-    res = _score(backend, GOOD, save_dir=str(tmp_path))
+def test_valid_component_renders_non_blank(backend, tmp_path, monkeypatch):
+    monkeypatch.setattr(backend, "save_dir", str(tmp_path))  # the service's setting, not the request's
+    res = _score(backend, GOOD, save_group="../../a/..")
     assert res.metrics["rendered"] == 1.0
-    pixels = np.asarray(Image.open(io.BytesIO((tmp_path / "t.png").read_bytes())).convert("RGB"))
+    shot = tmp_path / "render" / "render" / "a" / "render" / "t.png"  # ".." is only a name inside save_dir
+    assert res.info["screenshot"] == str(shot)
+    pixels = np.asarray(Image.open(io.BytesIO(shot.read_bytes())).convert("RGB"))
     assert pixels.shape == (480, 640, 3)
     assert len(np.unique(pixels.reshape(-1, 3), axis=0)) > 10  # text and colours, not a flat page
 
@@ -268,13 +271,14 @@ def test_pairwise_similarity_prefers_the_closer_render(backend):
     assert (win.score, win.metrics["judge"], loss.score) == (1.0, 1.0, 0.0)
 
 
-def test_vlm_judge_through_the_backend(backend):
+def test_vlm_judge_through_the_backend(backend, monkeypatch):
     from test_render_vlm import FakeServer
 
     server = FakeServer([(0, 200, '{"score": 7, "reason": "fine"}')])
+    monkeypatch.setattr(backend, "vlm_base_url", server.url)  # the service's setting
     try:
         req = ScoreRequest(id="v", completion=GOOD, prompt="A shopping list", reference={"reference_code": REFERENCE},
-                           options={"judge": "vlm", "vlm_base_url": server.url, "vlm_model": "m"})
+                           options={"judge": "vlm", "vlm_model": "m"})
         res = backend.score(req, time.monotonic() + 5)
     finally:
         server.close()

@@ -13,7 +13,7 @@ from safetensors.torch import load_file
 from botgrpo_cli.algos import PRESETS
 from botgrpo_cli.config import load_config
 from botgrpo_cli.trainer import train
-from botgrpo_cli.trainer.metrics import TIMING_KEYS
+from botgrpo_cli.trainer.reports import TIMING_KEYS
 
 TASK = "react_synth"
 SMALL = ["rollout.prompts_per_step=2", "rollout.group_size=4", "rollout.max_new_tokens=48", "run.threads=1",

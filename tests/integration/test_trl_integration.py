@@ -55,8 +55,8 @@ def _expected(tokenizer, generated: dict) -> torch.Tensor:
         decoded, offs = _offsets(tokenizer, row[m].tolist())
         assert decoded == text  # the service scored exactly the generated tokens' text
         offsets.append(offs)
-    ok = torch.tensor([s is not None for s in scored.scores])
-    scores = torch.tensor([s or 0.0 for s in scored.scores])
+    ok = torch.tensor([s is not None for s in scored.values])
+    scores = torch.tensor([s or 0.0 for s in scored.values])
     mask = mask & ok[:, None]
     rho = project_spans(scored.spans, offsets, mask.shape[1])
     r = token_rewards(scores, rho, mask)

@@ -123,3 +123,25 @@ def test_clean_info_keeps_strings_and_finite_numbers_only():
     info = P.clean_info({"s": "x", "n": 2, "f": 0.5, "nan": float("nan"), "obj": {"a": 1}, "flag": True})
     assert info == {"s": "x", "n": 2, "f": 0.5, "nan": "nan", "obj": "{'a': 1}", "flag": "True"}
     json.dumps(info, allow_nan=False)  # always encodable
+
+
+@pytest.mark.parametrize("options, name", [
+    ({"vlm_base_url": "http://127.0.0.1:9/v1"}, "vlm_base_url"),
+    ({"vlm_api_key": "sk-1"}, "vlm_api_key"),
+    ({"save_dir": "/etc"}, "save_dir"),
+    ({"judge": "vlm", "extra": {"auth-token": "x"}}, "extra.auth-token"),
+    ({"OutputPath": "x"}, "OutputPath"),
+    ({"server": "https://attacker.example"}, "server"),  # a URL under an innocent name
+])
+def test_options_may_not_name_a_url_secret_or_path(options, name):
+    line = json.dumps({"op": "score", "id": "r", "completion": "c", "options": options})
+    with pytest.raises(P.ProtocolError) as err:
+        P.decode_request(line)
+    assert err.value.type == "bad_request" and err.value.id == "r" and repr(name) in str(err.value)
+    assert "service's own settings" in str(err.value)
+
+
+def test_ordinary_options_pass_the_server_setting_guard():
+    for options in ({"steps": True}, {"judge": "vlm", "mode": "pairwise", "vlm_model": "m", "save_group": "a/png"},
+                    {"max_type_errors": 5, "syntax_weight": 0.5}):
+        assert P.decode_request(json.dumps({"id": 1, "completion": "c", "options": options})).options == options

@@ -52,18 +52,22 @@ def test_judge_pair_needs_agreement_in_both_orders():
 def test_vlm_config_url_and_env(monkeypatch):
     monkeypatch.setenv("BOTGRPO_VLM_BASE_URL", "http://h:1/v1/")
     monkeypatch.setenv("BOTGRPO_VLM_MODEL", "m")
-    cfg = VlmConfig.from_options({})
-    assert cfg.url == "http://h:1/v1/chat/completions" and cfg.model == "m"
-    assert VlmConfig.from_options({"vlm_base_url": "http://x:2"}).url == "http://x:2/v1/chat/completions"
+    monkeypatch.setenv("BOTGRPO_VLM_API_KEY", "sk-server")
+    cfg = VlmConfig.from_settings({})
+    assert cfg.url == "http://h:1/v1/chat/completions" and cfg.model == "m" and cfg.api_key == "sk-server"
+    assert VlmConfig.from_settings({}, base_url="http://x:2").url == "http://x:2/v1/chat/completions"
+    # a request's options never move the server or its key; they may pick the model name
+    cfg = VlmConfig.from_settings({"vlm_base_url": "http://evil:1", "vlm_api_key": "x", "vlm_model": "n"})
+    assert (cfg.base_url, cfg.api_key, cfg.model) == ("http://h:1/v1/", "sk-server", "n")
     monkeypatch.delenv("BOTGRPO_VLM_BASE_URL")
     with pytest.raises(BackendError, match="BOTGRPO_VLM_BASE_URL"):
-        VlmConfig.from_options({})
+        VlmConfig.from_settings({})
 
 
 def test_render_options():
-    assert RenderOptions.parse({}) == RenderOptions("similarity", "single", None)
+    assert RenderOptions.parse({}) == RenderOptions("similarity", "single", "")
     assert RenderOptions.parse({"judge": "vlm", "mode": "pairwise"}).mode == "pairwise"
-    for bad in ({"judge": "eyeball"}, {"mode": "triple"}, {"save_dir": 3}):
+    for bad in ({"judge": "eyeball"}, {"mode": "triple"}, {"save_group": 3}):
         with pytest.raises(BackendError):
             RenderOptions.parse(bad)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from botgrpo_cli.trainer.steps import step_ends
+from botgrpo_cli.trainer.rollouts import step_ends
 
 
 def test_separator_ends_on_token_holding_its_last_char():

@@ -1,0 +1,181 @@
+"""What a run reports and logs: the metrics of one step, metrics.jsonl (one line per logged step)
+with TensorBoard and wandb when available, the Rich progress line, and curves.png. The per-token
+samples page is samples.py.
+
+(Moved together from trainer/metrics.py, report.py, progress.py and plots.py, unchanged.)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import torch
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from torch import Tensor
+
+from botgrpo_cli.algos import masked_mean, zero_variance_groups
+from botgrpo_cli.console import console
+from botgrpo_cli.reward_client.scored import Scored
+from botgrpo_cli.rundir import read_metrics
+
+
+TIMING_KEYS = ("time/step_s", "time/generate_s", "time/reward_s", "time/update_s", "time/logp_s",
+               "perf/tokens_per_s", "time/eval_s")  # wall-clock fields (differ between identical runs)
+
+
+class MetricsLog:
+    def __init__(self, run_dir: Path, tensorboard: bool, wandb: bool, config: dict, resume_step: int = 0):
+        self.path = run_dir / "metrics.jsonl"
+        _truncate_after(self.path, resume_step)
+        self.file = self.path.open("a")
+        self.tb = _tensorboard(run_dir) if tensorboard else None
+        self.wandb = _wandb(config) if wandb else None
+
+    def write(self, step: int, metrics: dict[str, float]) -> None:
+        line = {"step": step, **{k: _finite_or_none(v) for k, v in metrics.items()}}
+        self.file.write(json.dumps(line) + "\n")
+        self.file.flush()
+        for k, v in metrics.items():
+            if self.tb is not None:
+                self.tb.add_scalar(k, v, step)
+        if self.wandb is not None:
+            self.wandb.log(metrics, step=step)
+
+    def close(self) -> None:
+        self.file.close()
+        if self.tb is not None:
+            self.tb.close()
+        if self.wandb is not None:
+            self.wandb.finish()
+
+
+def _truncate_after(path: Path, step: int) -> None:
+    """On resume, drop lines logged after the checkpoint so the file continues without duplicates."""
+    if path.exists():
+        kept = [r for r in read_metrics(path) if r["step"] <= step]
+        path.write_text("".join(json.dumps(r) + "\n" for r in kept))
+
+
+def _finite_or_none(v: float) -> float | None:
+    return float(v) if math.isfinite(v) else None
+
+
+def _tensorboard(run_dir: Path) -> Any:
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        return None  # tensorboard is optional; metrics.jsonl has everything
+    return SummaryWriter(str(run_dir / "tb"))
+
+
+def _wandb(config: dict) -> Any:
+    try:
+        import wandb
+    except ImportError:
+        console.print("[yellow]log.wandb is on but wandb is not installed (pip install wandb); skipping it[/]")
+        return None
+    wandb.init(project="botgrpo", config=config)
+    return wandb
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else float("nan")
+
+
+def zero_variance_fraction(scores: Tensor, group_ids: Tensor, ok: Tensor) -> float:
+    """Share of prompts whose scored completions all got the same score (no outcome signal)."""
+    if not bool(ok.any()):
+        return float("nan")
+    gids = group_ids[ok]
+    constant = zero_variance_groups(scores[ok], gids)  # (n_ok,) True for members of constant groups
+    groups = gids.unique()
+    return float(torch.isin(groups, gids[constant]).sum()) / len(groups)
+
+
+def step_metrics(s, ro, scored: Scored, scores: Tensor, mask: Tensor, adv: Tensor, upd: dict,
+                 times: dict[str, float]) -> dict[str, float]:
+    b = ro.batch
+    ok_scores = scored.scores[scored.ok]
+    tokens = int(b.mask.sum())
+    m: dict[str, float] = {
+        "reward/mean": float(ok_scores.mean()) if len(ok_scores) else float("nan"),
+        "reward/std": float(ok_scores.std()) if len(ok_scores) > 1 else 0.0,
+        "reward/masked": float(scored.masked),
+        "reward/restarts": float(s.pool.stats.get("restarts", 0)),
+        "adv/mean": float(masked_mean(adv, mask)),
+        "adv/std": float(adv[mask].std()) if int(mask.sum()) > 1 else 0.0,
+        "groups/zero_variance_frac": zero_variance_fraction(scores, b.group_ids, scored.ok),
+        "groups/rounds": float(ro.rounds),
+        "completion/length_mean": float(b.lengths.float().mean()),
+        "completion/finished_frac": float(b.finished.float().mean()),
+        "perf/tokens_per_s": tokens / max(times["generate"], 1e-9),
+    }
+    for name, values in sorted(scored.metrics.items()):
+        m[f"reward/{name}"] = _mean(values)
+    metric = s.task.success_metric
+    if metric in scored.metrics:
+        m["success"] = sum(scored.metrics[metric]) / len(scored.ok)  # failed scorings count as failures
+    m.update(upd)
+    m.update({f"time/{k}_s": v for k, v in times.items()})
+    return m
+
+
+def sample_rows(ro, scored: Scored, r: Tensor, adv: Tensor, k: int) -> list[dict]:
+    """The first k completions with per-token reward and advantage for the samples page."""
+    rows = []
+    for i in range(min(k, len(ro.batch.texts))):
+        n = len(ro.batch.offsets[i])
+        resp = scored.responses[i]
+        rows.append({"prompt": ro.batch.prompts[i], "text": ro.batch.texts[i], "offsets": ro.batch.offsets[i],
+                     "rewards": r[i, :n].tolist(), "advantages": adv[i, :n].tolist(),
+                     "score": float(scored.scores[i]), "status": resp.status})
+    return rows
+
+
+def make_progress(disable: bool = False) -> Progress:
+    return Progress(
+        TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        TextColumn("{task.fields[stats]}"), console=console, transient=False, disable=disable,
+    )
+
+
+def stats_line(m: dict[str, float]) -> str:
+    parts = [f"reward {m.get('reward/mean', float('nan')):+.3f}"]
+    if "success" in m:
+        parts.append(f"success {m['success']:.2f}")
+    if "kl" in m:
+        parts.append(f"kl {m['kl']:.4f}")
+    if m.get("update/steps", 1) > 1:  # off-policy steps: how much the clip acts
+        parts.append(f"clip {m.get('clip_frac', float('nan')):.3f}")
+    parts.append(f"{m.get('time/step_s', 0.0):.2f}s/step")
+    return "  ".join(parts)
+
+
+PANELS = [("reward/mean", "reward"), ("success", "success"), ("kl", "KL"), ("completion/length_mean", "length"),
+          ("entropy", "entropy"), ("eval/success", "eval success")]
+
+
+def plot_curves(records: list[dict], out: Path, title: str) -> Path | None:
+    """One small panel per metric that was recorded; None when there is nothing to plot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [(k, label) for k, label in PANELS if any(r.get(k) is not None for r in records)]
+    if not panels:
+        return None
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 2.8), squeeze=False)
+    for ax, (key, label) in zip(axes[0], panels):
+        pts = [(r["step"], r[key]) for r in records if r.get(key) is not None]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="." if len(pts) < 30 else None)
+        ax.set_title(label)
+        ax.set_xlabel("step")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out

@@ -1,0 +1,122 @@
+"""Checkpoints under faults: damaged files, code in a .pt file, a full disk, an unusable --out."""
+
+from __future__ import annotations
+
+import errno
+import json
+import pickle
+import random
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from botgrpo_cli.errors import UserError
+from botgrpo_cli.trainer import checkpoint
+from botgrpo_cli.trainer.checkpoint import TrainState
+
+
+@pytest.fixture(scope="module")
+def parts(tiny_model_dir):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model(torch.tensor([[1, 2, 3]]), labels=torch.tensor([[1, 2, 3]])).loss.backward()
+    opt.step()
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+    return model, tok, opt, sched
+
+
+def _save_two(run, parts):
+    model, tok, opt, sched = parts
+    for step in (1, 2):
+        checkpoint.save(run, TrainState(step, step * 8), model, tok, opt, sched, "run: {}\n", keep_last=3)
+    return [run / "checkpoints" / f"step-00000{s}" for s in (1, 2)]
+
+
+class Planted:
+    """Unpickling this runs code (creates a file): exactly what a checkpoint must never be able to do."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (str(self.path), "w"))
+
+
+def _damage(kind, ckpt, tmp_path):
+    model_file = ckpt / "model" / "model.safetensors"
+    if kind == "truncated_weights":
+        model_file.write_bytes(model_file.read_bytes()[:-100])
+    elif kind == "empty_optim":
+        (ckpt / "optim.pt").write_bytes(b"")
+    elif kind == "truncated_rng":
+        data = (ckpt / "rng.pt").read_bytes()
+        (ckpt / "rng.pt").write_bytes(data[: len(data) // 2])
+    elif kind == "broken_state":
+        (ckpt / "state.json").write_text('{"step": 2')
+    elif kind == "broken_config_json":
+        (ckpt / "model" / "config.json").write_text("{")
+    elif kind == "code_in_rng":
+        (ckpt / "rng.pt").write_bytes(pickle.dumps({"python": Planted(tmp_path / "pwned")}))
+    elif kind == "missing_model":
+        shutil.rmtree(ckpt / "model")
+
+
+@pytest.mark.parametrize("kind", ["truncated_weights", "empty_optim", "truncated_rng", "broken_state",
+                                  "broken_config_json", "code_in_rng", "missing_model"])
+def test_a_damaged_latest_falls_back_to_the_newest_intact_one(parts, tmp_path, kind):
+    run = tmp_path / "run"
+    first, second = _save_two(run, parts)
+    _damage(kind, second, tmp_path)
+    warnings = []
+    loaded = checkpoint.latest_intact(run, warnings.append)
+    assert loaded.path == first and loaded.state == TrainState(1, 8)
+    assert len(warnings) == 1 and "step-000002" in warnings[0] and "resuming from step-000001" in warnings[0]
+    assert not (tmp_path / "pwned").exists()  # the pickled code never ran
+
+
+def test_every_checkpoint_damaged_is_one_clear_error(parts, tmp_path):
+    run = tmp_path / "run"
+    for ckpt in _save_two(run, parts):
+        (ckpt / "optim.pt").write_bytes(b"")
+    with pytest.raises(UserError, match="no intact checkpoint.*step-000002: optim.pt is unreadable"):
+        checkpoint.latest_intact(run, print)
+
+
+def test_restore_brings_back_every_rng_and_the_optimizer(parts, tmp_path):
+    model, tok, opt, sched = parts
+    random.seed(3), np.random.seed(4), torch.manual_seed(5)
+    checkpoint.save(tmp_path, TrainState(7, 70), model, tok, opt, sched, "x: 1\n", keep_last=1)
+    expected = (random.random(), np.random.rand(), torch.rand(1).item())
+    random.seed(0), np.random.seed(0), torch.manual_seed(0)
+    state = checkpoint.restore(checkpoint.read(tmp_path / "checkpoints" / "step-000007"), opt, sched)
+    assert state == TrainState(7, 70)
+    assert (random.random(), np.random.rand(), torch.rand(1).item()) == expected
+    for f in ("optim.pt", "rng.pt"):  # plain tensors and containers: loadable with weights_only=True
+        torch.load(tmp_path / "checkpoints" / "step-000007" / f, weights_only=True)
+
+
+def test_a_full_disk_names_the_last_good_checkpoint(parts, tmp_path, monkeypatch):
+    model, tok, opt, sched = parts
+    run = tmp_path / "run"
+    checkpoint.save(run, TrainState(1, 8), model, tok, opt, sched, "", keep_last=2)
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(torch, "save", full)
+    with pytest.raises(UserError) as err:
+        checkpoint.save(run, TrainState(2, 16), model, tok, opt, sched, "", keep_last=2)
+    message = str(err.value)
+    assert "No space left on device" in message and "last good checkpoint is" in message
+    assert "step-000001" in message and "--resume --out" in message
+    assert [p.name for p in (run / "checkpoints").iterdir()] == ["step-000001"]  # no half-written temp dir
+
+
+def test_state_json_round_trips(parts, tmp_path):
+    model, tok, opt, sched = parts
+    path = checkpoint.save(tmp_path, TrainState(3, 24), model, tok, opt, sched, "a: 1\n", keep_last=1)
+    assert json.loads((path / "state.json").read_text()) == {"step": 3, "data_position": 24}
