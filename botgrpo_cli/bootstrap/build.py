@@ -37,7 +37,9 @@ def _recipe(task: Task, size: str) -> dict[str, Any]:
     sft_overrides = getattr(task, "bootstrap_sft", {}).get(size, {})
     r["sft"] = dataclasses.asdict(dataclasses.replace(r["sft"], **sft_overrides))
     recipe = {"build": BUILD_VERSION, "task": task.name, "options": task.options, "size": size, "model": SIZES[size], **r}
-    return recipe | ({"task_sft": sft_overrides} if sft_overrides else {})  # the other tasks keep their keys
+    version = getattr(task, "corpus_version", 1)
+    recipe |= {"task_sft": sft_overrides} if sft_overrides else {}  # (the other tasks keep their keys)
+    return recipe | ({"corpus_version": version} if version != 1 else {})
 
 
 def bootstrap(

@@ -86,6 +86,7 @@ def test_arith_solutions_clean_steps_true_slipped_steps_false():
         steps = [_EQ.match(p) for p in paras[:-1]]
         assert all(steps), it.completion
         verdicts = [_true(int(m[1]), m[2], int(m[3]), int(m[4])) for m in steps]
+        assert all(int(m[4]) >= 0 for m in steps), it.completion  # slips never make a count negative
         for i, ok in enumerate(verdicts):
             if i in it.slips:
                 assert not ok
