@@ -7,23 +7,53 @@ it from there. Fields left as None mean "the task's (or the preset's) default".
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import yaml
 
-from botgrpo_cli.errors import UserError
+from botgrpo_cli.errors import UnknownName, UserError, closest, known_hint
 
 
-def opt(default: Any, help: str, choices: tuple | None = None) -> Any:
-    """A dataclass field with its help text (and allowed values) attached as metadata."""
+def opt(default: Any, help: str, choices: tuple | Callable[[], list[str]] | None = None) -> Any:
+    """A dataclass field with its help text (and allowed values, or a function returning a
+    registry's names) attached as metadata."""
     meta = {"help": help, "choices": choices}
     if isinstance(default, (dict, list)):
         return field(default_factory=lambda: type(default)(default), metadata=meta)
     return field(default=default, metadata=meta)
+
+
+def _presets() -> list[str]:
+    from botgrpo_cli.algos import PRESETS
+
+    return sorted(PRESETS)
+
+
+def _advantages() -> list[str]:
+    from botgrpo_cli.algos import ADVANTAGES
+
+    return ADVANTAGES.names()
+
+
+def _losses() -> list[str]:
+    from botgrpo_cli.algos import LOSSES
+
+    return LOSSES.names()
+
+
+def _loss_aggs() -> list[str]:
+    from botgrpo_cli.algos.losses import LOSS_AGGS
+
+    return list(LOSS_AGGS)
+
+
+def choices_of(f: dataclasses.Field) -> list[str] | None:
+    """A field's allowed values (a registry's names are read when asked)."""
+    choices = f.metadata["choices"]
+    return list(choices()) if callable(choices) else (list(choices) if choices else None)
 
 
 @dataclass
@@ -65,17 +95,20 @@ class RewardConfig:
     lambda_seq: float = opt(1.0, "weight of the sequence score in each token's reward")
     lambda_tok: float = opt(1.0, "weight of the span rewards in each token's reward (0 = outcome only)")
     options: dict = opt({}, "options sent with each request, merged over the task's")
+    services: dict = opt({}, "several services scored at once, in order, NAME: WEIGHT or NAME: {weight, options, "
+                             "workers, command}; score = weighted sum; the first takes the role of reward.service")
 
 
 @dataclass
 class AlgoConfig:
-    name: str = opt("bot_grpo", "preset (ALGORITHMS.md section 4) filling the fields below that are unset")
-    advantage: Optional[str] = opt(None, "advantage estimator: grpo | bot_grpo | rloo | pure")
-    advantage_options: Optional[dict] = opt(None, "estimator options (scale, eps, std_correction, credit ...)")
-    loss: Optional[str] = opt(None, "policy loss: clip | gspo")
-    loss_agg: Optional[str] = opt(None, "seq_mean_token_mean | token_mean | seq_mean_token_sum_norm")
-    eps_low: Optional[float] = opt(None, "lower clip range")
-    eps_high: Optional[float] = opt(None, "upper clip range")
+    name: str = opt("bot_grpo", "preset (ALGORITHMS.md section 4) filling the fields below that are unset", _presets)
+    advantage: Optional[str] = opt(None, "advantage estimator", _advantages)
+    advantage_options: Optional[dict] = opt(None, "estimator options, checked against its signature (scale, eps, "
+                                                  "std_correction, credit ...); None = the preset's")
+    loss: Optional[str] = opt(None, "policy loss", _losses)
+    loss_options: Optional[dict] = opt(None, "policy loss options, checked against its signature (clip, gspo: "
+                                             "eps_low, eps_high); None = the preset's")
+    loss_agg: Optional[str] = opt(None, "how token losses are averaged", _loss_aggs)
     beta: float = opt(0.0, "k3 KL penalty weight against the initial model (0 = no reference model; LoRA runs "
                            "use the base weights with the adapters off, others load a frozen copy)")
     entropy_coef: float = opt(0.0, "entropy bonus: subtract this times the per-token entropy from the loss")
@@ -161,8 +194,10 @@ def describe() -> str:
     for section, cls in _CLASSES.items():
         for f in dataclasses.fields(cls):
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            choices = choices_of(f)
+            shown = f"; one of {', '.join(choices)}" if choices else ""
             lines.append(f"{section}.{f.name} ({_type_name(_HINTS[section][f.name])}, default {default!r}): "
-                         f"{f.metadata['help']}")
+                         f"{f.metadata['help']}{shown}")
     return "\n".join(lines)
 
 
@@ -180,10 +215,7 @@ def _kind(tp: Any) -> str:
     return _KINDS.get(tp, _type_name(tp))
 
 
-def _closest(name: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
-    hint = f"did you mean {', '.join(close)}? " if close else ""
-    return f"{hint}known: {', '.join(known)}"
+_closest = known_hint
 
 
 def _field_of(section: str, key: str) -> dataclasses.Field:
@@ -284,12 +316,11 @@ def apply_preset(algo: AlgoConfig) -> None:
     from botgrpo_cli.algos import PRESETS
 
     if algo.name not in PRESETS:
-        raise UserError(f"unknown algorithm preset {algo.name!r}; {_closest(algo.name, sorted(PRESETS))}")
+        raise UnknownName("algorithm preset", algo.name, sorted(PRESETS))
     p = PRESETS[algo.name]
     preset_values = {
         "advantage": p.advantage, "advantage_options": dict(p.advantage_options), "loss": p.loss,
-        "loss_agg": p.loss_agg, "eps_low": p.loss_options.get("eps_low", 0.2),
-        "eps_high": p.loss_options.get("eps_high", 0.2), "dynamic_sampling": p.dynamic_sampling,
+        "loss_agg": p.loss_agg, "loss_options": dict(p.loss_options), "dynamic_sampling": p.dynamic_sampling,
         "overlong_shaping": p.overlong_shaping, "mini_batches": p.mini_batches,
     }
     for key, value in preset_values.items():
@@ -300,14 +331,12 @@ def apply_preset(algo: AlgoConfig) -> None:
 _POSITIVE = ["rollout.group_size", "rollout.prompts_per_step", "rollout.vllm_tensor_parallel_size", "algo.max_rounds", "algo.mini_batches", "algo.epochs", "optim.micro_batch_size",
              "run.keep_last", "run.eval_prompts", "log.every", "optim.lr", "reward.workers", "reward.deadline_ms"]
 _NON_NEGATIVE = ["run.steps", "run.save_every", "run.eval_every", "log.samples_every", "optim.warmup_steps",
-                 "optim.grad_clip", "algo.beta", "algo.entropy_coef", "algo.eps_low", "algo.eps_high", "model.lora_r",
+                 "optim.grad_clip", "algo.beta", "algo.entropy_coef", "model.lora_r",
                  "optim.weight_decay", "algo.overlong_cache", "run.threads", "rollout.temperature"]
 
 
 def validate(cfg: Config) -> None:
     """Range and choice checks; each message names the field, its meaning and the fix."""
-    from botgrpo_cli.algos import ADVANTAGES, LOSSES
-
     def get(dotted: str) -> Any:
         section, key = dotted.split(".")
         return getattr(getattr(cfg, section), key)
@@ -325,31 +354,41 @@ def validate(cfg: Config) -> None:
             fail(dotted, f"must be >= 0, got {get(dotted)}")
     for section, cls in _CLASSES.items():
         for f in dataclasses.fields(cls):
-            choices, value = f.metadata["choices"], getattr(getattr(cfg, section), f.name)
-            if choices and value not in choices:
-                fail(f"{section}.{f.name}", f"must be one of {', '.join(choices)}; got {value!r}")
+            choices, value = choices_of(f), getattr(getattr(cfg, section), f.name)
+            if choices and value is not None and value not in choices:
+                fail(f"{section}.{f.name}", f"must be one of {', '.join(choices)}; got {value!r}"
+                     + (f" (did you mean {', '.join(near)}?)" if (near := closest(str(value), choices)) else ""))
+    _check_algo_options(cfg, fail)
     if not 0 < cfg.rollout.top_p <= 1:
         fail("rollout.top_p", f"must be in (0, 1], got {cfg.rollout.top_p}")
     if cfg.rollout.max_new_tokens is not None and cfg.rollout.max_new_tokens <= 0:
         fail("rollout.max_new_tokens", "must be > 0")
     if len(cfg.optim.betas) != 2 or not all(0 <= b < 1 for b in cfg.optim.betas):
         fail("optim.betas", f"must be two numbers in [0, 1), got {cfg.optim.betas}")
-    if cfg.algo.advantage not in ADVANTAGES:
-        fail("algo.advantage", f"{cfg.algo.advantage!r} is unknown; {_closest(cfg.algo.advantage, ADVANTAGES.names())}")
-    if cfg.algo.loss not in LOSSES:
-        fail("algo.loss", f"{cfg.algo.loss!r} is unknown; {_closest(cfg.algo.loss, LOSSES.names())}")
-    aggs = ("seq_mean_token_mean", "token_mean", "seq_mean_token_sum_norm")
-    if cfg.algo.loss_agg not in aggs:
-        fail("algo.loss_agg", f"must be one of {', '.join(aggs)}; got {cfg.algo.loss_agg!r}")
     if not 0 < cfg.rollout.vllm_gpu_memory_utilization <= 1:
         fail("rollout.vllm_gpu_memory_utilization", f"must be in (0, 1], got {cfg.rollout.vllm_gpu_memory_utilization}")
     if cfg.rollout.vllm_dtype not in (None, "float32", "bfloat16", "float16"):
         fail("rollout.vllm_dtype", f"must be float32, bfloat16 or float16, got {cfg.rollout.vllm_dtype!r}")
     _check_reward_options(cfg, fail)
+    if cfg.reward.services:
+        _check_services(cfg.reward, fail)
     if cfg.run.distributed == "fsdp" and cfg.rollout.engine != "vllm":
         fail("run.distributed", "is fsdp, which needs rollout.engine=vllm: HF generate cannot sample sharded weights")
     if cfg.run.distributed == "fsdp" and cfg.algo.dynamic_sampling:
         fail("run.distributed", "is fsdp, which needs algo.dynamic_sampling=false (sharded forwards need equal shares)")
+
+
+def _check_algo_options(cfg: Config, fail: Any) -> None:
+    """Estimator and loss options against the registered functions' signatures (tensors first)."""
+    from botgrpo_cli.algos import ADVANTAGES, LOSSES
+
+    for dotted, registry, name, options in (("algo.advantage_options", ADVANTAGES, cfg.algo.advantage,
+                                             cfg.algo.advantage_options), ("algo.loss_options", LOSSES,
+                                             cfg.algo.loss, cfg.algo.loss_options)):
+        try:
+            registry.check_options(name, options or {}, positional=4)
+        except UnknownName as err:
+            fail(dotted, str(err))
 
 
 def _check_reward_options(cfg: Config, fail: Any) -> None:
@@ -360,3 +399,25 @@ def _check_reward_options(cfg: Config, fail: Any) -> None:
         fail("reward.options", f"sets {bad!r}, a URL, secret or server path, which reward services refuse in "
                                "requests; make it the service's own setting instead (its environment, e.g. "
                                "BOTGRPO_VLM_BASE_URL / BOTGRPO_VLM_API_KEY for render)")
+
+
+def _check_services(reward: RewardConfig, fail: Any) -> None:
+    from botgrpo_cli.reward_client.combined import parse_services
+    from botgrpo_rewards.protocol import server_setting
+    from botgrpo_rewards.registry import SERVICES
+
+    if reward.service is not None or reward.command is not None:
+        fail("reward.services", "replaces reward.service and reward.command: list the main service first in "
+                                "reward.services (with its command there) and leave those two unset")
+    try:
+        specs = parse_services(reward.services)
+    except ValueError as err:
+        fail("reward.services", f"entry {err}")
+    for spec in specs:
+        if spec.command is None and spec.name not in SERVICES:
+            fail("reward.services", f"names unknown service {spec.name!r}; known: {', '.join(sorted(SERVICES))} "
+                                    f"(or give its command)")
+        bad = server_setting(spec.options)
+        if bad is not None:
+            fail("reward.services", f"{spec.name}.options sets {bad!r}, a URL, secret or server path, which reward "
+                                    "services refuse in requests; make it the service's own setting instead")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from botgrpo_rewards.protocol import ScoreRequest, Span
+from botgrpo_rewards.protocol import MAX_COMPLETION_CHARS, ScoreRequest, Span
 
 
 @dataclass
@@ -28,6 +28,20 @@ class BackendError(Exception):
         self.type = type
 
 
+# Request options every service reads (botgrpo_rewards/thinking.py), on top of its own.
+SHARED_OPTIONS = ("think_tags", "think_open")
+
+
+def check_option_names(service: str, options: dict[str, Any], known: tuple[str, ...]) -> None:
+    """The one rule every service applies: a request option it does not know (a misspelling, or
+    one meant for another service) is a bad request, never silently ignored."""
+    allowed = (*known, *SHARED_OPTIONS)
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise BackendError(f"unknown {service} option(s) {', '.join(unknown)}; known: {', '.join(sorted(allowed))}",
+                           "bad_request")
+
+
 class BackendTimeout(Exception):
     """The backend gave up because the request's deadline passed: answered as status timeout."""
 
@@ -44,6 +58,10 @@ class Backend:
     version: str = "0.1.0"
     capabilities: tuple[str, ...] = ("spans",)
     max_inflight: int = 64
+    # Longer completions are answered `too_large` before they are queued: a backend whose work grows
+    # with the text (a type checker, a browser) sets it lower, so one huge item cannot occupy a
+    # worker while normal ones wait. Real models' completions (tens of thousands of tokens) are far below.
+    max_completion_chars: int = MAX_COMPLETION_CHARS
 
     def start(self) -> None:
         """Warm up (start helper processes, load caches). Called once before the hello line."""

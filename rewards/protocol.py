@@ -13,7 +13,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import IO, Any, Iterator, Union
 
 VERSION = 1
 
@@ -186,6 +186,24 @@ def error_response(id: Any, type: str, message: str, status: str = STATUS_ERROR,
 def encode(msg: Any) -> str:
     """One protocol line (no trailing newline). ASCII-escaped, so lone surrogates survive."""
     return json.dumps(msg.to_json(), ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+
+
+def read_lines(stream: IO[bytes], limit: int | None = None) -> Iterator[bytes | None]:
+    """Lines of a byte stream (split on b"\\n" only); a line over `limit` bytes (default
+    MAX_LINE_BYTES) is skipped, without being held in memory, and yields None in its place."""
+    limit = MAX_LINE_BYTES if limit is None else limit
+    while True:
+        line = stream.readline(limit + 1)
+        if not line:
+            return
+        if len(line) > limit and not line.endswith(b"\n"):
+            while True:
+                rest = stream.readline(1 << 20)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            yield None
+            continue
+        yield line
 
 
 def _loads(line: str | bytes) -> dict:

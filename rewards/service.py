@@ -2,7 +2,8 @@
 
 A backend only scores one request (backend.py). This module reads requests, runs up to
 `max_inflight` of them at once on daemon threads, answers each one exactly once and within its
-deadline (a watchdog answers `timeout` for the backend when it is late; a late result is dropped),
+deadline counted from when it starts (a watchdog answers `timeout` for the backend when it is late;
+a late result is dropped), refuses a completion over the backend's size limit before it is queued,
 and turns every backend failure or invalid result into an `error` response instead of crashing.
 """
 
@@ -32,6 +33,7 @@ from botgrpo_rewards.protocol import (
     decode_request,
     encode,
     error_response,
+    read_lines,
     validate_metrics,
     validate_score,
     validate_spans,
@@ -105,14 +107,18 @@ class ServiceRunner:
         threading.Thread(target=self._watch, name="watchdog", daemon=True).start()
 
     def submit(self, request: ScoreRequest, reply: Reply) -> None:
-        """Queue a request; `reply` is called exactly once, by its deadline at the latest."""
-        slot = _Slot(request, self._counting(reply), time.monotonic() + request.deadline_ms / 1000)
+        """Queue a request; `reply` is called exactly once, by its deadline (counted from when a
+        worker starts it, so a queue behind slow items never turns into timeouts) at the latest.
+        A completion over the backend's size limit is answered `too_large` at once, unscored."""
+        reply = self._counting(reply)
         with self._cond:
             self._open += 1
-            self._seq += 1
-            heapq.heappush(self._heap, (slot.deadline, self._seq, slot))
-            self._cond.notify_all()
-        self._queue.put(slot)
+        limit = self.backend.max_completion_chars
+        if len(request.completion) > limit:
+            reply(error_response(request.id, "too_large", f"completion of {len(request.completion)} characters is "
+                                 f"over the {self.backend.name} service's limit of {limit}"))
+            return
+        self._queue.put(_Slot(request, reply, 0.0))
 
     def score(self, request: ScoreRequest) -> ScoreResponse:
         box: list[ScoreResponse] = []
@@ -155,8 +161,12 @@ class ServiceRunner:
     def _work(self) -> None:
         while True:
             slot = self._queue.get()
-            if not slot.answered:  # the watchdog may have answered it while it waited in the queue
-                slot.answer(self._run(slot))
+            slot.deadline = time.monotonic() + slot.request.deadline_ms / 1000  # the clock starts now
+            with self._cond:
+                self._seq += 1
+                heapq.heappush(self._heap, (slot.deadline, self._seq, slot))
+                self._cond.notify_all()
+            slot.answer(self._run(slot))
 
     def _run(self, slot: _Slot) -> ScoreResponse:
         req = slot.request
@@ -212,28 +222,12 @@ class LineWriter:
                 log.warning("client went away; dropping a line")
 
 
-def _read_lines(stream: IO[bytes]):
-    """Yield input lines as bytes; a line over MAX_LINE_BYTES is skipped and yields None in its place."""
-    while True:
-        line = stream.readline(MAX_LINE_BYTES + 1)
-        if not line:
-            return
-        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
-            while True:  # discard the rest of the over-long line without holding it in memory
-                rest = stream.readline(1 << 20)
-                if not rest or rest.endswith(b"\n"):
-                    break
-            yield None
-            continue
-        yield line
-
-
 def serve_stdio(runner: ServiceRunner, stdin: IO[bytes] | None = None, stdout: IO[str] | None = None) -> int:
     """Serve JSON lines until shutdown or EOF; returns the exit code (0)."""
     stdin = stdin if stdin is not None else sys.stdin.buffer
     out = LineWriter(stdout if stdout is not None else sys.stdout)
     out.write(runner.hello())
-    for line in _read_lines(stdin):
+    for line in read_lines(stdin, MAX_LINE_BYTES):
         if line is None:
             out.write(error_response(None, "too_large", f"line is over the {MAX_LINE_BYTES}-byte limit"))
             continue

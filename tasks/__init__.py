@@ -10,6 +10,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from botgrpo_tasks.base import Example, Task
+from botgrpo_tasks.errors import UnknownTask
 
 __all__ = ["Example", "Task", "get_task", "list_tasks"]
 
@@ -35,10 +36,10 @@ def list_tasks() -> list[str]:
 
 
 def get_task(name: str, seed: int = 0, **options: Any) -> Task:
-    """Construct the task called `name`. Unknown names raise KeyError listing the known ones."""
+    """Construct the task called `name`. Unknown names raise UnknownTask (a KeyError) listing the known ones."""
     factories = _factories()
     if name not in factories:
-        raise KeyError(f"unknown task {name!r}; known tasks: {', '.join(sorted(factories))}")
+        raise UnknownTask(f"unknown task {name!r}; known tasks: {', '.join(sorted(factories))}")
     target = factories[name]
     if isinstance(target, str):
         import importlib

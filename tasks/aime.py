@@ -16,6 +16,8 @@ Options:
                   seed or on row order. To evaluate on a whole file, pass it as `eval_path` too.
   prompt_template text with a "{problem}" placeholder (default: DEFAULT_TEMPLATE)
   steps           true: the math service also checks each step's arithmetic (default false)
+  rel_tol         relative tolerance for decimal answers, for a dataset whose golds are rounded
+                  (default 0: the math service compares decimals exactly; at most 0.1)
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "
 # What a Hub id looks like ("name" or "owner/name"); anything else that does not exist is a missing file.
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
 OPTIONS = ("path", "split", "problem_column", "answer_column", "id_column", "eval_path", "eval_split",
-           "eval_fraction", "prompt_template", "steps")
+           "eval_fraction", "prompt_template", "steps", "rel_tol")
 
 
 def _suffix(path: Path) -> str:
@@ -142,6 +144,11 @@ class AimeTask(Task):
         if not isinstance(steps, bool):
             raise TaskError(f"task 'aime': steps must be true or false, got {steps!r}")
         self.service_options = {"steps": True} if steps else {}
+        rel_tol = options.get("rel_tol", 0)
+        if isinstance(rel_tol, bool) or not isinstance(rel_tol, (int, float)) or not 0 <= rel_tol <= 0.1:
+            raise TaskError(f"task 'aime': rel_tol must be a number from 0 to 0.1, got {rel_tol!r}")
+        if rel_tol:
+            self.service_options["rel_tol"] = float(rel_tol)
 
     def _text(self, key: str, default: str | None) -> str:
         value = self.options.get(key, default)

@@ -81,11 +81,11 @@ def aggregate(per_token: Tensor, mask: Tensor, loss_agg: str,
 
 def policy_loss(name: str, *, logp: Tensor, logp_old: Tensor, advantages: Tensor, mask: Tensor,
                 loss_agg: str, logp_ref: Tensor | None = None, beta: float = 0.0,
-                eps_low: float = 0.2, eps_high: float = 0.2,
                 max_completion_length: int | None = None, entropy: Tensor | None = None,
-                entropy_coef: float = 0.0) -> tuple[Tensor, dict[str, float]]:
+                entropy_coef: float = 0.0, **loss_options: float) -> tuple[Tensor, dict[str, float]]:
     """Policy loss `name` (clip | gspo) plus beta * k3 KL minus entropy_coef * entropy, aggregated
-    by `loss_agg`.
+    by `loss_agg`. loss_options go to the registered loss (clip, gspo: eps_low, eps_high; their
+    defaults are the loss's own).
 
     logp, logp_old, advantages, mask, logp_ref, entropy: (B, T); entropy must carry the gradient
     when entropy_coef > 0. Returns (scalar loss with grad to logp, metrics: loss, clip_frac,
@@ -94,8 +94,7 @@ def policy_loss(name: str, *, logp: Tensor, logp_old: Tensor, advantages: Tensor
     surrogate = LOSSES[name]
     if beta > 0 and logp_ref is None:
         raise ValueError("beta > 0 needs logp_ref (reference-policy log-probs) for the KL term")
-    per_token, ratio, active = surrogate(logp, logp_old.detach(), advantages.detach(), mask,
-                                         eps_low=eps_low, eps_high=eps_high)
+    per_token, ratio, active = surrogate(logp, logp_old.detach(), advantages.detach(), mask, **loss_options)
     kl = k3_kl(logp, logp_ref.detach()) if logp_ref is not None else None
     if kl is not None and beta > 0:
         per_token = per_token + beta * kl

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Callable, Generic, Iterator, TypeVar
+
+from botgrpo_cli.errors import UnknownName
 
 F = TypeVar("F", bound=Callable)
 
@@ -27,8 +30,7 @@ class Registry(Generic[F]):
         try:
             return self._items[name]
         except KeyError:
-            known = ", ".join(sorted(self._items))
-            raise KeyError(f"unknown {self.kind} {name!r}; known: {known}") from None
+            raise UnknownName(self.kind, name, sorted(self._items)) from None
 
     def __contains__(self, name: object) -> bool:
         return name in self._items
@@ -38,3 +40,15 @@ class Registry(Generic[F]):
 
     def names(self) -> list[str]:
         return sorted(self._items)
+
+    def options(self, name: str, positional: int) -> list[str]:
+        """The keyword options of `name` after its first `positional` (tensor) arguments."""
+        params = list(inspect.signature(self[name]).parameters.values())[positional:]
+        return [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+    def check_options(self, name: str, options: dict, positional: int) -> None:
+        """UnknownName for an option `name` does not take (before anything runs)."""
+        known = self.options(name, positional)
+        for key in options:
+            if key not in known:
+                raise UnknownName(f"{self.kind} {name!r} option", key, known)

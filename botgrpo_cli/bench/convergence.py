@@ -1,31 +1,44 @@
-"""`botgrpo bench convergence`: steps to a target success rate, per algorithm over seeds.
+"""`botgrpo bench convergence`: steps to a target success rate, per algorithm over seeds; the
+whole harness (the numbers and outputs are convergence_report.py).
 
 Every (algorithm, seed) pair trains from the same bootstrapped model with the same settings, in
-its own process (`--parallel J` at a time); the pair for seed s sees the same prompts in the same
-order whatever the algorithm. Finished pairs are kept in the work directory and not re-run; an
-interrupted pair resumes from its last checkpoint. The summary (convergence.json) is computed
-from the pairs' held-out evaluations, and convergence.md / convergence.png are drawn from it.
+its own process (`--parallel J` at a time; `python -m botgrpo_cli.bench.convergence PAIR/spec.json`);
+the pair for seed s sees the same prompts in the same order whatever the algorithm. A pair trains
+with a checkpoint at every evaluation step (an interrupted pair resumes from its last one), then
+evaluates the base model (step 0) and each checkpoint on the held-out prompts through the
+evaluation path (evaluation/sampling.py; records already in evals.jsonl are kept), and writes
+result.json, which marks it finished. Every evaluation samples the same prompts with the same seed,
+so checkpoints and algorithms are compared on common random numbers; a record keeps per-prompt
+success counts (any pass@k with k <= samples follows) and the service metrics' means. The summary
+(convergence.json) is computed from the pairs' records, and convergence.md / .png are drawn from it.
+
+(Moved together from bench/convergence.py, convergence_pair.py and convergence_eval.py.)
 """
 
 from __future__ import annotations
 
 import json
 import os
-import statistics
+import shutil
 import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
-from botgrpo_cli.bench.convergence_eval import EvalSpec
-from botgrpo_cli.bench.convergence_pair import PairSpec, write_spec
-from botgrpo_cli.bench.convergence_report import DIAGNOSTIC_COLUMNS, write_outputs
-from botgrpo_cli.bench.convergence_stats import algo_summary, curve, speedups
+import torch
+
+from botgrpo_cli import rundir
+from botgrpo_cli.bench.convergence_report import algo_summary, band, curve, diagnostics, speedups, write_outputs
 from botgrpo_cli.errors import UserError
 
+
 Echo = Callable[[str], None]
+EVAL_SEED = 20261130  # one seed for every evaluation: comparable samples across checkpoints
+# Per-step training metrics kept in result.json to explain the outcome (signal, credit, length).
+DIAGNOSTICS = ("success", "groups/zero_variance_frac", "adv/mean", "adv/std", "completion/length_mean",
+               "completion/finished_frac", "entropy", "clip_frac", "grad_norm", "reward/mean")
 
 
 @dataclass
@@ -62,6 +75,36 @@ class Settings:
                         task_options=dict(cfg.run.task_options), service_options=dict(self.eval_service_options),
                         temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p,
                         max_new_tokens=cfg.rollout.max_new_tokens)
+
+
+@dataclass(frozen=True)
+class EvalSpec:
+    task: str
+    prompts: int  # held-out prompts (the first ones of the task's eval split)
+    samples: int  # samples per prompt
+    task_options: dict = field(default_factory=dict)
+    service_options: dict = field(default_factory=dict)  # merged over the task's
+    temperature: float = 1.0  # as in training
+    top_p: float = 1.0  # as in training
+    max_new_tokens: int | None = None  # as in training; None = the task's
+    chunk: int = 128  # rows generated at once
+
+
+@dataclass
+class PairSpec:
+    algo: str
+    seed: int
+    steps: int
+    eval_every: int
+    base_model: str
+    threads: int
+    sets: list = field(default_factory=list)  # config overrides shared by every pair
+    eval: dict = field(default_factory=dict)  # EvalSpec fields
+
+    def eval_steps(self) -> list[int]:
+        """0 (the base model), every eval_every steps, and the last step."""
+        steps = list(range(0, self.steps + 1, self.eval_every))
+        return steps if steps[-1] == self.steps else [*steps, self.steps]
 
 
 def check_work_dir(settings: Settings) -> Path:
@@ -140,7 +183,7 @@ def _start(settings: Settings, base: Path, work: Path, algo: str, seed: int) -> 
     path = write_spec(spec, d)
     env = {**os.environ, "OMP_NUM_THREADS": str(settings.threads)}
     with (d / "log.txt").open("a") as log:  # the child keeps its own handle
-        return subprocess.Popen([sys.executable, "-m", "botgrpo_cli.bench.convergence_pair", str(path)],
+        return subprocess.Popen([sys.executable, "-m", "botgrpo_cli.bench.convergence", str(path)],
                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
 
 
@@ -151,40 +194,17 @@ def summarize(settings: Settings, base: Path, work: Path) -> dict:
     for algo in settings.algos:
         runs = [json.loads((pair_dir(work, algo, s) / "result.json").read_text()) for s in settings.seeds]
         summary = algo_summary(runs, settings.metric, settings.targets)
-        summary["curve"] = _band([curve(r["evals"], settings.metric) for r in runs])
+        summary["curve"] = band([curve(r["evals"], settings.metric) for r in runs])
         summary["runs"] = {str(r["seed"]): {"curve": curve(r["evals"], settings.metric),
                                             "train_seconds": r["train_seconds"],
                                             "eval_seconds": r["eval_seconds"]} for r in runs}
-        summary["diagnostics"] = _diagnostics(runs, settings.steps)
+        summary["diagnostics"] = diagnostics(runs, settings.steps)
         summaries[algo] = summary
     speedups(summaries, baseline, settings.targets)
     return {"benchmark": "convergence", "task": settings.task, "metric": settings.metric,
             "targets": settings.targets, "baseline": baseline, "base_model": str(base),
             "settings": {k: v for k, v in asdict(settings).items() if k not in ("work", "out")},
             "algorithms": summaries}
-
-
-def _band(curves: list[list[tuple[int, float]]]) -> dict:
-    """Median, min and max over seeds at each step that every seed evaluated."""
-    per_seed = [dict(c) for c in curves]
-    steps = sorted(set.intersection(*(set(c) for c in per_seed)))
-    columns = [[c[st] for c in per_seed] for st in steps]
-    return {"steps": steps, "median": [statistics.median(c) for c in columns],
-            "min": [min(c) for c in columns], "max": [max(c) for c in columns]}
-
-
-def _diagnostics(runs: list[dict], steps: int) -> dict:
-    """Training-batch statistics, mean over seeds: over all steps ("all") and per quarter of the run
-    (the share of zero-variance groups, for one, changes as success rises)."""
-    quarters = [(q * steps // 4 + 1, (q + 1) * steps // 4) for q in range(4)]
-    out: dict = {}
-    for name, (lo, hi) in [("all", (1, steps)), *((f"steps {lo}-{hi}", (lo, hi)) for lo, hi in quarters)]:
-        rows = [m for r in runs for m in r["train_metrics"] if lo <= m["step"] <= hi]
-        out[name] = {}
-        for key in DIAGNOSTIC_COLUMNS:
-            values = [m[key] for m in rows if m.get(key) is not None]
-            out[name][key] = sum(values) / len(values) if values else None
-    return out
 
 
 def run_benchmark(settings: Settings, echo: Echo) -> dict:
@@ -200,3 +220,129 @@ def run_benchmark(settings: Settings, echo: Echo) -> dict:
     summary = summarize(settings, base, work)
     write_outputs(summary, Path(settings.out))
     return summary
+
+
+def pair_config(spec: PairSpec, train_dir: Path):
+    """The run's Config: the shared overrides, then the keys the benchmark needs fixed."""
+    from botgrpo_cli.config import load_config
+
+    fixed = [f"run.task={spec.eval['task']}", f"run.seed={spec.seed}", f"run.steps={spec.steps}",
+             f"run.save_every={spec.eval_every}", f"run.keep_last={len(spec.eval_steps())}",
+             "run.eval_every=0", f"run.threads={spec.threads}", f"run.out_dir={train_dir}",
+             f"model.name_or_path={spec.base_model}", "log.samples_every=0", "log.tensorboard=false"]
+    return load_config(None, sets=[*spec.sets, *fixed], algo=spec.algo)
+
+
+def checkpoint_steps(train_dir: Path) -> dict[int, Path]:
+    """Complete checkpoints by step (the trainer writes checkpoints/step-NNNNNN atomically)."""
+    return {rundir.checkpoint_step(p): p for p in rundir.checkpoint_dirs(train_dir)}
+
+
+def train_pair(spec: PairSpec, pair_dir: Path) -> None:
+    """Train to spec.steps, resuming from the latest checkpoint; a run that died before its first
+    checkpoint starts over."""
+    from botgrpo_cli.trainer import train
+
+    train_dir = pair_dir / "train"
+    ckpts = checkpoint_steps(train_dir)
+    if ckpts and max(ckpts) >= spec.steps:
+        return
+    if not ckpts and train_dir.exists():
+        shutil.rmtree(train_dir)
+    train(pair_config(spec, train_dir), resume=bool(ckpts))
+
+
+def evaluate_pair(spec: PairSpec, pair_dir: Path) -> list[dict]:
+    """Evaluate each checkpoint not yet in evals.jsonl; returns every record in step order."""
+    from botgrpo_cli.reward_client import RewardPool
+    from botgrpo_tasks import get_task
+
+    path = pair_dir / "evals.jsonl"
+    done = {r["step"]: r for r in rundir.read_jsonl(path)}
+    todo = [s for s in spec.eval_steps() if s not in done]
+    if todo:
+        models = {0: Path(spec.base_model), **{s: p / "model" for s, p in checkpoint_steps(pair_dir / "train").items()}}
+        missing = [s for s in todo if s not in models]
+        if missing:
+            raise RuntimeError(f"no checkpoint for evaluation step(s) {missing} in {pair_dir / 'train'}")
+        espec = EvalSpec(**spec.eval)
+        with RewardPool(get_task(espec.task).service) as pool, path.open("a") as fh:
+            for step in todo:
+                record = {"step": step, **evaluate_model(models[step], espec, pool, spec.threads)}
+                fh.write(json.dumps(record) + "\n")
+                fh.flush()
+                done[step] = record
+    return [done[s] for s in sorted(done)]
+
+
+def run_pair(spec: PairSpec, pair_dir: Path) -> dict:
+    """Train, evaluate, write result.json (unless it exists) and return it."""
+    result_path = pair_dir / "result.json"
+    if result_path.exists():
+        return json.loads(result_path.read_text())
+    t0 = time.perf_counter()
+    train_pair(spec, pair_dir)
+    evals = evaluate_pair(spec, pair_dir)
+    metrics = rundir.read_metrics(pair_dir / "train")
+    result = {
+        "algo": spec.algo, "seed": spec.seed, "evals": evals,
+        "train_seconds": round(sum(m.get("time/step_s") or 0.0 for m in metrics), 2),
+        "eval_seconds": round(sum(r["seconds"] for r in evals), 2),
+        "last_invocation_seconds": round(time.perf_counter() - t0, 2),
+        "train_metrics": [{"step": m["step"], **{k: m.get(k) for k in DIAGNOSTICS}} for m in metrics],
+    }
+    tmp = result_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result))
+    tmp.rename(result_path)
+    return result
+
+
+def write_spec(spec: PairSpec, pair_dir: Path) -> Path:
+    pair_dir.mkdir(parents=True, exist_ok=True)
+    path = pair_dir / "spec.json"
+    path.write_text(json.dumps(asdict(spec), indent=1))
+    return path
+
+
+def evaluate_model(model_dir: Path | str, spec: EvalSpec, pool: Any, threads: int = 1) -> dict:
+    """Sample `spec.samples` completions for each of `spec.prompts` held-out prompts and score them
+    through the evaluation path (a LoRA checkpoint loads onto its base model, as in `botgrpo eval`).
+    Failed scorings count as failures (they are reported in `failed`); metric means are over the
+    scored samples, as in `botgrpo eval`."""
+    from botgrpo_cli.evaluation import models
+    from botgrpo_cli.evaluation.metrics import failed_scorings, metric_means
+    from botgrpo_cli.evaluation.sampling import Scoring, held_out
+    from botgrpo_cli.rollout import HFEngine, SamplingParams
+    from botgrpo_tasks import get_task
+
+    t0 = time.perf_counter()
+    saved_threads = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        task = get_task(spec.task, seed=0, **spec.task_options)
+        if len(task.eval_examples()) < spec.prompts:
+            raise ValueError(f"task {spec.task} has only {len(task.eval_examples())} eval prompts; "
+                             f"asked for {spec.prompts}")
+        model, tok = models.load(models.Target("model", str(model_dir)))
+        params = SamplingParams(max_new_tokens=spec.max_new_tokens or task.max_new_tokens, seed=EVAL_SEED,
+                                temperature=spec.temperature, top_p=spec.top_p, stop=tuple(task.stop))
+        scoring = Scoring.of_task(task, pool, options=spec.service_options)
+        problems = held_out(HFEngine(model, tok), tok, task, scoring, params, spec.prompts, spec.samples,
+                            batch_size=max(1, spec.chunk // spec.samples))
+        names = sorted({k for p in problems for s in p.samples for k in s.metrics})
+    finally:
+        torch.set_num_threads(saved_threads)
+    return {"samples": spec.samples, "prompts": len(problems), "counts": [p.correct for p in problems],
+            "means": metric_means(problems, names), "success_metric": task.success_metric,
+            "failed": failed_scorings(problems), "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def main(argv: list[str]) -> int:
+    spec_path = Path(argv[0])
+    spec = PairSpec(**json.loads(spec_path.read_text()))
+    run_pair(spec, spec_path.parent)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

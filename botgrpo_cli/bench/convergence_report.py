@@ -1,13 +1,126 @@
-"""convergence.json, convergence.md and convergence.png, all drawn from the one summary dict."""
+"""The numbers and outputs of the convergence benchmark: metric values of an evaluation record,
+steps to a target, medians over seeds, speed-ups against the baseline, curves and diagnostics; then
+convergence.json, convergence.md and convergence.png, all drawn from the one summary dict.
+
+(convergence_stats.py moved in here, with the summary helpers of convergence.py.)
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import re
+import statistics
 from pathlib import Path
+
+from botgrpo_cli.evaluation.curves import first_reaching
+from botgrpo_cli.evaluation.metrics import mean_pass_at_k
 
 JSON_NAME, MD_NAME, PNG_NAME = "convergence.json", "convergence.md", "convergence.png"
 DIAGNOSTIC_COLUMNS = ("success", "groups/zero_variance_frac", "adv/std", "completion/length_mean",
                       "completion/finished_frac", "entropy", "clip_frac")
+_PASS_AT = re.compile(r"^pass@(\d+)$")
+
+
+def pass_k_of(metric: str) -> int | None:
+    """k of a `pass@k` metric name, else None."""
+    m = _PASS_AT.match(metric)
+    return int(m.group(1)) if m else None
+
+
+def metric_value(record: dict, metric: str) -> float:
+    """The metric of one evaluation record: `pass@k` from per-prompt success counts (unbiased
+    estimator, averaged over prompts); the success metric itself is pass@1 (failed scorings count
+    as failures, as in `botgrpo eval`'s success rate); any other metric its mean over scored samples."""
+    k = 1 if metric == record.get("success_metric") else pass_k_of(metric)
+    if k is not None:
+        n, counts = int(record["samples"]), record["counts"]
+        means, _ = mean_pass_at_k([(n, c) for c in counts], [k])
+        return means[f"pass@{k}"]
+    if metric not in record["means"]:
+        raise KeyError(f"metric {metric!r} not measured; have {', '.join(sorted(record['means']))} and pass@k")
+    return float(record["means"][metric])
+
+
+def curve(records: list[dict], metric: str) -> list[tuple[int, float]]:
+    """(step, value) in step order."""
+    return sorted((int(r["step"]), metric_value(r, metric)) for r in records)
+
+
+def steps_to_target(points: list[tuple[int, float]], target: float) -> int | None:
+    """First evaluated step whose value reaches the target; None when none does."""
+    hit = first_reaching([value for _, value in points], target)
+    return None if hit is None else points[hit][0]
+
+
+def median_censored(values: list[int | None]) -> float | None:
+    """Median where None means "not reached within the run" (counted as larger than any step);
+    None when the median itself falls on an unreached run."""
+    ranked = sorted(math.inf if v is None else float(v) for v in values)
+    med = statistics.median(ranked)
+    return None if math.isinf(med) else med
+
+
+def spread(values: list[int | None]) -> tuple[int | None, int | None]:
+    """(min, max) over seeds; max is None when some seed never reached the target."""
+    reached = [v for v in values if v is not None]
+    if not reached:
+        return None, None
+    return min(reached), (max(reached) if len(reached) == len(values) else None)
+
+
+def algo_summary(runs: list[dict], metric: str, targets: list[float]) -> dict:
+    """One algorithm over its seeds. Each run: {"seed", "evals": [records], "train_seconds"}."""
+    curves = {r["seed"]: curve(r["evals"], metric) for r in runs}
+    out: dict = {"seeds": sorted(curves), "targets": {}}
+    for t in targets:
+        per_seed = {str(seed): steps_to_target(points, t) for seed, points in curves.items()}
+        lo, hi = spread(list(per_seed.values()))
+        out["targets"][_key(t)] = {"per_seed": per_seed, "median": median_censored(list(per_seed.values())),
+                                   "min": lo, "max": hi}
+    finals = [points[-1][1] for points in curves.values()]
+    out["final"] = {"median": statistics.median(finals), "min": min(finals), "max": max(finals),
+                    "step": min(points[-1][0] for points in curves.values())}
+    out["train_seconds"] = {"median": statistics.median(r["train_seconds"] for r in runs),
+                            "total": sum(r["train_seconds"] for r in runs)}
+    return out
+
+
+def speedups(summaries: dict[str, dict], baseline: str, targets: list[float]) -> None:
+    """Add `speedup` (baseline median steps / this median steps) to each target entry, in place;
+    None where either median is unreached or there is no baseline."""
+    for t in targets:
+        base = summaries.get(baseline, {}).get("targets", {}).get(_key(t), {}).get("median")
+        for s in summaries.values():
+            entry = s["targets"][_key(t)]
+            entry["speedup"] = base / entry["median"] if base and entry["median"] else None
+
+
+def _key(target: float) -> str:
+    return f"{target:g}"
+
+
+def band(curves: list[list[tuple[int, float]]]) -> dict:
+    """Median, min and max over seeds at each step that every seed evaluated."""
+    per_seed = [dict(c) for c in curves]
+    steps = sorted(set.intersection(*(set(c) for c in per_seed)))
+    columns = [[c[st] for c in per_seed] for st in steps]
+    return {"steps": steps, "median": [statistics.median(c) for c in columns],
+            "min": [min(c) for c in columns], "max": [max(c) for c in columns]}
+
+
+def diagnostics(runs: list[dict], steps: int) -> dict:
+    """Training-batch statistics, mean over seeds: over all steps ("all") and per quarter of the run
+    (the share of zero-variance groups, for one, changes as success rises)."""
+    quarters = [(q * steps // 4 + 1, (q + 1) * steps // 4) for q in range(4)]
+    out: dict = {}
+    for name, (lo, hi) in [("all", (1, steps)), *((f"steps {lo}-{hi}", (lo, hi)) for lo, hi in quarters)]:
+        rows = [m for r in runs for m in r["train_metrics"] if lo <= m["step"] <= hi]
+        out[name] = {}
+        for key in DIAGNOSTIC_COLUMNS:
+            values = [m[key] for m in rows if m.get(key) is not None]
+            out[name][key] = sum(values) / len(values) if values else None
+    return out
 
 
 def _steps(entry: dict, max_step: int) -> str:

@@ -61,10 +61,7 @@ def bench_task(name: str, workers: tuple[int, ...], problems: int, n: int, repea
     from botgrpo_cli.rollout import HFEngine, SamplingParams
     from botgrpo_tasks import get_task
 
-    try:
-        task = get_task(name)
-    except KeyError as err:
-        raise UserError(f"--task: {err.args[0]}") from None
+    task = get_task(name)
     progress(f"{name}: bootstrapping / loading the tiny model")
     try:
         model_dir = bootstrap(task)

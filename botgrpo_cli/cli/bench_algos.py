@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
+from botgrpo_cli.cli.options import Threads
 from botgrpo_cli.console import console, out
 from botgrpo_cli.errors import UserError
 
@@ -42,13 +43,10 @@ def register(app: typer.Typer) -> None:
         groups: Annotated[int, typer.Option(help="Prompt groups in the batch.")] = 128,
         seq_len: Annotated[int, typer.Option(help="Padded completion length (T).")] = 8192,
         repeats: Annotated[int, typer.Option(help="Timed runs per estimator; medians are reported.")] = 5,
-        threads: Annotated[int, typer.Option(help="torch intra-op threads; 0 keeps torch's default "
-                                             "(slower and noisier on a shared machine).")] = 1,
+        threads: Threads = 1,
     ) -> None:
         """Time bot_grpo, grpo and pure against one masked sum and a per-group loop of bot_grpo."""
         _check(batch, groups, seq_len, repeats)
-        if threads < 0:
-            raise UserError("--threads must be 0 (torch's default) or a positive count.")
         with console.status("benchmarking estimators...") as status:
             from botgrpo_cli.bench.algos import run
 

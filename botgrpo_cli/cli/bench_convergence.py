@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from botgrpo_cli.cli.options import Threads, comma_list
 from botgrpo_cli.console import console, out
 from botgrpo_cli.errors import UserError
 
@@ -16,18 +17,8 @@ from botgrpo_cli.errors import UserError
 TASK_DEFAULTS: dict[str, dict] = {}
 
 
-def _split(text: str, what: str) -> list[str]:
-    items = [x.strip() for x in text.split(",") if x.strip()]
-    if not items:
-        raise UserError(f"--{what} is empty; give a comma-separated list")
-    return items
-
-
 def _targets(text: str) -> list[float]:
-    try:
-        values = [float(x) for x in _split(text, "target")]
-    except ValueError:
-        raise UserError(f"--target {text!r}: give numbers in (0, 1], e.g. 0.8,0.95") from None
+    values = comma_list(text, "--target", float, "0.8,0.95")
     if not all(0 < v <= 1 for v in values):
         raise UserError(f"--target {text!r}: every target must be in (0, 1]")
     return values
@@ -36,11 +27,9 @@ def _targets(text: str) -> list[float]:
 def _check(task: str, algos: list[str], metric: str | None, samples: int) -> str:
     """Validate task, presets and metric; returns the metric (the task's success metric by default)."""
     from botgrpo_cli.algos import PRESETS
-    from botgrpo_cli.bench.convergence_stats import pass_k_of
-    from botgrpo_tasks import get_task, list_tasks
+    from botgrpo_cli.bench.convergence_report import pass_k_of
+    from botgrpo_tasks import get_task
 
-    if task not in list_tasks():
-        raise UserError(f"--task {task!r} is unknown; known: {', '.join(list_tasks())}")
     unknown = [a for a in algos if a not in PRESETS]
     if unknown:
         raise UserError(f"--algos: unknown preset(s) {', '.join(unknown)}; known: {', '.join(sorted(PRESETS))}")
@@ -91,7 +80,7 @@ def register(app: typer.Typer) -> None:
         sets: Annotated[Optional[list[str]], typer.Option("--set", help="Config override for every run, e.g. optim.lr=3e-4 (repeatable).")] = None,
         algo_sets: Annotated[Optional[list[str]], typer.Option("--algo-set", help="Config override for one algorithm's runs, ALGO:KEY=VALUE, e.g. grpo:optim.lr=3e-3 (repeatable).")] = None,
         parallel: Annotated[int, typer.Option(help="Runs at once, each in its own process.")] = 1,
-        threads: Annotated[int, typer.Option(help="torch threads per run; 0 = CPU cores / parallel.")] = 0,
+        threads: Threads = 0,
         out_dir: Annotated[Optional[Path], typer.Option("--out", help="Where convergence.md/.json/.png go; default runs/convergence-TASK.")] = None,
         work: Annotated[Optional[Path], typer.Option(help="Run directories (resumable); default runs/convergence-TASK/runs.")] = None,
     ) -> None:
@@ -100,7 +89,7 @@ def register(app: typer.Typer) -> None:
         from botgrpo_cli.bench.convergence_report import table_rows
         from botgrpo_cli.config import load_config
 
-        names = _split(algos, "algos")
+        names = comma_list(algos, "--algos", example="grpo,bot_grpo")
         if min(seeds, steps, eval_every, eval_prompts, eval_samples, parallel) < 1 or min(threads, seed_start) < 0:
             raise UserError("--seeds, --steps, --eval-every, --eval-prompts, --eval-samples and --parallel "
                             "must be at least 1, --threads and --seed-start at least 0")

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 from rich.table import Table
 
-from botgrpo_cli.errors import UserError
+from botgrpo_cli.cli.options import Threads, comma_list, positive_int, set_threads
 
 if TYPE_CHECKING:
     from botgrpo_cli.bench.eval import Row
@@ -39,21 +39,13 @@ def register(app: typer.Typer) -> None:
         max_new_tokens: Annotated[Optional[int], typer.Option("--max-new-tokens", help="Default: the task's.")] = None,
         render: Annotated[bool, typer.Option("--render/--no-render", help="Include the render pass for React tasks "
                                              "(as `botgrpo eval` does by default).")] = True,
-        threads: Annotated[int, typer.Option("--threads", min=0, help="torch threads; 0 keeps torch's default.")] = 1,
+        threads: Threads = 1,
     ) -> None:
         """Completions scored per second through `botgrpo eval`'s pipeline, per task and worker count."""
         from botgrpo_cli.console import console, out
 
-        try:
-            counts = tuple(int(w) for w in workers.split(","))
-        except ValueError:
-            raise UserError(f"--workers must be counts separated by commas, e.g. 1,2; got {workers!r}") from None
-        if not counts or min(counts) < 1:
-            raise UserError("--workers counts must be at least 1")
-        if threads:
-            import torch
-
-            torch.set_num_threads(threads)
+        counts = tuple(comma_list(workers, "--workers", positive_int, "1,2"))
+        set_threads(threads)
         from botgrpo_cli.bench.eval import TASKS, run
 
         with console.status("benchmarking the eval pipeline...") as status:

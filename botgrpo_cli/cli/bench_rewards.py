@@ -1,35 +1,30 @@
-"""`botgrpo bench rewards --service NAME`: runs botgrpo_cli.bench.rewards_<NAME>.run(...)."""
+"""`botgrpo bench rewards --service NAME`: the service's own benchmark (botgrpo_rewards/<NAME>/bench.py),
+run as a child process, as the services themselves run: the client imports no backend code."""
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import pkgutil
+import subprocess
+import sys
 from typing import Annotated
 
 import typer
 
+from botgrpo_cli.cli.options import Workers
 from botgrpo_cli.errors import UserError
-
-
-def _available() -> list[str]:
-    import botgrpo_cli.bench as bench_pkg
-
-    return sorted(m.name.removeprefix("rewards_") for m in pkgutil.iter_modules(bench_pkg.__path__) if m.name.startswith("rewards_"))
 
 
 def register(app: typer.Typer) -> None:
     @app.command("rewards")
     def bench_rewards(
         service: Annotated[str, typer.Option("--service", "-s", help="Reward service to benchmark (math, react, render).")],
-        workers: Annotated[int, typer.Option("--workers", "-w", min=1, help="Service processes.")] = 2,
+        workers: Workers = 2,
         n: Annotated[int, typer.Option("--n", min=1, help="Requests to score.")] = 200,
     ) -> None:
         """Benchmark a reward service: throughput and latency, figures measured side by side."""
-        from botgrpo_cli.console import out
+        from botgrpo_rewards.registry import SERVICES
 
-        module_name = f"botgrpo_cli.bench.rewards_{service}"
-        if not service.isidentifier() or importlib.util.find_spec(module_name) is None:
-            known = ", ".join(_available()) or "none yet"
-            raise UserError(f"no reward benchmark for service {service!r} ({module_name} is missing); available: {known}")
-        importlib.import_module(module_name).run(console=out, workers=workers, n=n)
+        if service not in SERVICES:
+            raise UserError(f"unknown reward service {service!r}; known: {', '.join(sorted(SERVICES))}")
+        code = subprocess.call([sys.executable, "-m", "botgrpo_rewards.bench", service, str(workers), str(n)])
+        if code != 0:
+            raise UserError(f"the {service} benchmark failed (exit code {code}); its message is above")

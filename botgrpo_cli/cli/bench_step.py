@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
+from botgrpo_cli.cli.options import Threads, comma_list
 from botgrpo_cli.console import console, out
 from botgrpo_cli.errors import UserError
 
@@ -17,7 +18,7 @@ def register(app: typer.Typer) -> None:
         algos: Annotated[str, typer.Option(help="Comma-separated presets; ratios are against the first.")] = "grpo,bot_grpo",
         steps: Annotated[int, typer.Option(help="Timed steps per preset (plus one warm-up).")] = 5,
         task: Annotated[str, typer.Option(help="Task whose bootstrapped tiny model is used.")] = "react_synth",
-        threads: Annotated[int, typer.Option(help="torch CPU threads per run.")] = 2,
+        threads: Threads = 2,
         repeats: Annotated[int, typer.Option(help="Runs per preset, alternating presets.")] = 2,
         model: Annotated[Optional[str], typer.Option(help="Model dir or hub id instead of the tiny model.")] = None,
         num_processes: Annotated[int, typer.Option("--num-processes", help="Compare one process with this many "
@@ -28,7 +29,7 @@ def register(app: typer.Typer) -> None:
         """Median step time (generate / reward / update) and peak RSS at 8 prompts x 8 completions x 48 tokens."""
         from botgrpo_cli.bench.step import run
 
-        names = [a.strip() for a in algos.split(",") if a.strip()]
+        names = comma_list(algos, "--algos", example="grpo,bot_grpo")
         if vs is not None:
             if vs != "trl":
                 raise UserError(f"--vs {vs!r} is not supported; the peer benchmark knows: trl")

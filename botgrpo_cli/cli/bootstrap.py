@@ -32,12 +32,10 @@ def register(app: typer.Typer) -> None:
 
         from botgrpo_cli.bootstrap import RECIPES, bootstrap as build, describe, read_info
         from botgrpo_cli.cli.evaluate import parse_task_options
-        from botgrpo_tasks import get_task, list_tasks
+        from botgrpo_tasks import get_task
 
         try:
             task_obj = get_task(task, seed=seed, **parse_task_options(task_option or []))
-        except KeyError:
-            raise UserError(f"unknown task {task!r}; choose one of: {', '.join(list_tasks())}") from None
         except (TypeError, ValueError) as err:
             raise UserError(f"--task-option does not fit task {task!r}: {err}") from None
         if size not in RECIPES:

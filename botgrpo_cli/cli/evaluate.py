@@ -8,6 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from botgrpo_cli.cli.options import Threads, Workers, set_threads
 from botgrpo_cli.errors import UserError
 
 
@@ -38,7 +39,7 @@ def register(app: typer.Typer) -> None:
         top_p: Annotated[float, typer.Option("--top-p", help="Nucleus sampling mass.")] = 1.0,
         max_new_tokens: Annotated[Optional[int], typer.Option("--max-new-tokens", help="Default: the task's.")] = None,
         seed: Annotated[int, typer.Option(help="Fixes the samples (and the bootstrap interval).")] = 0,
-        workers: Annotated[int, typer.Option("--workers", help="Processes per reward service.")] = 1,
+        workers: Workers = 1,
         split: Annotated[str, typer.Option("--split", help="eval or train.")] = "eval",
         limit: Annotated[Optional[int], typer.Option("--limit", help="Evaluate the first N problems only.")] = None,
         task_option: Annotated[Optional[list[str]], typer.Option("--task-option", help="Task option key=value "
@@ -51,7 +52,7 @@ def register(app: typer.Typer) -> None:
         render: Annotated[bool, typer.Option("--render/--no-render", help="React tasks: render every sample "
                                              "(screenshots, render rate, similarity).")] = True,
         batch_size: Annotated[int, typer.Option("--batch-size", help="Prompts per generate call.")] = 8,
-        threads: Annotated[int, typer.Option("--threads", help="torch threads; 0 keeps torch's default.")] = 0,
+        threads: Threads = 0,
     ) -> None:
         """Evaluate a model on a task: unbiased Pass@k, compile/render rates, judged win rate."""
         from botgrpo_cli.console import out as stdout
@@ -62,12 +63,7 @@ def register(app: typer.Typer) -> None:
             ks = parse_ks(k)
         except ValueError as err:
             raise UserError(f"--k: {err}") from None
-        if threads < 0:
-            raise UserError("--threads must be 0 (torch's default) or a positive count")
-        if threads:
-            import torch
-
-            torch.set_num_threads(threads)
+        set_threads(threads)
         opts = EvalOptions(task=task, model=model, out=out, n=n, ks=ks, temperature=temperature, top_p=top_p,
                            max_new_tokens=max_new_tokens, seed=seed, workers=workers, split=split, limit=limit,
                            task_options=parse_task_options(task_option or []), against=against, judge=judge,

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import shlex
-import time
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from botgrpo_cli.cli.options import Workers
 from botgrpo_cli.errors import UserError
 
 reward_app = typer.Typer(help="Run reward services (serve) and score rollout files (score).", no_args_is_help=True)
 
-Workers = Annotated[int, typer.Option("--workers", "-w", min=1, help="Service processes to run in parallel.")]
 
 
 def _check_service(name: str) -> None:
@@ -70,61 +69,96 @@ def serve(
 
 @reward_app.command()
 def score(
-    file: Annotated[Path, typer.Argument(help="JSONL rollout file: one {id, prompt, completion, reference, options?} per line.")],
+    file: Annotated[Path, typer.Argument(help="JSONL rollout file (or .gz): one {id, prompt, completion, reference, options?} per line.")],
     service: Annotated[str, typer.Option("--service", "-s", help="Reward service: math, react or render.")],
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where to write (default: FILE with .scored.jsonl).")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where to write (default: FILE with .scored.jsonl); never the input.")] = None,
     workers: Workers = 1,
     deadline_ms: Annotated[Optional[int], typer.Option("--deadline-ms", min=1, help="Per-request deadline for every line (default: each line's, else 10000).")] = None,
     command: Annotated[Optional[str], typer.Option("--command", help="Run this command as the service instead of the built-in one (any program speaking protocol v1).")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run: keep the lines already in OUTPUT.partial and score the rest.")] = False,
 ) -> None:
-    """Score a JSONL rollout file through a reward service; writes the lines with the scores added."""
-    from botgrpo_cli.reward_client.rollouts import read_rollouts
+    """Score a JSONL rollout file through a reward service; writes the lines with the scores added.
+
+    Results are written in input order as they come, to OUTPUT.partial, renamed to OUTPUT at the
+    end; every input line gets one output line (a malformed one with status error and the reason).
+    """
+    from botgrpo_cli.reward_client.rollouts import count_rollouts
+    from botgrpo_cli.reward_client.score_file import check_paths, partial_path
 
     if command is None:
         _check_service(service)
-    if not file.is_file():
-        raise UserError(f"rollout file {file} does not exist; pass a JSONL file of {{id, prompt, completion, reference}} lines")
-    out_path = output or file.with_name(file.name.removesuffix(".jsonl") + ".scored.jsonl")
-    lines = read_rollouts(file, deadline_ms)
-    if not lines:
+    out_path = output or file.with_name(file.name.removesuffix(".gz").removesuffix(".jsonl") + ".scored.jsonl")
+    check_paths(file, out_path)
+    if resume and not partial_path(out_path).exists():
+        done = " (it is already complete)" if out_path.exists() else ""
+        raise UserError(f"--resume: there is no {partial_path(out_path)} to continue{done}; run without --resume")
+    total = count_rollouts(file)
+    if not total:
         raise UserError(f"{file} has no rollout lines")
-    _score_lines(lines, service, out_path, workers, shlex.split(command) if command else None)
+    _score_lines(file, out_path, total, service, workers, shlex.split(command) if command else None, deadline_ms, resume)
 
 
-def _score_lines(lines: list, service: str, out_path: Path, workers: int, command: list[str] | None) -> None:
+MAX_PROBLEM_LINES = 20  # malformed lines reported one by one; the rest are counted
+
+
+class _LazyPool:
+    """Starts the reward pool on the first request: a file of only malformed lines needs no service."""
+
+    def __init__(self, service: str, workers: int, command: list[str] | None):
+        self.args, self.pool = (service, workers, command), None
+
+    def submit(self, request):
+        if self.pool is None:
+            from botgrpo_cli.reward_client import RewardPool
+
+            service, workers, command = self.args
+            self.pool = RewardPool(service, workers=workers, command=command)  # a failed start is a UserError
+        return self.pool.submit(request)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+
+def _score_lines(file: Path, out_path: Path, total: int, service: str, workers: int, command: list[str] | None,
+                 deadline_ms: int | None, resume: bool) -> None:
+    from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from botgrpo_cli.console import console
-    from botgrpo_cli.reward_client import RewardPool
-    from botgrpo_cli.reward_client.rollouts import merge, problem_response, write_jsonl
+    from botgrpo_cli.reward_client.score_file import score_file
 
-    for line in lines:
-        if line.problem:
-            console.print(f"[yellow]line {line.lineno}:[/] {line.problem} (kept in the output with status error)")
-    good = [ln for ln in lines if ln.request is not None]
+    problems = [0]
+
+    def on_problem(line) -> None:
+        problems[0] += 1
+        if problems[0] <= MAX_PROBLEM_LINES:
+            console.print(f"[yellow]line {line.lineno}:[/] {escape(line.problem)} (kept in the output with status "
+                          "error)", highlight=False, soft_wrap=True)
+
     columns = (TextColumn("scoring with {task.fields[service]}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    scored, stats, elapsed = [], {"restarts": 0, "resent": 0}, 0.0
-    if good:  # a file of only malformed lines needs no service
-        with RewardPool(service, workers=workers, command=command) as pool, Progress(*columns, console=console) as bar:
-            task = bar.add_task("score", total=len(good), service=service)
-            start = time.monotonic()  # throughput counts scoring, not service start-up
-            scored = pool.score([ln.request for ln in good], progress=lambda _resp: bar.advance(task))
-            elapsed = time.monotonic() - start
-            stats = pool.stats
-    by_line = {ln.lineno: resp for ln, resp in zip(good, scored)}
-    responses = [by_line.get(ln.lineno) or problem_response(ln) for ln in lines]
-    write_jsonl(out_path, [merge(ln, resp) for ln, resp in zip(lines, responses)])
-    _print_summary(responses, stats, len(good) / elapsed if elapsed > 0 else 0.0, out_path)
+    pool = _LazyPool(service, workers, command)
+    try:
+        with Progress(*columns, console=console) as bar:
+            task = bar.add_task("score", total=total, service=service)
+            stats = score_file(file, out_path, pool.submit, deadline_ms=deadline_ms, resume=resume,
+                               progress=lambda n: bar.advance(task, n), on_problem=on_problem)
+        pool_stats = pool.pool.stats if pool.pool is not None else {"restarts": 0, "resent": 0}
+    finally:
+        pool.close()
+    if problems[0] > MAX_PROBLEM_LINES:
+        console.print(f"[yellow]{problems[0] - MAX_PROBLEM_LINES} more malformed lines[/] (kept in the output with status error)")
+    _print_summary(stats, pool_stats, out_path)
 
 
-def _print_summary(responses: list, stats: dict, rate: float, out_path: Path) -> None:
+def _print_summary(stats, pool_stats: dict, out_path: Path) -> None:
     from rich.table import Table
 
     from botgrpo_cli.console import out
-    from botgrpo_cli.reward_client.rollouts import summarize
 
-    s = summarize(responses)
-    table = Table(title=f"reward score: {len(responses)} lines -> {out_path}")
+    s = stats.summary.result()
+    kept = f" ({stats.kept} kept from the earlier run)" if stats.kept else ""
+    table = Table(title=f"reward score: {stats.kept + stats.written} lines{kept} -> {out_path}")
     table.add_column("what")
     table.add_column("value", justify="right")
     for status, n in s["counts"].items():
@@ -132,8 +166,9 @@ def _print_summary(responses: list, stats: dict, rate: float, out_path: Path) ->
     table.add_row("mean score (ok)", f"{s['mean_score']:.4f}")
     for name, mean in s["metrics"].items():
         table.add_row(f"mean {name}", f"{mean:.4f}")
+    rate = stats.scored / stats.seconds if stats.seconds > 0 else 0.0
     table.add_row("throughput", f"{rate:.1f} lines/s")
-    table.add_row("restarts / resent", f"{stats['restarts']} / {stats['resent']}")
+    table.add_row("restarts / resent", f"{pool_stats['restarts']} / {pool_stats['resent']}")
     out.print(table)
 
 

@@ -80,5 +80,5 @@ def judge_pairs(a: list[Problem], b: list[Problem], examples: list, judge: str, 
 def _judged(slot: float | None | Future) -> float | None:
     if not isinstance(slot, Future):
         return slot
-    resp = slot.result()
-    return float(resp.score) if resp.usable else None
+    resp = slot.result()  # the judge's raw pair outcome (the score adds the render service's rendered floor)
+    return float(resp.metrics["judge"]) if resp.usable and "judge" in resp.metrics else None

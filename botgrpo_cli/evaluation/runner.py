@@ -67,8 +67,6 @@ def load_task(opts: EvalOptions) -> tuple[Any, list]:
 
     try:
         task = get_task(opts.task, seed=opts.seed, **opts.task_options)
-    except KeyError as err:
-        raise UserError(f"--task: {err.args[0]}") from None
     except TypeError as err:
         raise UserError(f"--task-option values do not fit task {opts.task!r}: {err}") from None
     examples = task.eval_examples() if opts.split == "eval" else task.train_examples()

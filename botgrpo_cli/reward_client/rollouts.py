@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Iterable, Iterator
 
-from botgrpo_rewards.protocol import ProtocolError, ScoreRequest, ScoreResponse, error_response, request_from_json
+from botgrpo_rewards.protocol import (
+    MAX_LINE_BYTES,
+    ProtocolError,
+    ScoreRequest,
+    ScoreResponse,
+    error_response,
+    read_lines,
+    request_from_json,
+)
 
 RESPONSE_FIELDS = ("status", "score", "spans", "metrics", "info", "error")
 
@@ -26,11 +35,15 @@ class RolloutLine:
 
 
 def parse_line(lineno: int, raw: str, deadline_ms: int | None = None) -> RolloutLine:
-    """Turn one line into a request; a malformed line gets `problem` instead."""
+    """Turn one line into a request; a malformed line (any content at all) gets `problem` instead."""
     try:
         obj = json.loads(raw)
+        json.dumps(obj, allow_nan=False)  # what cannot be sent on (NaN, Infinity) is caught here
+    except RecursionError:
+        return RolloutLine(lineno, None, raw, problem="JSON nested too deep")
     except ValueError as err:
-        return RolloutLine(lineno, None, raw, problem=f"invalid JSON: {err}")
+        problem = "NaN or Infinity is not JSON" if "Out of range float" in str(err) else f"invalid JSON: {err}"
+        return RolloutLine(lineno, None, raw, problem=problem)
     if not isinstance(obj, dict):
         return RolloutLine(lineno, None, raw, problem="a rollout line must be a JSON object")
     fields = {k: v for k, v in obj.items() if k not in ("v", "op") and k not in RESPONSE_FIELDS}
@@ -44,12 +57,48 @@ def parse_line(lineno: int, raw: str, deadline_ms: int | None = None) -> Rollout
     return RolloutLine(lineno, obj, raw, request=request)
 
 
+def open_lines(path: Path) -> IO[bytes]:
+    """The file as bytes, gunzipped when it is gzip (by its magic bytes, whatever its name)."""
+    f = path.open("rb")
+    if f.peek(2)[:2] == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=f)  # type: ignore[return-value]
+    return f
+
+
+def _raw_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each non-blank line, read lazily. Undecodable bytes become U+FFFD;
+    a line over MAX_LINE_BYTES keeps only its head (it is answered as too large)."""
+    with open_lines(path) as f:
+        for lineno, data in enumerate(read_lines(f), 1):
+            if data is None:
+                yield lineno, ""
+                continue
+            text = data.decode("utf-8", errors="replace").rstrip("\r\n")
+            if text.strip():
+                yield lineno, text
+
+
+def iter_rollouts(path: Path, deadline_ms: int | None = None) -> Iterator[RolloutLine]:
+    """Parse the non-blank lines of a rollout file (plain or gzip) one at a time."""
+    for lineno, raw in _raw_lines(path):
+        if raw == "":
+            yield RolloutLine(lineno, None, "", problem=f"line is over the {MAX_LINE_BYTES}-byte limit")
+        else:
+            yield parse_line(lineno, raw, deadline_ms)
+
+
+def count_rollouts(path: Path) -> int:
+    """Non-blank lines of a rollout file (for progress), read in blocks."""
+    n = 0
+    with open_lines(path) as f:
+        for line in read_lines(f):
+            n += line is None or bool(line.strip())
+    return n
+
+
 def read_rollouts(path: Path, deadline_ms: int | None = None) -> list[RolloutLine]:
-    """Parse every non-blank line of a rollout file (undecodable bytes become U+FFFD)."""
-    text = path.read_text(encoding="utf-8", errors="replace")
-    # split on "\n" only: str.splitlines() would also break inside strings holding U+2028 and friends
-    lines = (raw.rstrip("\r") for raw in text.split("\n"))
-    return [parse_line(i, raw, deadline_ms) for i, raw in enumerate(lines, 1) if raw.strip()]
+    """Every non-blank line of a rollout file, parsed (see iter_rollouts)."""
+    return list(iter_rollouts(path, deadline_ms))
 
 
 def problem_response(line: RolloutLine) -> ScoreResponse:
@@ -72,22 +121,36 @@ def merge(line: RolloutLine, resp: ScoreResponse) -> dict[str, Any]:
     return out
 
 
-def write_jsonl(path: Path, rows: list[dict]) -> None:
-    with path.open("w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
+def encode_row(row: dict) -> str:
+    """One output line: UTF-8 as written, or ASCII escapes when the row holds a lone surrogate."""
+    text = json.dumps(row, ensure_ascii=False, allow_nan=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(row, ensure_ascii=True, allow_nan=False)
+    return text + "\n"
 
 
-def summarize(responses: list[ScoreResponse]) -> dict[str, Any]:
-    """Counts by status, mean score and each metric's mean over ok responses."""
-    counts = Counter(r.status for r in responses)
-    ok = [r for r in responses if r.usable]
-    sums: dict[str, list[float]] = defaultdict(list)
-    for r in ok:
-        for name, value in r.metrics.items():
-            sums[name].append(value)
-    return {
-        "counts": {s: counts.get(s, 0) for s in ("ok", "error", "timeout")},
-        "mean_score": sum(r.score for r in ok) / len(ok) if ok else math.nan,  # type: ignore[misc]
-        "metrics": {name: sum(v) / len(v) for name, v in sorted(sums.items())},
-    }
+class Summary:
+    """Counts by status, mean score and each metric's mean over ok responses, added one by one."""
+
+    def __init__(self) -> None:
+        self.counts: Counter = Counter()
+        self._n_ok, self._score = 0, 0.0
+        self._metrics: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+
+    def add(self, r: ScoreResponse) -> None:
+        self.counts[r.status] += 1
+        if r.usable:
+            self._n_ok += 1
+            self._score += r.score
+            for name, value in r.metrics.items():
+                self._metrics[name][0] += value
+                self._metrics[name][1] += 1
+
+    def result(self) -> dict[str, Any]:
+        return {
+            "counts": {s: self.counts.get(s, 0) for s in ("ok", "error", "timeout")},
+            "mean_score": self._score / self._n_ok if self._n_ok else math.nan,
+            "metrics": {name: total / n for name, (total, n) in sorted(self._metrics.items())},
+        }

@@ -21,7 +21,8 @@ import torch
 from botgrpo_cli.errors import UserError
 
 T = TypeVar("T")
-SUMMED = ("reward/masked", "reward/restarts", "perf/tokens_per_s")  # per-process counts and rates add up
+SUMMED = ("reward/masked", "reward/restarts", "perf/tokens_per_s")  # per-process counts and rates add up,
+# as do the per-service failure counts reward/SERVICE/failed
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ def reduce_metrics(metrics: dict[str, float], dist: Dist) -> dict[str, float]:
     summed = dist.sum([metrics.get(k, float("nan")) for k in keys])
     times = [k for k in keys if k.startswith("time/")]
     slowest = _all_reduce([metrics.get(k, 0.0) for k in times], torch.distributed.ReduceOp.MAX)
-    out = {k: (s if k in SUMMED else s / dist.world) for k, s in zip(keys, summed)}
+    out = {k: (s if k in SUMMED or k.endswith("/failed") else s / dist.world) for k, s in zip(keys, summed)}
     out.update(zip(times, slowest))
     return out
 

@@ -22,6 +22,7 @@ from botgrpo_cli.rundir import read_metrics
 from botgrpo_cli.trainer.distributed import reduce_metrics
 from botgrpo_cli.trainer.interrupt import interruptible
 from botgrpo_cli.trainer.logprobs import batch_logps
+from botgrpo_cli.trainer.policy import reference_policy
 from botgrpo_cli.trainer.reports import MetricsLog, make_progress, plot_curves, sample_rows, stats_line, step_metrics
 from botgrpo_cli.trainer.rollouts import collect_rollouts, isolate_failed, score_shaping, step_ends
 from botgrpo_cli.trainer.samples import SamplesPage
@@ -107,9 +108,11 @@ def train_step(s: Session, step: int, page: SamplesPage | None) -> dict[str, flo
     logp_old = None if not behaviour_pass else batch_logps(
         s.policy, b.prompt_ids, b.completion_ids, b.mask, s.engine.pad_id, cfg.rollout.temperature,
         cfg.optim.micro_batch_size)  # (B, T)
-    logp_ref = None if s.ref is None else batch_logps(s.ref, b.prompt_ids, b.completion_ids, b.mask,
-                                                      s.engine.pad_id, cfg.rollout.temperature,
-                                                      cfg.optim.micro_batch_size)
+    logp_ref = None
+    if cfg.algo.beta > 0:  # the initial policy: a frozen copy, or (LoRA) the policy with its adapters off
+        with reference_policy(s.policy, s.ref) as ref:
+            logp_ref = batch_logps(ref, b.prompt_ids, b.completion_ids, b.mask, s.engine.pad_id,
+                                   cfg.rollout.temperature, cfg.optim.micro_batch_size)
     t_logp = time.perf_counter()
     scored = ro.wait()  # scores + spans; failed rows come back with ok = False
     t_rew = time.perf_counter()

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
@@ -80,3 +81,20 @@ def _with_lora(model: Any, cfg: ModelConfig, adapter: str | None) -> Any:
     lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
                       target_modules=list(cfg.lora_target_modules) or None, task_type="CAUSAL_LM")
     return get_peft_model(model, lora)
+
+
+def loads_reference_copy(cfg: Any) -> bool:
+    """A KL term needs the initial policy. A LoRA run already holds it: the base weights, which the
+    adapters never change. Only a full fine-tune loads a second, frozen copy (its parameters again)."""
+    return cfg.algo.beta > 0 and cfg.model.lora_r == 0
+
+
+@contextmanager
+def reference_policy(policy: Any, copy: Any) -> Iterator[Any]:
+    """The reference model to run no-grad forwards with: the frozen `copy` when one was loaded, else
+    the LoRA `policy` itself with its adapters switched off for the duration."""
+    if copy is not None:
+        yield copy
+        return
+    with policy.disable_adapter():
+        yield policy

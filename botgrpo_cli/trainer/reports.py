@@ -18,6 +18,7 @@ from torch import Tensor
 
 from botgrpo_cli.algos import masked_mean, zero_variance_groups
 from botgrpo_cli.console import console
+from botgrpo_cli.reward_client.combined import failures_by_service
 from botgrpo_cli.reward_client.scored import Scored
 from botgrpo_cli.rundir import read_metrics
 
@@ -115,6 +116,8 @@ def step_metrics(s, ro, scored: Scored, scores: Tensor, mask: Tensor, adv: Tenso
     }
     for name, values in sorted(scored.metrics.items()):
         m[f"reward/{name}"] = _mean(values)
+    for name, n in failures_by_service(scored.responses).items():  # several services: who failed which rows
+        m[f"reward/{name}/failed"] = float(n)
     metric = s.task.success_metric
     if metric in scored.metrics:
         m["success"] = sum(scored.metrics[metric]) / len(scored.ok)  # failed scorings count as failures

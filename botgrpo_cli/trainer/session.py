@@ -21,7 +21,7 @@ from botgrpo_cli.trainer.checkpoint import TrainState
 from botgrpo_cli.trainer.degenerate import check_settings
 from botgrpo_cli.trainer.rollouts import PromptStream
 from botgrpo_cli.trainer.distributed import Dist
-from botgrpo_cli.trainer.policy import load_model, load_tokenizer, resolve_model_path
+from botgrpo_cli.trainer.policy import load_model, load_tokenizer, loads_reference_copy, resolve_model_path
 from botgrpo_cli.trainer.update import make_optimizer
 
 
@@ -31,9 +31,9 @@ class Session:
     task: Any
     tok: Any
     model: Any  # the policy as trained: DDP/FSDP-wrapped under several processes
-    ref: Any  # frozen reference policy when algo.beta > 0, else None
+    ref: Any  # frozen reference copy when algo.beta > 0 without LoRA, else None (policy.reference_policy)
     engine: Engine
-    pool: Any  # RewardPool
+    pool: Any  # RewardPool, or CombinedPool with reward.services
     opt: Any
     sched: Any
     stream: PromptStream
@@ -66,8 +66,6 @@ def _task(cfg: Config) -> Any:
 
     try:
         return get_task(cfg.run.task, seed=cfg.run.seed, **cfg.run.task_options)
-    except KeyError as err:
-        raise UserError(f"run.task: {err.args[0]}") from None
     except TypeError as err:
         raise UserError(f"run.task_options do not fit task {cfg.run.task!r}: {err}") from None
 
@@ -153,7 +151,7 @@ def open_session(cfg: Config, resume: bool = False, pool: Any = None) -> Iterato
 
 @contextmanager
 def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
-    from botgrpo_cli.reward_client import RewardPool
+    from botgrpo_cli.reward_client.combined import open_pool
 
     _seed_everything(cfg.run.seed)
     task = _task(cfg)
@@ -171,7 +169,7 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     lora_resume = ckpt is not None and cfg.model.lora_r > 0
     model = load_model(str(ckpt / "model") if ckpt and not lora_resume else base, cfg.model,
                        adapter=str(ckpt / "model") if lora_resume else None)
-    ref = load_model(base, cfg.model, trainable=False).to(dist.accelerator.device) if cfg.algo.beta > 0 else None
+    ref = load_model(base, cfg.model, trainable=False).to(dist.accelerator.device) if loads_reference_copy(cfg) else None
     opt, sched = make_optimizer(model, cfg)
     model, opt = dist.accelerator.prepare(model, opt)  # to the device; DDP/FSDP under several processes
     stream = PromptStream(task.train_examples(), cfg.run.seed)
@@ -182,8 +180,8 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     params = SamplingParams(
         max_new_tokens=cfg.rollout.max_new_tokens or task.max_new_tokens, temperature=cfg.rollout.temperature,
         top_p=cfg.rollout.top_p, stop=tuple(task.stop if cfg.rollout.stop is None else cfg.rollout.stop))
-    pool = shared_pool or RewardPool(cfg.reward.service or task.service, workers=cfg.reward.workers,
-                                     command=cfg.reward.command)
+    pool = shared_pool or open_pool(cfg.reward.service or task.service, cfg.reward.workers, cfg.reward.command,
+                                    cfg.reward.services)
     try:
         if dist.main:
             _prepare_run_dir(run_dir, cfg)

@@ -98,8 +98,8 @@ def _optimizer_step(model: Any, opt: torch.optim.Optimizer, inp: UpdateInputs, c
                 a.loss, logp=logp, logp_old=logp.detach() if inp.logp_old is None else inp.logp_old[cols].to(dev),
                 advantages=inp.advantages[cols].to(dev),
                 mask=mask, loss_agg=a.loss_agg, logp_ref=None if inp.logp_ref is None else inp.logp_ref[cols].to(dev),
-                beta=a.beta, eps_low=a.eps_low, eps_high=a.eps_high, max_completion_length=max_len,
-                entropy=entropy, entropy_coef=a.entropy_coef)
+                beta=a.beta, max_completion_length=max_len,
+                entropy=entropy, entropy_coef=a.entropy_coef, **a.loss_options)
             (loss * weight).backward()
         metrics["entropy"] = float(masked_mean(entropy.detach(), mask))
         for name, v in metrics.items():

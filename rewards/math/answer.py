@@ -1,7 +1,9 @@
 """Normalize an answer string and find its shape: scalar, unordered list, set, tuple, interval, union.
 
-Pure string work (no sympy): wrappers ($, \\left, spacing, \\text units, degrees, \\$) go, `x = 5`
-becomes `5`, "1,000" becomes "1000", and top-level commas split the items.
+Pure string work (no sympy): wrappers ($, \\left, spacing, \\text units, degrees, currency) go,
+a left-hand side goes (`x = 5`, `m+n=47`, `(x, y) = (2, 5)` keep what follows the last `=`),
+"1,000.99", "1{,}000" and "1,\\!000" become plain numbers, `\\pm` becomes two roots, and top-level
+commas split the items.
 """
 
 from __future__ import annotations
@@ -9,11 +11,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_DROP = [r"\$", r"\\\(", r"\\\)", r"\\\[", r"\\\]", r"\\displaystyle", r"\\left", r"\\right", r"\\!", r"\\,",
-         r"\\;", r"\\:", r"\\ ", "~", r"\^\{?\\circ\}?", r"\\circ", "°", r"\{,\}", r"\\\$"]
+_DROP = [r"\$", r"\\\(", r"\\\)", r"\\\[", r"\\\]", r"\\displaystyle", r"\\left", r"\\right", r"(?<!\\)\\!",
+         r"(?<!\\)\\,", r"(?<!\\)\\;", r"(?<!\\)\\:", r"(?<!\\)\\ ", "~", r"\^\{?\\circ\}?", r"\\circ", r"\\degree", "°", r"\{,\}", r"\{\s*,\s*\}",
+         r"\\\$", "€", "£", "¥", r"\\euro", r"\\pounds"]
 _DROP_RE = re.compile("|".join(_DROP))
-_WRAP = re.compile(r"\\(?:text|textbf|textrm|mathrm|mathbf|mbox|operatorname)\s*\{([^{}]*)\}")
-_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:,\d{3})+(?![\d.])")
+_WRAP = re.compile(r"\\(?:text|textbf|textrm|textnormal|textit|textup|mathrm|mathbf|mathit|mathsf|mbox|operatorname)"
+                   r"\s*\{([^{}]*)\}")
+_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?=\.\d|(?![\d,.]))")
+_SPACED_THOUSANDS = re.compile(r"-?\d{1,3}(?: \d{3})+(?:\.\d+)?")
+_PERCENT_WORD = re.compile(r"\s*(?:percent(?:age)?|pct)\.?\s*$", re.I)
+_PM = re.compile(r"\\pm|±")
 _LHS = re.compile(r"^\s*(?:\\?[A-Za-z]+(?:_\{?\w+\}?)?|[A-Za-z]\([A-Za-z]\))\s*(?:=|\\in)\s*")
 _MEMBER = re.compile(r"^\s*[A-Za-z]\s*\\in\s*")
 _CONNECTIVE = re.compile(r"\s+(?:and|or)\s+|\\quad|\\qquad", re.I)
@@ -22,16 +29,16 @@ _UNITS = {
     "yd", "mi", "l", "ml", "mph", "kph", "sq", "cu",
 }
 _NOT_UNITS = {"sqrt", "pi", "frac", "dfrac", "infty", "cdot", "times", "div"}
-_TRAIL_WORD = re.compile(r"(?<=[\d)}\s.])\s*([A-Za-z]+)\.?(?:\^\{?[23]\}?)?\s*$")
+_TRAIL_WORD = re.compile(r"(?<=[\d)}\s.])\s*([A-Za-z]+)\.?(?:\s*\^\{?[23]\}?)?\s*$")
 
 
 @dataclass(frozen=True)
 class Shape:
-    """An answer's structure. kind: scalar | list | set | tuple | interval | union."""
+    """An answer's structure (the kinds are listed on `kind`)."""
 
-    kind: str
-    items: tuple  # item strings (scalar/list/set/tuple/interval) or Shapes (union)
-    left: str = ""  # interval brackets: '[' or '('
+    kind: str  # scalar | list | set | tuple | interval | union | matrix | relation | equation
+    items: tuple  # item strings, Shapes (union), matrix cells row by row, a relation's or equation's sides
+    left: str = ""  # interval bracket '[' / '(', a matrix's "rows x cols", a relation's operator
     right: str = ""
 
 
@@ -39,9 +46,13 @@ def normalize(text: str) -> str:
     """Strip presentation (math delimiters, spacing, \\text units, degrees, dollar signs)."""
     s = text.strip()
     s = _WRAP.sub(lambda m: " " + m.group(1) + " ", s)
+    s = re.sub(r"(?<=\d),\\!\s*(?=\d)", ",", s)  # "11,\! 111" is one number
     s = _DROP_RE.sub("", s)
-    s = s.replace("\\%", "%").replace("\\{", "\x01").replace("\\}", "\x02")
+    s = s.replace("\\%", "%").replace("\\{", "\x01").replace("\\}", "\x02").replace("\\cfrac", "\\frac")
     s = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), s)
+    if _SPACED_THOUSANDS.fullmatch(s.strip()):  # "1 000" written alone
+        s = s.replace(" ", "")
+    s = _PERCENT_WORD.sub("%", s)
     s = _CONNECTIVE.sub(",", s)
     s = re.sub(r"\s+", " ", s).strip().rstrip(".")
     return s.strip()
@@ -94,21 +105,117 @@ def _closes_at_end(s: str) -> bool:
     return False
 
 
-def shape(text: str) -> Shape:
-    """The structure of a normalized answer."""
-    s = normalize(text)
-    s = _LHS.sub("", s, count=1) if "," not in s else _MEMBER.sub("", s, count=1)
+_RELATION = re.compile(r"<=|>=|!=|<|>")
+_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
+_NAME = r"\\?[A-Za-z]+(?:_\{?\w+\}?)?(?:\([^()=]*\))?"
+# A left-hand side that only names what was asked for: "x", "f(3)", "m+n", "abc", "(p,q)", "\angle A".
+_NAME_LHS = re.compile(rf"\s*(?:{_NAME}(?:\s*(?:[+*]|\\cdot)?\s*{_NAME})*|\(\s*{_NAME}(?:\s*,\s*{_NAME})+\s*\))\s*")
+_MATRIX = re.compile(r"\s*[\[(]?\s*\\begin\{([pbvBV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}\s*[\])]?\s*", re.S)
+
+
+def _cut_approx(s: str) -> str:
+    """`x = 1/3 \approx 0.33` -> `x = 1/3`; `x \approx 11` -> `x = 11`."""
+    i = s.find("\\approx")
+    if i < 0:
+        return s
+    return s[:i] if "=" in s[:i] else s.replace("\\approx", "=")
+
+
+def equation_sides(s: str) -> list[str]:
+    """The top-level `=` sides of one item (one side: not an equation; relations are not split)."""
+    if len(split_top(s)) > 1 or re.search(r"[<>!]=", s):
+        return [s]
+    return split_top(s, "=")
+
+
+def drop_lhs(s: str, gold: bool = False) -> str:
+    """What follows the last top-level `=`: "m+n=47" -> "47", "(p,q)=(3,2)" -> "(3,2)", a chain
+    "x = 5+5+1 = 11" -> "11". On the gold side a single `=` is dropped only when its left side names
+    the unknown ("x", "m+n", "(p,q)"): "2x + z = 1" is an equation to match, not the value 1.
+    A list of equations ("x=1, x=2") keeps its items for clean_item."""
+    sides = equation_sides(s)
+    if len(sides) == 1 or not sides[-1].strip():
+        return _MEMBER.sub("", s, count=1)
+    if gold and len(sides) == 2 and not _NAME_LHS.fullmatch(sides[0]):
+        return s
+    return sides[-1].strip()
+
+
+def _expand_pm(items: list[str]) -> list[str]:
+    """`a \\pm b` -> `a - b`, `a + b` (one \\pm per item; more are left alone)."""
+    out: list[str] = []
+    for item in items:
+        if len(_PM.findall(item)) == 1:
+            out += [_PM.sub("-", item, count=1), _PM.sub("+", item, count=1)]
+        else:
+            out.append(item)
+    return out
+
+
+def _matrix(s: str) -> Shape | None:
+    m = _MATRIX.fullmatch(s)
+    if not m:
+        return None
+    rows = [r for r in re.split(r"\\\\", m.group(2)) if r.strip()]
+    cells = [[c.strip() for c in r.split("&")] for r in rows]
+    if not cells or any(len(r) != len(cells[0]) for r in cells):
+        return None
+    return Shape("matrix", tuple(c for r in cells for c in r), f"{len(cells)}x{len(cells[0])}")
+
+
+def _relation(s: str) -> Shape | None:
+    """`lhs op rhs` with one top-level <, >, <=, >= or != ("x >= 5"); a chain stays text."""
+    ops = [m for m in _RELATION.finditer(s) if _depth_at(s, m.start()) == 0]
+    if len(ops) != 1 or len(split_top(s)) > 1:
+        return None
+    op = ops[0]
+    lhs, rhs = s[: op.start()].strip(), s[op.end() :].strip()
+    return Shape("relation", (lhs, rhs), op.group()) if lhs and rhs else None
+
+
+def _depth_at(s: str, pos: int) -> int:
+    depth = 0
+    for c in s[:pos]:
+        depth += c in "([{\x01"
+        depth -= c in ")]}\x02"
+    return depth
+
+
+def shape(text: str, gold: bool = False, keep_equation: bool = False) -> Shape:
+    """The structure of an answer: normalized, its left-hand side dropped (see drop_lhs)."""
+    s = _cut_approx(normalize(text))
+    s = _canonical_relations(s)
+    sides = equation_sides(s)
+    if keep_equation and len(sides) == 2:
+        return Shape("equation", tuple(x.strip() for x in sides))
+    s = drop_lhs(s, gold)
+    if gold and len(equation_sides(s)) == 2:
+        return Shape("equation", tuple(x.strip() for x in equation_sides(s)))
+    return _structure(s)
+
+
+def _canonical_relations(s: str) -> str:
+    s = re.sub(r"\\geq?(?![A-Za-z])|≥|\\geqslant", ">=", s)
+    s = re.sub(r"\\leq?(?![A-Za-z])|≤|\\leqslant", "<=", s)
+    s = re.sub(r"\\neq?(?![A-Za-z])|≠", "!=", s)
+    return s.replace("\\lt", "<").replace("\\gt", ">")
+
+
+def _structure(s: str) -> Shape:
+    found = _matrix(s) or _relation(s)
+    if found:
+        return found
     if len(split_top(s, "\\cup")) > 1:
-        return Shape("union", tuple(shape(p) for p in split_top(s, "\\cup")))
+        return Shape("union", tuple(_structure(p.strip()) for p in split_top(s, "\\cup")))
     if len(s) >= 2 and s[0] == "\x01" and s[-1] == "\x02" and _closes_at_end(s):
-        return Shape("set", tuple(clean_item(p) for p in split_top(s[1:-1])))
+        return Shape("set", tuple(clean_item(p) for p in _expand_pm(split_top(s[1:-1]))))
     if len(s) >= 2 and s[0] in "([" and s[-1] in ")]" and _closes_at_end(s):
         items = tuple(clean_item(p) for p in split_top(s[1:-1]))
         if len(items) == 2 and (s[0] == "[" or s[-1] == "]"):
             return Shape("interval", items, s[0], s[-1])
         if len(items) >= 2:
             return Shape("tuple", items, s[0], s[-1])
-    parts = split_top(s)
+    parts = _expand_pm([p for p in split_top(s) if p.strip()])
     if len(parts) > 1:
-        return Shape("list", tuple(clean_item(p) for p in parts if p.strip()))
+        return Shape("list", tuple(clean_item(p) for p in parts))
     return Shape("scalar", (clean_item(s),))

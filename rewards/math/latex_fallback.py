@@ -1,8 +1,8 @@
 """LaTeX beyond the whitelist grammar (\\binom, \\log, \\sin, ...) through sympy's ANTLR parse_latex.
 
 Used only inside a checker process (a hostile input there costs at most one killed worker), only
-for texts our own parser does not accept, and only when the result is a closed-form number (free
-letters such as `e` or `i` are ambiguous in LaTeX, so those answers stay uncompared).
+for texts our own parser does not accept. A result with letters (\\sec^2 y) is compared by
+evaluation at points (compare.py); one with a float in it is refused (only exact forms are kept).
 parse_latex builds sympy objects from a parse tree; it does not eval or sympify the text.
 """
 
@@ -33,6 +33,6 @@ def parse_latex_number(text: str) -> Parsed:
         value = parse_latex(text).subs(sympy.Symbol("pi"), sympy.pi).doit()
     except (LaTeXParsingError, TypeError, ValueError, AttributeError) as err:
         raise ParseError(f"LaTeX not understood: {err}") from None
-    if not isinstance(value, sympy.Expr) or not value.is_number or value.has(sympy.Float):
-        raise ParseError("LaTeX answer is not an exact closed-form number")
+    if not isinstance(value, sympy.Expr) or value.has(sympy.Float) or value.atoms(sympy.Derivative, sympy.Integral):
+        raise ParseError("LaTeX answer is not an exact closed form")
     return Parsed(value)

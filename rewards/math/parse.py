@@ -1,8 +1,8 @@
 """A whitelist parser for math answers: plain text and a LaTeX subset -> sympy objects.
 
 Model text is never handed to eval/sympify/parse_expr. The tokenizer accepts only numbers,
-single-letter variables, + - * / ^ ! %, brackets and a few LaTeX commands (\\frac, \\sqrt, \\pi,
-\\cdot, \\times, \\div); a recursive-descent parser builds sympy objects directly. Caps on length,
+single-letter variables, + - * / ^ ! %, brackets and a few LaTeX commands (\\frac, \\binom, \\sqrt,
+\\pi, \\cdot, \\times, \\div); a recursive-descent parser builds sympy objects directly. Caps on length,
 nesting depth, literal digits, power and factorial sizes reject hostile input before any big
 number is computed.
 """
@@ -41,7 +41,8 @@ class Parsed:
 
 
 _COMMANDS = {
-    "frac": "FRAC", "dfrac": "FRAC", "tfrac": "FRAC", "sqrt": "SQRT", "pi": "PI",
+    "frac": "FRAC", "dfrac": "FRAC", "tfrac": "FRAC", "cfrac": "FRAC",
+    "binom": "BINOM", "dbinom": "BINOM", "tbinom": "BINOM", "sqrt": "SQRT", "pi": "PI",
     "cdot": "*", "times": "*", "ast": "*", "div": "/", "infty": "INF", "left": None,
     "right": None, "big": None, "Big": None, "bigl": None, "bigr": None, "%": "%",
     "{": "(", "}": ")", ",": None, ";": None, "!": None, " ": None, "displaystyle": None,
@@ -115,7 +116,7 @@ class _State:
             raise TooBig("nested too deeply")
 
 
-_ATOM_START = {"NUM", "VAR", "PI", "SQRT", "FRAC", "(", "{", "INF"}
+_ATOM_START = {"NUM", "VAR", "PI", "SQRT", "FRAC", "BINOM", "(", "{", "INF"}
 _CLOSE = {"(": ")", "{": "}", "[": "]"}
 
 
@@ -151,7 +152,13 @@ def _expr(st: _State) -> sympy.Expr:
 
 
 def _term(st: _State) -> sympy.Expr:
+    first = st.pos
     value = _unary(st)
+    signs = {kind for kind, _ in st.tokens[first : st.pos - 1]}
+    if st.peek() == "FRAC" and st.tokens[st.pos - 1][0] == "NUM" and signs <= {"+", "-"}:
+        mixed = _mixed_number(st, value)
+        if mixed is not None:
+            return mixed
     while True:
         kind = st.peek()
         if kind in ("*", "/"):
@@ -166,6 +173,17 @@ def _term(st: _State) -> sympy.Expr:
             value = value * _power(st)  # implicit product: 2\pi, 3x, 2(1+x)
         else:
             return value
+
+
+def _mixed_number(st: _State, whole: sympy.Expr) -> sympy.Expr | None:
+    """`2\\frac{3}{4}` is the mixed number 11/4 (as MATH and GSM8K write it), not 2 * 3/4: an
+    integer followed directly by a proper numeric fraction. Anything else is left to _term."""
+    mark = st.pos
+    frac = _atom(st)
+    if whole.is_Integer and frac.is_Rational and 0 < frac < 1 and st.peek() not in _ATOM_START | {"^", "!"}:
+        return whole - frac if whole < 0 else whole + frac
+    st.pos = mark
+    return None
 
 
 def _ends_in_number(st: _State) -> bool:
@@ -236,6 +254,8 @@ def _atom(st: _State) -> sympy.Expr:
         return num / den
     if kind == "SQRT":
         return _sqrt(st)
+    if kind == "BINOM":
+        return _binom(_frac_arg(st), _frac_arg(st))
     raise ParseError(f"unexpected {text!r}")
 
 
@@ -261,6 +281,13 @@ def _frac_arg(st: _State) -> sympy.Expr:
     if kind == "VAR":
         return sympy.Symbol(text)
     raise ParseError("bad \\frac argument")
+
+
+def _binom(n: sympy.Expr, k: sympy.Expr) -> sympy.Expr:
+    """\\binom{n}{k} of small natural numbers (larger ones are left to the LaTeX fallback)."""
+    if not (n.is_Integer and k.is_Integer and 0 <= n <= MAX_FACTORIAL):
+        raise ParseError("\\binom is checked for small natural numbers only")
+    return sympy.binomial(n, k)
 
 
 def _sqrt(st: _State) -> sympy.Expr:

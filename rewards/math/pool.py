@@ -2,7 +2,10 @@
 
 Each job runs in a worker subprocess (worker.py). A job that overruns its limit gets its worker
 killed and replaced in the background; no signals or alarms are used in the caller's threads.
-Thread-safe: callers share a queue of idle workers.
+The limit is on the worker's CPU time, not the wall clock: on a loaded machine a check gets less of
+a core per second, and a wall-clock limit would make the verdict depend on how busy the machine is.
+A wall-clock bound (the request's deadline) still applies on top. Thread-safe: callers share a
+queue of idle workers.
 """
 
 from __future__ import annotations
@@ -18,6 +21,18 @@ import time
 from typing import Any
 
 STARTUP_TIMEOUT_S = 60.0
+POLL_S = 0.02  # how often a running job's CPU time is read
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a process (Linux /proc); None where /proc cannot say."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICK
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 class JobTimeout(Exception):
@@ -51,14 +66,20 @@ class _Worker:
         self.process.stdin.write(line.encode("ascii"))
         self.process.stdin.flush()
 
-    def receive(self, timeout: float) -> dict | None:
-        """The next result line, or None if none arrived within `timeout` seconds."""
+    def receive(self, timeout: float, cpu_limit: float | None = None) -> dict | None:
+        """The next result line, or None if none arrived within `timeout` wall seconds or the
+        worker used more than `cpu_limit` CPU seconds meanwhile."""
         end = time.monotonic() + timeout
         fd = self.process.stdout.fileno()
+        cpu_start = cpu_seconds(self.process.pid) if cpu_limit is not None else None
         while b"\n" not in self._buffer:
             left = end - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            if left <= 0:
                 return None
+            if not select.select([fd], [], [], left if cpu_start is None else min(left, POLL_S))[0]:
+                if cpu_start is not None and (cpu_seconds(self.process.pid) or cpu_start) - cpu_start > cpu_limit:
+                    return None
+                continue
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 raise EOFError("checker process exited")
@@ -118,21 +139,23 @@ class WorkerPool:
         if not self._closed:
             threading.Thread(target=self._respawn, daemon=True).start()
 
-    def run(self, job: str, args: list, limit: float, wait: float) -> Any:
-        """Run `job(*args)` in a worker: wait up to `wait` s for a free one, then allow `limit` s to run."""
+    def run(self, job: str, args: list, cpu_limit: float, wall_limit: float) -> Any:
+        """Run `job(*args)` in a worker: wait for a free one, then let it run until it has used
+        `cpu_limit` CPU seconds; everything (the wait included) ends after `wall_limit` seconds."""
+        end = time.monotonic() + max(wall_limit, 0.0)
         try:
-            worker = self._idle.get(timeout=max(wait, 0.0))
+            worker = self._idle.get(timeout=max(wall_limit, 0.0))
         except queue.Empty:
             raise NoWorker("no checker process was free in time") from None
         try:
             worker.send(job, args)
-            reply = worker.receive(max(limit, 0.0))
+            reply = worker.receive(max(end - time.monotonic(), 0.0), cpu_limit)
         except (EOFError, OSError, ValueError):
             self._replace(worker)
             raise WorkerDied("checker process died") from None
         if reply is None:
             self._replace(worker)
-            raise JobTimeout(f"check did not finish within {limit:.1f} s")
+            raise JobTimeout(f"check did not finish within {cpu_limit:.1f} CPU s")
         self._idle.put(worker)
         if not reply.get("ok"):
             raise JobFailed(str(reply.get("error")))

@@ -1,10 +1,9 @@
 """The math reward backend: final-answer correctness plus optional step checks, with spans.
 
-Score 1.0 when the extracted final answer equals `reference.answer`, else 0.0 (wrong or no answer).
-Spans: +1 / -1 over the answer's characters (right / wrong), -1 over the last line when there is no
-answer (option `penalize_missing`, default true); with option `steps: true`, -1 over the
-first step holding a confidently false closed-form equality (trimmed so it never overlaps the answer).
-All sympy work runs in a killable worker pool (pool.py); verdicts are cached (LRU).
+Score 1.0 when the extracted final answer equals `reference.answer`, 0.0 when it does not, and
+`missing_score` (default -1) when there is no answer. Spans and options are assembled in reward.py
+(the reward contract, README.md). All sympy work runs in a killable worker pool (pool.py); verdicts
+are cached (LRU).
 """
 
 from __future__ import annotations
@@ -17,13 +16,19 @@ from typing import Any
 
 from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult
 from botgrpo_rewards.math.answer import clean_item, normalize
-from botgrpo_rewards.math.extract import Extraction, extract_answer
+from botgrpo_rewards.math.extract import extract_answer, gold_answer
+from botgrpo_rewards.math.options import read_options
 from botgrpo_rewards.math.pool import JobFailed, JobTimeout, NoWorker, WorkerDied, WorkerPool
+from botgrpo_rewards.math import reward
+from botgrpo_rewards.math.reward import StepReport
 from botgrpo_rewards.math.steps import Equation, equations, split_steps
-from botgrpo_rewards.protocol import ScoreRequest, Span
+from botgrpo_rewards.protocol import ScoreRequest
 
 MAX_ANSWER_CHARS = 2000
 MAX_SIDE_CHARS = 600
+# CPU seconds one check may use. Ordinary answers take milliseconds; only a pathological one
+# (a huge expansion, a giant binomial) comes near this. CPU time, not wall time: see pool.py.
+CHECK_LIMIT_CPU_S = 3.0
 _INTEGER = re.compile(r"-?\d{1,1000}")
 
 
@@ -65,24 +70,6 @@ def _gold(request: ScoreRequest) -> str:
     return str(gold)
 
 
-def _bool_option(request: ScoreRequest, name: str, default: bool) -> bool:
-    value = request.options.get(name, default)
-    if not isinstance(value, bool):
-        raise BackendError(f"option '{name}' must be true or false", "bad_request")
-    return value
-
-
-def _last_line(text: str) -> tuple[int, int] | None:
-    """Code-point span of the last non-blank line (whitespace trimmed), where a final answer belongs."""
-    end = len(text.rstrip())
-    if end == 0:
-        return None
-    start = text.rfind("\n", 0, end) + 1
-    while start < end and text[start].isspace():
-        start += 1
-    return start, end
-
-
 class MathBackend(Backend):
     """Reward backend `math` (see the module docstring)."""
 
@@ -91,7 +78,7 @@ class MathBackend(Backend):
     capabilities = ("spans", "steps")
     max_inflight = 64
 
-    def __init__(self, workers: int = 2, check_limit_s: float = 2.0, cache_size: int = 65536):
+    def __init__(self, workers: int = 2, check_limit_s: float = CHECK_LIMIT_CPU_S, cache_size: int = 65536):
         self.check_limit_s = check_limit_s
         self.pool = WorkerPool(workers)
         self._cache = _LRU(cache_size)
@@ -109,79 +96,79 @@ class MathBackend(Backend):
 
     def score(self, request: ScoreRequest, deadline: float) -> ScoreResult:
         gold = _gold(request)
-        want_steps = _bool_option(request, "steps", False)
-        penalize_missing = _bool_option(request, "penalize_missing", True)
+        opts = read_options(request)
         self.start()
-        found = extract_answer(request.completion)
+        found = extract_answer(request.completion, opts.think_tags, opts.think_open)
         correct, reason = False, found.reason
         if found.answer is not None:
-            correct, reason = self.judge(found.answer, gold, deadline)
-        steps, wrong, first_bad = 0, 0, None
-        if want_steps:
-            steps, wrong, first_bad = self._check_steps(request.completion, deadline)
-        missing = _last_line(request.completion) if penalize_missing and found.answer is None else None
-        spans = _spans(found, correct, first_bad, missing)
+            correct, reason = self.judge(found.answer, gold_answer(gold), deadline, opts.rel_tol)
+        steps = self._check_steps(request.completion, deadline) if opts.steps else StepReport()
+        answer = (found.start, found.end) if found.answer is not None else None
         info: dict[str, Any] = {"answer": _clip(found.answer or ""), "gold": _clip(gold), "reason": reason}
-        if first_bad is not None:
-            info["first_wrong_step"] = _clip(first_bad[2])
-        metrics = {"correct": float(correct), "extracted": float(found.answer is not None),
-                   "steps": float(steps), "steps_wrong": float(wrong)}
-        return ScoreResult(score=1.0 if correct else 0.0, spans=spans, metrics=metrics, info=info)
+        if steps.first_wrong is not None:
+            info["first_wrong_step"] = _clip(steps.first_wrong[2])
+        metrics = {"correct": float(correct), "extracted": float(answer is not None),
+                   "steps": float(steps.n_steps), "steps_wrong": float(len(steps.wrong))}
+        return ScoreResult(score=reward.score(correct, answer is not None, opts),
+                           spans=reward.spans(request.completion, answer, correct, steps, opts), metrics=metrics, info=info)
 
     def _run(self, name: str, args: tuple, deadline: float) -> Any:
-        """A pool job; retried once if its worker died (a worker killed from outside is not the answer's fault)."""
-        try:
-            return self._run_once(name, args, deadline)
-        except WorkerDied:
-            return self._run_once(name, args, deadline)
+        """A pool job, retried on other workers if its worker died (killed from outside: not the
+        answer's fault). Still dying: status error, never a wrong verdict."""
+        for _ in range(self.pool.size + 1):
+            try:
+                return self._run_once(name, args, deadline)
+            except WorkerDied:
+                continue
+        raise BackendError("math checker processes keep dying; see the service's stderr", "backend")
 
     def _run_once(self, name: str, args: tuple, deadline: float) -> Any:
-        """Wait for a worker until the deadline, run at most check_limit_s. None: the check overran
-        its limit (the answer's fault); BackendTimeout: the request's deadline passed first."""
+        """Run a job within check_limit_s CPU seconds and the request's deadline. Running out of
+        either is BackendTimeout (status `timeout`: masked and counted by the trainer, never a wrong
+        verdict and never cached), so a verdict cannot depend on how loaded the machine is."""
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise BackendTimeout("deadline passed before the check ran")
         try:
-            return self.pool.run(name, list(args), min(self.check_limit_s, remaining), remaining)
+            return self.pool.run(name, list(args), self.check_limit_s, remaining)
         except NoWorker:
             raise BackendTimeout("no checker process was free before the deadline") from None
         except JobTimeout:
             if time.monotonic() >= deadline - 0.01:
                 raise BackendTimeout("deadline passed while checking") from None
-            return None
+            raise BackendTimeout(f"check used more than {self.check_limit_s:.1f} CPU seconds") from None
 
-    def judge(self, answer: str, gold: str, deadline: float) -> tuple[bool, str]:
-        """(correct, reason) for an extracted answer."""
+    def judge(self, answer: str, gold: str, deadline: float, rel_tol: float = 0.0) -> tuple[bool, str]:
+        """(correct, reason) for an extracted answer; BackendTimeout when the check ran out of time."""
         if len(answer) > MAX_ANSWER_CHARS:
             return False, f"answer longer than {MAX_ANSWER_CHARS} characters"
         quick = integer_verdict(answer, gold)
         if quick is not None:
             return quick, "integers " + ("equal" if quick else "differ")
-        key = ("answer", re.sub(r"\s+", " ", answer).strip(), gold)
+        key = ("answer", re.sub(r"\s+", " ", answer).strip(), gold, rel_tol)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
         try:
-            verdict = self._run("answer", (answer, gold), deadline)
+            verdict = self._run("answer", (answer, gold, rel_tol), deadline)
         except JobFailed as err:
             verdict = (False, f"check failed: {err}")
-        if verdict is None:
-            verdict = (False, f"check took longer than {self.check_limit_s:.1f} s")
         verdict = (bool(verdict[0]), str(verdict[1]))
         self._cache.put(key, verdict)
         return verdict
 
-    def _check_steps(self, text: str, deadline: float) -> tuple[int, int, tuple[int, int, str] | None]:
-        """(number of steps, steps with a false equality, (start, end, equation) of the first)."""
+    def _check_steps(self, text: str, deadline: float) -> StepReport:
+        """Which steps hold a false equality, which only verified-true ones (doubt counts as neither)."""
         spans = split_steps(text)
         found = [e for e in equations(text, spans) if len(e.left) <= MAX_SIDE_CHARS and len(e.right) <= MAX_SIDE_CHARS]
         verdicts = self._equation_verdicts(found, deadline)
-        bad_steps = sorted({e.step for e, v in zip(found, verdicts) if v is False})
-        if not bad_steps:
-            return len(spans), 0, None
-        first = bad_steps[0]
-        eq = next(e for e, v in zip(found, verdicts) if v is False and e.step == first)
-        return len(spans), len(bad_steps), (spans[first][0], spans[first][1], f"{eq.left} = {eq.right}")
+        wrong = sorted({e.step for e, v in zip(found, verdicts) if v is False})
+        true = sorted({e.step for e, v in zip(found, verdicts) if v is True} - set(wrong))
+        first = None
+        if wrong:
+            eq = next(e for e, v in zip(found, verdicts) if v is False and e.step == wrong[0])
+            first = (*spans[wrong[0]], f"{eq.left} = {eq.right}")
+        return StepReport(len(spans), tuple(wrong), tuple(spans[k] for k in true), first)
 
     def _equation_verdicts(self, found: list[Equation], deadline: float) -> list[bool | None]:
         if not found:
@@ -194,29 +181,9 @@ class MathBackend(Backend):
         try:
             verdicts = self._run("equations", (items,), deadline)
         except JobFailed:
-            verdicts = None
-        verdicts = verdicts if verdicts is not None else [None] * len(items)  # doubt: nothing penalised
+            verdicts = [None] * len(items)  # doubt: nothing penalised
         self._cache.put(key, verdicts)
         return verdicts
-
-
-def _spans(found: Extraction, correct: bool, bad: tuple[int, int, str] | None,
-           missing: tuple[int, int] | None = None) -> list[Span]:
-    """Answer span (+1/-1), or -1 over the last line when no answer was given (`missing`), and the
-    first wrong step's span (-1), never overlapping. Without the missing-answer span a wrong answer
-    would be penalised where no answer is not, and a policy learns to stop answering."""
-    spans: list[Span] = []
-    if found.answer is not None:
-        spans.append(Span(found.start, found.end, 1.0 if correct else -1.0, "answer"))
-    elif missing is not None and (bad is None or missing[1] <= bad[0] or bad[1] <= missing[0]):
-        spans.append(Span(missing[0], missing[1], -1.0, "no_answer"))
-    if bad is not None:
-        start, end = bad[0], bad[1]
-        if found.answer is not None and start < found.end and found.start < end:
-            start, end = (start, found.start) if start < found.start else (found.end, end)
-        if start < end:
-            spans.append(Span(start, end, -1.0, "step"))
-    return sorted(spans, key=lambda s: s.start)
 
 
 def _clip(text: str, limit: int = 200) -> str:

@@ -3,6 +3,10 @@
 Pure text work; the equalities are judged in a worker (see check.py). Conservative by design: a
 side is only taken when it is a whole arithmetic run, not a fragment of something with variables
 or words ("2x + 3 = 7", "f(2) = 5", "8 divided by 2 = 4" yield nothing checkable).
+Written the way solutions write them: currency ("$30 + $40 = $70"), GSM8K calculator annotations
+("<<30+40=70>>", checked on their own), thousands separators ("1,000.50"), LaTeX alignment (`&=`)
+and equalities after words ("a total of 70 + 420 = 490"). Left alone: remainders ("= 89 R 6",
+"= 1 with a remainder of 40"), base subscripts ("101_2 = 5"), parts of words and variables.
 """
 
 from __future__ import annotations
@@ -15,14 +19,26 @@ _BLANK = re.compile(r"\n[ \t]*\n")
 # Pieces an arithmetic run is made of: numbers (with 1,000 separators), operators, brackets,
 # equals signs and the LaTeX commands the safe parser knows.
 _RUN_PIECE = (
-    r"\d{1,3}(?:,\d{3})+(?![\d,])|\d+(?:\.\d+)?|[ \t+\-*/^(){}=×÷·−]"
-    r"|\\(?:frac|dfrac|tfrac|sqrt|pi|cdot|times|div|left|right)(?![A-Za-z])|\[|\]"
+    r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|\d+(?:\.\d+)?|[ \t+\-*/^(){}=×÷·−]|\\?%"
+    r"|\\(?:frac|dfrac|tfrac|cfrac|binom|dbinom|tbinom|sqrt|pi|cdot|times|div|left|right)(?![A-Za-z])|\[|\]"
 )
 _RUN = re.compile(f"(?:{_RUN_PIECE})+")
 _OPERATOR_WORDS = {
-    "by", "times", "of", "plus", "minus", "over", "divided", "multiplied", "than", "to", "power",
-    "squared", "cubed", "mod", "x",
+    "by", "times", "plus", "minus", "over", "divided", "multiplied", "than", "to", "power",
+    "squared", "cubed", "mod", "x", "and", "from",
 }
+# "of" is a boundary after a quantity's name ("a total of 70 + 420 = 490"), and an operator
+# elsewhere ("half of 10 = 5", "3 groups of 4 = 12"): the left side is then not the whole value.
+_OF_BOUNDARY = {
+    "total", "sum", "cost", "costs", "price", "value", "result", "amount", "area", "perimeter", "volume",
+    "profit", "revenue", "earnings", "savings", "average", "mean", "length", "width", "height",
+    "distance", "weight", "balance", "budget", "salary", "worth", "bill", "income", "score",
+}
+# A right side followed by these is a remainder or a base, not the value: "89 R 6", "1 with a remainder".
+_RIGHT_CONTINUES = {"r", "rem", "remainder", "with", "and", "base"}
+_ANNOTATION = re.compile(r"<<([^<>\n]{1,200})>>")
+_PERCENT_WORD = re.compile(r"(?<=\d)\s*(?:percent|pct)\b", re.I)
+_CURRENCY = re.compile(r"\\\$|\$|\\text\{\s*\}|&|\\\\|\{,\}")
 _OPERATORS = "+-*/^×÷·−="
 MAX_EQUATIONS = 200
 
@@ -55,9 +71,10 @@ def split_steps(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _word_before(text: str, pos: int) -> str:
-    m = re.search(r"([A-Za-z]+)\s*$", text[max(0, pos - 40) : pos])
-    return m.group(1).lower() if m else ""
+def _words_before(text: str, pos: int) -> list[str]:
+    """The word just before `pos` and the word adjacent before it, lower-cased ([] / [w] / [v, w])."""
+    m = re.search(r"(?:([A-Za-z]+)[ \t]+)?([A-Za-z]+)\s*$", text[max(0, pos - 40) : pos])
+    return [w.lower() for w in m.groups() if w] if m else []
 
 
 def _word_after(text: str, pos: int) -> str:
@@ -70,11 +87,16 @@ def _open_left(text: str, start: int) -> bool:
     if start == 0:
         return False
     before = text[start - 1]
-    if before in "$:,;\n" or (before.isspace() and not _word_before(text, start)):
+    if before in ":." and text[start - 2 : start - 1].isdigit():  # a ratio or a time "3:4", ".5"
+        return True
+    if before in "$:,;\n" or (before.isspace() and not _words_before(text, start)):
         return False
     if not before.isspace():
         return True
-    word = _word_before(text, start)
+    words = _words_before(text, start)
+    word = words[-1]
+    if word == "of":
+        return len(words) < 2 or words[0] not in _OF_BOUNDARY
     return word in _OPERATOR_WORDS or len(word) == 1
 
 
@@ -83,10 +105,10 @@ def _open_right(text: str, end: int) -> bool:
     if end >= len(text):
         return False
     after = text[end]
-    if after.isalpha() or after == "_" or after == "!":
+    if after.isalpha() or after in "_!" or (after in ":." and text[end + 1 : end + 2].isdigit()):
         return True
     word = _word_after(text, end)
-    return word in _OPERATOR_WORDS or len(word) == 1
+    return word in _OPERATOR_WORDS or word in _RIGHT_CONTINUES or len(word) == 1
 
 
 def _leading_term(side: str) -> str | None:
@@ -101,24 +123,47 @@ def _leading_term(side: str) -> str | None:
     return None
 
 
+def prepare(step: str) -> list[str]:
+    """The texts of a step to search for equalities: the step with currency signs, `&`, `\\\\` and
+    `{,}` removed and calculator annotations blanked, then each annotation's inside on its own."""
+    notes = [m.group(1) for m in _ANNOTATION.finditer(step)]
+    body = _ANNOTATION.sub(" ", step)
+    texts = [_PERCENT_WORD.sub("%", t) for t in [body, *notes]]
+    return [_CURRENCY.sub(lambda m: "," if m.group() == "{,}" else " ", t) for t in texts]
+
+
+def _plain_number(side: str) -> str:
+    """'1,000.50' -> '1000.50' (the safe parser reads no separators)."""
+    return re.sub(r"(?<=\d),(?=\d{3})", "", side)
+
+
 def equations(text: str, steps: list[tuple[int, int]]) -> list[Equation]:
     """Adjacent `a = b` pairs of closed-form arithmetic in each step."""
     found: list[Equation] = []
     for k, (s, e) in enumerate(steps):
-        for m in _RUN.finditer(text, s, e):
-            if "=" not in m.group():
-                continue
-            run = m.group()
-            start = m.start() + len(run) - len(run.lstrip())
-            end = m.end() - len(run) + len(run.rstrip())
-            sides = [x.strip() for x in run.split("=")]
-            if _open_left(text, start) or sides[0][:1] in _OPERATORS:
-                sides[0] = ""
-            if _open_right(text, end) or sides[-1][-1:] in _OPERATORS:
-                sides[-1] = ""
-            for left, right in zip(sides, sides[1:]):
-                if left and right:
-                    found.append(Equation(k, left, right, _leading_term(right)))
+        for part in prepare(text[s:e]):
+            found.extend(_part_equations(part, k))
             if len(found) >= MAX_EQUATIONS:
-                return found
+                return found[:MAX_EQUATIONS]
+    return found
+
+
+def _part_equations(text: str, k: int) -> list[Equation]:
+    found: list[Equation] = []
+    for m in _RUN.finditer(text):
+        if "=" not in m.group():
+            continue
+        run = m.group()
+        start = m.start() + len(run) - len(run.lstrip())
+        end = m.end() - len(run) + len(run.rstrip())
+        sides = [_plain_number(x.strip()) for x in run.split("=")]
+        if _open_left(text, start) or sides[0][:1] in _OPERATORS:
+            sides[0] = ""
+        if _open_right(text, end) or sides[-1][-1:] in _OPERATORS:
+            sides[-1] = ""
+        for left, right in zip(sides, sides[1:]):
+            if left and right:
+                found.append(Equation(k, left, right, _leading_term(right)))
+        if len(found) >= MAX_EQUATIONS:
+            break
     return found

@@ -20,6 +20,10 @@ CODE_LANGS = ("tsx", "jsx", "typescript", "ts", "javascript", "js")
 _OPEN = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n", re.MULTILINE)
 _CLOSE = re.compile(r"^[ \t]*```[ \t]*$", re.MULTILINE)
 _ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
+# What a component attempt holds: a JSX-like tag (`<` then a name or `>`, checker.js's MAYBE_JSX),
+# or a function, arrow or class that could return an element (React.createElement without JSX).
+# Text with neither is no attempt (empty, prose, a refusal).
+_MAYBE_COMPONENT = re.compile(r"<\s*[A-Za-z_$>]|\bfunction\b|=>|\bclass\b")
 
 
 def _block_at(text: str, match: re.Match) -> tuple[str, int]:
@@ -46,6 +50,11 @@ def extract_code(completion: str) -> tuple[str, int]:
     if untagged is not None:
         return _block_at(completion, untagged)
     return completion, 0
+
+
+def maybe_component(code: str) -> bool:
+    """True when the code could hold a component: a JSX-like tag, a function, an arrow or a class."""
+    return _MAYBE_COMPONENT.search(code) is not None
 
 
 def answer_code(completion: str, options: dict[str, Any]) -> tuple[str, int] | None:

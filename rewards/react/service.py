@@ -26,6 +26,7 @@ class ReactBackend(Backend):
     # One Node process checks one completion at a time; a second slot lets the runner hand over
     # the next request while the current one runs (they queue on the checker's lock).
     max_inflight = 2
+    max_completion_chars = 200_000  # ~1.5 s of type checking (270k chars, loaded 2-core machine); longer is refused
 
     def __init__(self, heap_limit_mb: int = 768, max_old_space_mb: int = 1536, startup_timeout_s: float = 60.0):
         self._checker = NodeChecker(heap_limit_mb, max_old_space_mb, startup_timeout_s)
@@ -52,13 +53,16 @@ class ReactBackend(Backend):
         found_code = answer_code(request.completion, request.options)
         if found_code is None:
             result = truncated_reasoning(opts)
-            return result if req is None else with_spec(result, request.completion, "", 0, req, opts.types)
+            return result if req is None else with_spec(result, request.completion, "", 0, req, opts.types,
+                                                        opts.type_penalty)
         code, offset = found_code  # offset in the whole completion: spans never land in the reasoning
         if time.monotonic() >= deadline:
             raise BackendTimeout("deadline passed before the react check started")
         found = self._checker.check(code, opts.types, opts.max_type_errors, deadline)
         result = verdict(request.completion, code, offset, found, opts)
-        return result if req is None else with_spec(result, request.completion, code, offset, req, opts.types)
+        if req is None:
+            return result
+        return with_spec(result, request.completion, code, offset, req, opts.types, opts.type_penalty)
 
     def close(self) -> None:
         self._checker.close()

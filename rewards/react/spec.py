@@ -198,12 +198,15 @@ def _line(code: str, pos: int) -> tuple[int, int]:
 
 
 def with_spec(result: ScoreResult, completion: str, code: str, offset: int, req: Requirements,
-              types: bool) -> ScoreResult:
+              types: bool, penalty: float) -> ScoreResult:
     """`result` (the syntax/types verdict) with the spec folded in.
 
-    score x (checks passed / checks); a -1 span per violation (trimmed so it never overlaps the
-    verdict's own spans or another); metrics spec_ok, spec_checks, spec_failed, spec_<check>_failed
-    per check, and all_ok = syntax_ok x types_ok (with types) x spec_ok.
+    A positive score is multiplied by checks passed / checks (a no-attempt score stays as it is, so
+    no attempt stays the worst outcome); each violation is a span of -`penalty` (the service passes
+    its type_penalty, so spans stay bounded as the reward contract asks), trimmed so it never
+    overlaps the verdict's penalty spans or another, and cut out of any positive (pass-credit) span;
+    a no attempt gets no spans. Metrics: spec_ok, spec_checks, spec_failed, spec_<check>_failed per
+    check, and all_ok = syntax_ok x types_ok (with types) x spec_ok.
     """
     found = check_spec(code, req)
     n = req.n_checks()
@@ -215,13 +218,16 @@ def with_spec(result: ScoreResult, completion: str, code: str, offset: int, req:
         metrics[f"spec_{check}_failed"] = float(sum(v.check == check for v in found))
     passed = metrics.get("syntax_ok", 0.0) * (metrics.get("types_ok", 0.0) if types else 1.0)
     metrics["all_ok"] = passed * metrics["spec_ok"]
-    taken = sorted((s.start, s.end) for s in result.spans)
+    if result.score < 0:  # no attempt: nothing to mark
+        return ScoreResult(result.score, list(result.spans), metrics, dict(result.info))
+    negative = sorted((s.start, s.end) for s in result.spans if s.reward < 0)
     ranges = disjoint([(offset + v.start, offset + v.end, f"spec_{v.check}") for v in found])
-    spans = list(result.spans)
-    for start, end, label in ranges:
-        spans += [Span(a, b, -1.0, label) for a, b in _outside(start, end, taken)]
+    added = [Span(a, b, -penalty, label) for start, end, label in ranges for a, b in _outside(start, end, negative)]
+    taken = sorted((s.start, s.end) for s in added)
+    spans = [s for s in result.spans if s.reward < 0] + added
+    spans += [Span(a, b, s.reward, s.label) for s in result.spans if s.reward >= 0 for a, b in _outside(s.start, s.end, taken)]
     spans.sort(key=lambda s: s.start)
-    score = result.score * (n - len(found)) / n if n else result.score
+    score = result.score * (n - len(found)) / n if n and result.score > 0 else result.score
     info = dict(result.info)
     if found and not info:
         first = found[0]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
-from botgrpo_rewards.backend import BackendError, ScoreResult
+from botgrpo_rewards.backend import BackendError, ScoreResult, check_option_names
+from botgrpo_rewards.contract import Outcome, bool_option, check_order, number_option
 from botgrpo_rewards.protocol import Span
 from botgrpo_rewards.react.extract import Utf16Map
 
@@ -16,32 +16,43 @@ _IDENT = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
 
 @dataclass(frozen=True)
 class ReactOptions:
-    """Request options of the react service (all optional)."""
+    """Request options of the react service (all optional; README.md has the reward contract)."""
 
     types: bool = True  # run the type stage; false = syntax only
     max_type_errors: int = 5  # K: at most this many type-error spans
     syntax_weight: float = 0.5  # score share for passing syntax
     types_weight: float = 0.5  # score share for passing types (added to syntax_weight)
+    missing_score: float = -1.0  # score of a completion without a component (empty, prose, refusal)
+    syntax_penalty: float = 0.5  # minus this on the first syntax error's line
+    type_penalty: float = 0.25  # minus this on each type diagnostic (at most max_type_errors)
+    pass_credit: float = 0.0  # plus this over the code that passed the syntax stage (outside error spans)
 
     @classmethod
     def parse(cls, options: dict[str, Any]) -> "ReactOptions":
-        """Validate request options; an unknown or ill-typed one is a bad request."""
-        unknown = sorted(set(options) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise BackendError(f"unknown react option(s) {unknown}; known: {sorted(cls.__dataclass_fields__)}", "bad_request")
-        opts = cls(**options)
-        if not isinstance(opts.types, bool):
-            raise BackendError("option 'types' must be true or false", "bad_request")
-        k = opts.max_type_errors
+        """Validate request options; an unknown or ill-typed one, or numbers that break the reward
+        order, is a bad request."""
+        check_option_names("react", options, tuple(cls.__dataclass_fields__))
+        k = options.get("max_type_errors", cls.max_type_errors)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
             raise BackendError("option 'max_type_errors' must be an integer from 1 to 1000", "bad_request")
-        for name in ("syntax_weight", "types_weight"):
-            w = getattr(opts, name)
-            if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or not 0 <= w <= 1:
-                raise BackendError(f"option '{name}' must be a number in [0, 1]", "bad_request")
+        numbers = {name: number_option(options, name, getattr(cls, name), 0.0, 1.0)
+                   for name in ("syntax_weight", "types_weight", "syntax_penalty", "type_penalty", "pass_credit")}
+        opts = cls(types=bool_option(options, "types", cls.types), max_type_errors=k,
+                   missing_score=number_option(options, "missing_score", cls.missing_score, -1.0, 0.0), **numbers)
         if opts.syntax_weight + opts.types_weight > 1:
             raise BackendError("options 'syntax_weight' + 'types_weight' must not exceed 1", "bad_request")
+        check_order("react", opts.outcomes())
         return opts
+
+    def outcomes(self) -> list[Outcome]:
+        """The outcomes, best first, with the score and span rewards each can earn."""
+        full = self.syntax_weight + self.types_weight
+        passed = [Outcome("syntax and types pass", (full, full), (0.0, self.pass_credit))]
+        if self.types:
+            passed = [passed[0], Outcome("syntax passes, types fail", (self.syntax_weight, self.syntax_weight),
+                                         (-self.type_penalty, self.pass_credit))]
+        return passed + [Outcome("syntax error", (0.0, 0.0), (-self.syntax_penalty, 0.0)),
+                         Outcome("no component", (self.missing_score, self.missing_score))]
 
 
 def line_end(text: str, pos: int, limit: int) -> int:
@@ -111,10 +122,11 @@ def _failed_metrics(opts: ReactOptions, n_errors: float) -> dict[str, float]:
 
 
 def truncated_reasoning(opts: ReactOptions) -> ScoreResult:
-    """A reasoning cut off before its close tag: no code was written, nothing to mark inside it."""
+    """A reasoning cut off before its close tag: no code was written (no attempt: `missing_score`),
+    nothing to mark inside it."""
     info = {"stage": "reasoning", "code": "reasoning_truncated",
             "message": "the reasoning never closed (cut off by the length limit?), so there is no answer to check"}
-    return ScoreResult(score=0.0, spans=[], metrics=_failed_metrics(opts, 0.0), info=info)
+    return ScoreResult(score=opts.missing_score, spans=[], metrics=_failed_metrics(opts, 0.0), info=info)
 
 
 def verdict(completion: str, code: str, offset: int, found: dict[str, Any], opts: ReactOptions) -> ScoreResult:
@@ -123,26 +135,47 @@ def verdict(completion: str, code: str, offset: int, found: dict[str, Any], opts
         info = {"stage": "component", "code": "no_component",
                 "message": "no React component found: expected a top-level capitalised function component (or "
                            "an export default function) and JSX"}
-        return ScoreResult(score=0.0, spans=[], metrics=_failed_metrics(opts, 0.0), info=info)
+        return ScoreResult(score=opts.missing_score, spans=[], metrics=_failed_metrics(opts, 0.0), info=info)
     pos16 = Utf16Map(code)
     lo, hi = offset, offset + len(code)
     syntax = found["syntax"]
     if syntax is not None:
         start, end = syntax_span(completion, offset + pos16.to_cp(syntax["start"]), lo, hi)
-        return ScoreResult(0.0, [Span(start, end, -1.0, "syntax")], _failed_metrics(opts, 1.0),
+        return ScoreResult(0.0, [Span(start, end, -opts.syntax_penalty, "syntax")], _failed_metrics(opts, 1.0),
                            _info(completion, start, "syntax", syntax["message"], "syntax"))
     if not opts.types:
-        return ScoreResult(opts.syntax_weight + opts.types_weight, [], {"syntax_ok": 1.0, "n_errors": 0.0}, {})
+        spans = _credited(completion, [], lo, hi, opts.pass_credit)
+        return ScoreResult(opts.syntax_weight + opts.types_weight, spans, {"syntax_ok": 1.0, "n_errors": 0.0}, {})
     ranges = []
     for d in found["types"][: opts.max_type_errors]:
         start = offset + pos16.to_cp(d["start"])
         end = offset + pos16.to_cp(d["start"] + d["length"])
         ranges.append((*diagnostic_range(completion, start, end, hi), d["code"]))
-    spans = [Span(s, e, -1.0, label) for s, e, label in disjoint(ranges)]
+    errors = [Span(s, e, -opts.type_penalty, label) for s, e, label in disjoint(ranges)]
     n_errors = int(found["n_type_errors"])
     types_ok = n_errors == 0
     score = opts.syntax_weight + (opts.types_weight if types_ok else 0.0)
     info = {} if types_ok else _info(completion, offset + pos16.to_cp(found["types"][0]["start"]),
                                      found["types"][0]["code"], found["types"][0]["message"], "types")
     metrics = {"syntax_ok": 1.0, "types_ok": float(types_ok), "n_errors": float(n_errors)}
-    return ScoreResult(score, spans, metrics, info)
+    return ScoreResult(score, _credited(completion, errors, lo, hi, opts.pass_credit), metrics, info)
+
+
+def _credited(text: str, errors: list[Span], lo: int, hi: int, credit: float) -> list[Span]:
+    """The error spans plus +credit over the rest of the code [lo, hi) (blank ends trimmed): the
+    code that passed the syntax stage earns more than prose around it."""
+    if credit <= 0:
+        return errors
+    out, pos = [], lo
+    for span in errors + [Span(hi, hi, 0.0)]:
+        a, b = pos, span.start
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        if a < b:
+            out.append(Span(a, b, credit, "pass"))
+        if span.end > span.start:
+            out.append(span)
+        pos = span.end
+    return out

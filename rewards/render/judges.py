@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from botgrpo_rewards.backend import BackendError
+from botgrpo_rewards.contract import Outcome, check_order, number_option
 from botgrpo_rewards.render.renderer import Render
 from botgrpo_rewards.render.similarity import similarity
 
@@ -21,6 +22,17 @@ class RenderOptions:
     judge: str = "similarity"
     mode: str = "single"
     save_group: str = ""  # sub-folder of the service's save dir for this request's PNG ("a/b")
+    missing_score: float = -1.0  # score of a completion without a component attempt (empty, prose, a refusal)
+    rendered_score: float = 0.1  # floor of a rendered candidate's score: rendered beats not rendered
+
+    def score(self, value: float) -> float:
+        """A rendered candidate's score from its judge value in [0, 1]."""
+        return self.rendered_score + (1.0 - self.rendered_score) * value
+
+    def outcomes(self) -> list[Outcome]:
+        """The outcomes, best first (no spans: the score carries everything)."""
+        return [Outcome("rendered", (self.rendered_score, 1.0)), Outcome("did not render", (0.0, 0.0)),
+                Outcome("no component", (self.missing_score, self.missing_score))]
 
     @classmethod
     def parse(cls, options: dict) -> "RenderOptions":
@@ -36,7 +48,11 @@ class RenderOptions:
         if not isinstance(group, str) or len(group) > 200:
             raise BackendError("option save_group must be a short string naming a sub-folder of the service's "
                                "save dir, e.g. \"model-a/png\"", "bad_request")
-        return cls(judge=judge, mode=mode, save_group=group)
+        opts = cls(judge=judge, mode=mode, save_group=group,
+                   missing_score=number_option(options, "missing_score", cls.missing_score, -1.0, 0.0),
+                   rendered_score=number_option(options, "rendered_score", cls.rendered_score, 0.0, 1.0))
+        check_order("render", opts.outcomes())
+        return opts
 
 
 def compare_similarity(candidate: Render, reference: Render) -> dict[str, float]:

@@ -14,14 +14,17 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult
+from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult, check_option_names
 from botgrpo_rewards.protocol import ScoreRequest
-from botgrpo_rewards.react.extract import answer_code
+from botgrpo_rewards.react.extract import answer_code, maybe_component
 from botgrpo_rewards.render.compiler import CompileError, Compiler
 from botgrpo_rewards.render.judges import RenderOptions, compare_similarity, similarity_verdict
 from botgrpo_rewards.render.renderer import BrowserUnavailable, Render, Renderer, RenderTimeout
 from botgrpo_rewards.render.similarity import is_blank
 from botgrpo_rewards.render.vlm import VlmClient, VlmConfig, judge_pair
+
+# request options (README.md): RenderOptions' fields, and the vlm judge's model name, timeout and retries
+OPTIONS = ("judge", "mode", "save_group", "vlm_model", "vlm_timeout_s", "vlm_max_retries", "missing_score", "rendered_score")
 
 REF_CACHE_SIZE = 512
 
@@ -33,6 +36,7 @@ class RenderBackend(Backend):
     version = "0.1.0"
     capabilities = ("render", "similarity", "vlm", "pairwise")
     max_inflight = 4
+    max_completion_chars = 200_000  # compiling and mounting grow with the text; longer is refused
 
     def __init__(self, chromium: str | None = None, pages: int | None = None, viewport: tuple[int, int] = (640, 480),
                  save_dir: str | None = None, vlm_base_url: str | None = None, vlm_model: str | None = None):
@@ -42,6 +46,9 @@ class RenderBackend(Backend):
         self.save_dir = save_dir or os.environ.get("BOTGRPO_RENDER_SAVE_DIR") or None
         self.vlm_base_url, self.vlm_model = vlm_base_url, vlm_model
         self.pages = pages or int(os.environ.get("BOTGRPO_RENDER_PAGES", "2"))
+        # one request per page at a time: the rest wait in the runner's queue, where their deadline
+        # has not started, so two endless loops holding both pages delay other renders, never fail them
+        self.max_inflight = self.pages
         self.viewport = viewport
         self._compiler: Compiler | None = None
         self._renderer: Renderer | None = None
@@ -111,31 +118,32 @@ class RenderBackend(Backend):
     # ------------------------------------------------------------------ scoring
 
     def score(self, request: ScoreRequest, deadline: float) -> ScoreResult:
+        check_option_names("render", request.options, OPTIONS)
         opts = RenderOptions.parse(request.options)
         ref_code = _reference(request, "reference_code", required=opts.judge == "similarity")
         other_code = _reference(request, "other_code", required=opts.mode == "pairwise")
         client = self._vlm_client(request.options) if opts.judge == "vlm" else None
         ref = self._cached_render(ref_code, deadline, "reference_code") if ref_code else None
         found_code = answer_code(request.completion, request.options)
-        if found_code is None:  # no answer was written: nothing to render
-            cand = Render(rendered=False, error="the reasoning never closed (cut off by the length limit?): no code")
-        else:
-            cand = self.render_code(found_code[0], deadline)
+        if found_code is None or not maybe_component(found_code[0]):  # no attempt: nothing to render
+            why = ("the reasoning never closed (cut off by the length limit?): no code" if found_code is None
+                   else "no component: the completion holds no JSX, function or class")
+            return ScoreResult(score=opts.missing_score, metrics={"rendered": 0.0} | _judge_metric(opts, 0.0),
+                               info={"render_error": why})
+        cand = self.render_code(found_code[0], deadline)
         info = _render_info(cand)
         if self.save_dir and cand.png:
             info["screenshot"] = _save(cand.png, self.save_dir, opts.save_group, request.id)
         metrics = {"rendered": float(cand.rendered)}
         if opts.judge == "none":
             return ScoreResult(score=float(cand.rendered), metrics=metrics, info=info)
-        metric = "similarity" if opts.judge == "similarity" and opts.mode == "single" else "judge"
-        value = 0.0
-        if cand.rendered:
-            t0 = time.perf_counter()
-            instruction = str(request.reference.get("spec") or request.prompt)
-            value = self._judge(opts, cand, ref, other_code, instruction, client, deadline, info)
-            info["judge_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
-        metrics[metric] = value
-        return ScoreResult(score=value, metrics=metrics, info=info)
+        if not cand.rendered:
+            return ScoreResult(score=0.0, metrics=metrics | _judge_metric(opts, 0.0), info=info)
+        t0 = time.perf_counter()
+        instruction = str(request.reference.get("spec") or request.prompt)
+        value = self._judge(opts, cand, ref, other_code, instruction, client, deadline, info)
+        info["judge_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
+        return ScoreResult(score=opts.score(value), metrics=metrics | _judge_metric(opts, value), info=info)
 
     def _judge(self, opts: RenderOptions, cand: Render, ref: Render | None, other_code: str | None,
                instruction: str, client: VlmClient | None, deadline: float, info: dict) -> float:
@@ -155,6 +163,13 @@ class RenderBackend(Backend):
         value = parts.pop("score")
         info.update({k: round(v, 4) for k, v in parts.items()})
         return value
+
+
+def _judge_metric(opts: RenderOptions, value: float) -> dict[str, float]:
+    """The judge's raw value under its metric name (none for judge=none)."""
+    if opts.judge == "none":
+        return {}
+    return {"similarity" if opts.judge == "similarity" and opts.mode == "single" else "judge": value}
 
 
 def _reference(request: ScoreRequest, key: str, required: bool) -> str | None:

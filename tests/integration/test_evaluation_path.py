@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from botgrpo_cli.bench.convergence_eval import EvalSpec, evaluate_model
+from botgrpo_cli.bench.convergence import EvalSpec, evaluate_model
 from botgrpo_cli.bootstrap.base_rate import measure
 from botgrpo_cli.evaluation import models
 from botgrpo_cli.evaluation.metrics import success_rate

@@ -66,11 +66,14 @@ def test_scores_pipelined_requests_including_hostile_ones(service, tmp_path):
 
 
 # id -> (score, steps_wrong, span labels) a careful grader gives the example rollouts
+# (step_ok: a step whose closed-form equalities are verified true; no answer scores missing_score -1)
+OK = "step_ok"
 EXPECTED = {
-    "aime-1": (1.0, 0, ["answer"]), "aime-2": (1.0, 0, ["answer"]), "aime-3": (0.0, 1, ["step", "answer"]),
-    "arith-1": (1.0, 0, ["answer"]), "arith-2": (0.0, 1, ["step", "answer"]), "arith-3": (1.0, 1, ["step", "answer"]),
-    "frac-1": (1.0, 0, ["answer"]), "frac-2": (0.0, 1, ["step", "answer"]), "roots-1": (1.0, 0, ["answer"]),
-    "hedge-1": (0.0, 0, ["no_answer"]), "none-1": (0.0, 0, ["no_answer"]), "geo-1": (1.0, 0, ["answer"]), "pct-1": (1.0, 0, ["answer"]),
+    "aime-1": (1.0, 0, ["answer"]), "aime-2": (1.0, 0, [OK, OK, "answer"]), "aime-3": (0.0, 1, [OK, "step", "answer"]),
+    "arith-1": (1.0, 0, [OK, OK, "answer"]), "arith-2": (0.0, 1, [OK, "step", "answer"]),
+    "arith-3": (1.0, 1, ["step", OK, "answer"]), "frac-1": (1.0, 0, [OK, "answer"]), "frac-2": (0.0, 1, ["step", "answer"]),
+    "roots-1": (1.0, 0, ["answer"]), "hedge-1": (-1.0, 0, ["no_answer"]), "none-1": (-1.0, 0, ["no_answer"]),
+    "geo-1": (1.0, 0, [OK, "answer"]), "pct-1": (1.0, 0, [OK, "answer"]),
 }
 
 

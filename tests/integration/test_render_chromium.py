@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from botgrpo_rewards.backend import BackendTimeout
+from botgrpo_rewards.backend import BackendError, BackendTimeout
 from botgrpo_rewards.protocol import ScoreRequest
 from botgrpo_rewards.render.judges import compare_similarity
 from botgrpo_rewards.render.service import RenderBackend
@@ -152,6 +152,31 @@ def test_throw_in_render_is_a_failed_render(backend):
     _assert_still_serving(backend)
 
 
+@pytest.mark.parametrize("completion", ["", "Sorry, I cannot build that page.", "```tsx\n```\n", "const x = 1;"])
+def test_no_component_scores_missing_below_a_failed_render(backend, completion):
+    res = _score(backend, completion)
+    assert (res.score, res.metrics["rendered"], res.metrics["similarity"]) == (-1.0, 0.0, 0.0)
+    assert "no component" in res.info["render_error"]
+    assert _score(backend, completion, missing_score=-0.5).score == -0.5
+
+
+def test_rendered_outcomes_rank_above_failed_renders(backend):
+    unlike, failed = _score(backend, DIFFERENT), _score(backend, "export default function App() { return <div>; }")
+    assert unlike.metrics["rendered"] == 1.0 and unlike.score == pytest.approx(0.1 + 0.9 * unlike.metrics["similarity"])
+    assert unlike.score >= 0.1 > failed.score == 0.0
+
+
+@pytest.mark.parametrize("options,says", [
+    ({"rendered_score": 0}, "'rendered' can earn a mean token reward as low as 0 but 'did not render' as high as 0"),
+    ({"missing_score": 0}, "'did not render' can earn a mean token reward as low as 0 but 'no component'"),
+    ({"missing_score": -2}, "option 'missing_score' must be a number in [-1, 0]"),
+])
+def test_options_that_break_the_render_order_are_refused(backend, options, says):
+    with pytest.raises(BackendError) as err:
+        _score(backend, GOOD, **options)
+    assert err.value.type == "bad_request" and says in str(err.value)
+
+
 def test_compile_error_is_a_failed_render(backend):
     res = _score(backend, "export default function App() { return <div>; }")
     assert res.score == 0.0 and "compile error" in res.info["render_error"]
@@ -268,7 +293,8 @@ def test_pairwise_similarity_prefers_the_closer_render(backend):
                            reference={"reference_code": REFERENCE, "other_code": other})
         return backend.score(req, time.monotonic() + 5)
     win, loss = pair(GOOD, DIFFERENT), pair(DIFFERENT, REFERENCE)
-    assert (win.score, win.metrics["judge"], loss.score) == (1.0, 1.0, 0.0)
+    # A lost pair still rendered: it scores the rendered floor (rendered_score 0.1), above a failed render.
+    assert (win.score, win.metrics["judge"], loss.score, loss.metrics["judge"]) == (1.0, 1.0, 0.1, 0.0)
 
 
 def test_vlm_judge_through_the_backend(backend, monkeypatch):
@@ -282,7 +308,8 @@ def test_vlm_judge_through_the_backend(backend, monkeypatch):
         res = backend.score(req, time.monotonic() + 5)
     finally:
         server.close()
-    assert res.score == pytest.approx(0.7) and res.metrics["judge"] == pytest.approx(0.7) and res.info["reason"] == "fine"
+    # score = rendered_score + (1 - rendered_score) * judge = 0.1 + 0.9 * 0.7
+    assert res.score == pytest.approx(0.73) and res.metrics["judge"] == pytest.approx(0.7) and res.info["reason"] == "fine"
     images = [p for p in server.requests[0]["messages"][0]["content"] if p["type"] == "image_url"]
     assert len(images) == 2 and all(p["image_url"]["url"].startswith("data:image/png;base64,iVBOR") for p in images)
 

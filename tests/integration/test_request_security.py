@@ -53,3 +53,16 @@ def test_vlm_redirect_and_save_dir_are_bad_requests(listener, tmp_path):
     assert fine.ok and fine.score == 1.0  # the service kept serving
     assert connections() == 0
     assert not (tmp_path / "planted").exists()
+
+
+def test_endless_renders_on_every_page_delay_but_do_not_fail_normal_ones():
+    loop = "```tsx\nexport default function App() { while (true) {} return null; }\n```"
+    with RewardPool("render", workers=1, env={"BOTGRPO_RENDER_PAGES": "2"}) as pool:
+        assert pool.hello.max_inflight == 2  # one request per page: the rest wait unstarted
+        hostile = [pool.submit(ScoreRequest(id=f"loop{i}", completion=loop, options={"judge": "none"},
+                                            deadline_ms=2000)) for i in range(2)]
+        normal = [pool.submit(ScoreRequest(id=f"n{i}", completion=GOOD, options={"judge": "none"}, deadline_ms=15_000))
+                  for i in range(6)]
+        assert [f.result().status for f in hostile] == ["timeout", "timeout"]
+        assert [f.result().status for f in normal] == ["ok"] * 6
+        assert all(f.result().score == 1.0 for f in normal)

@@ -182,3 +182,27 @@ def test_http_server_round_trip_with_http_client():
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(READ_TIMEOUT_S) == 0
+
+
+def test_a_slow_item_delays_but_never_times_out_the_ones_queued_behind_it():
+    s = Service("--max-inflight", "1")
+    try:
+        s.read()
+        s.send({"id": "slow", "completion": "x", "options": {"sleep_ms": 1500}, "deadline_ms": 800})
+        for i in range(3):  # queued behind it: each one's deadline starts when a worker takes it
+            s.send({"id": f"n{i}", "completion": "abc", "deadline_ms": 800})
+        got = s.read_n(4)
+        assert got["slow"]["status"] == "timeout"
+        assert [got[f"n{i}"]["status"] for i in range(3)] == ["ok", "ok", "ok"]
+    finally:
+        s.proc.kill()
+        s.proc.wait()
+
+
+def test_an_oversized_completion_is_refused_before_it_is_queued(svc):
+    svc.read()
+    svc.send({"id": "huge", "completion": "x" * 500_000})
+    svc.send({"id": "small", "completion": "abc"})
+    got = svc.read_n(2)
+    assert got["huge"]["error"]["type"] == "too_large" and "limit of 400000" in got["huge"]["error"]["message"]
+    assert got["small"]["status"] == "ok"

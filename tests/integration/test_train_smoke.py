@@ -94,3 +94,43 @@ def test_resume_continues_exactly(model_dir, pool, tmp_path, updates):
     final_a, final_b = _final_weights(full.run_dir), _final_weights(resumed.run_dir)
     assert all(torch.equal(final_a[k], final_b[k]) for k in final_a)
     assert [p.name for p in sorted((resumed.run_dir / "checkpoints").iterdir())] == ["step-000003", "step-000006"]
+
+
+@pytest.mark.parametrize("lora", [0, 4], ids=["full-copy", "lora-adapters-off"])
+def test_kl_to_the_initial_policy(model_dir, pool, tmp_path, lora):
+    """beta > 0: the reference is the initial model, a frozen copy for full fine-tuning and the base weights
+    with the adapters disabled under LoRA (no copy). KL starts at 0 and grows once the policy moved."""
+    from botgrpo_cli.trainer.session import open_session
+
+    sets = ["algo.beta=0.1", f"model.lora_r={lora}", "optim.lr=3e-2"]
+    with open_session(_cfg(model_dir, tmp_path / "probe", "grpo", 1, *sets), pool=pool) as s:
+        assert (s.ref is None) == (lora > 0)
+        if s.ref is not None:
+            assert not any(p.requires_grad for p in s.ref.parameters())
+    result = train(_cfg(model_dir, tmp_path / "run", "grpo", 3, *sets), pool=pool)
+    kl = [r["kl"] for r in result.metrics]
+    assert kl[0] == pytest.approx(0.0, abs=1e-6) and kl[-1] > 1e-5, kl
+
+
+def test_lora_reference_is_the_base_model_and_adapters_come_back(model_dir):
+    from botgrpo_cli.config import ModelConfig
+    from botgrpo_cli.trainer.logprobs import batch_logps
+    from botgrpo_cli.trainer.policy import load_model, reference_policy
+
+    policy = load_model(str(model_dir), ModelConfig(lora_r=4))
+    base = load_model(str(model_dir), ModelConfig(), trainable=False)
+    torch.manual_seed(0)
+    for name, p in policy.named_parameters():
+        if "lora_B" in name:
+            p.data.normal_(0, 0.5)  # the adapters now change the outputs
+    prompts, ids = [[3, 4, 5], [6, 7]], torch.tensor([[8, 9, 10], [11, 12, 13]])
+    mask = torch.ones(2, 3, dtype=torch.bool)
+
+    def logps(model):
+        return batch_logps(model, prompts, ids, mask, 1, 1.0, 8)
+
+    adapted = logps(policy)
+    with reference_policy(policy, None) as ref:
+        torch.testing.assert_close(logps(ref), logps(base))
+    assert not torch.allclose(adapted, logps(base), atol=1e-4)
+    torch.testing.assert_close(logps(policy), adapted)  # adapters are on again after the block

@@ -27,7 +27,8 @@ def test_dense_rewards_mark_the_wrong_step(tiny_arith_model_dir):
     starts = [sum(len(p) for p in pieces[:k]) for k in range(len(ids))]
     first = [r for r, s in zip(wrong["reward_score"], starts) if s < text.index("\n\n")]
     inside = [r for r, s, p in zip(wrong["reward_score"], starts, pieces) if second_step <= s < second_step + 11 and p]
-    assert first and all(r == 0.0 for r in first)  # correct step: the sequence score 0 only
+    # correct step: the sequence score 0 plus its verified-step credit (+0.25)
+    assert first and all(r == 0.25 for r in first)
     assert inside and min(inside) < 0  # the wrong step's tokens carry its span's negative reward
     dense = assemble(torch.zeros(2, len(ids) + 3, dtype=torch.long), [wrong["reward_score"], right["reward_score"]])
     assert dense.shape == (2, len(ids) + 3) and dense[:, len(ids):].abs().sum() == 0

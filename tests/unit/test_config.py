@@ -14,8 +14,8 @@ from botgrpo_cli.errors import UserError
 def test_defaults_resolve_the_bot_grpo_preset():
     cfg = load_config()
     assert cfg.algo.name == "bot_grpo" and cfg.algo.advantage == "bot_grpo"
-    assert (cfg.algo.loss, cfg.algo.loss_agg, cfg.algo.eps_low, cfg.algo.eps_high) == (
-        "clip", "seq_mean_token_mean", 0.2, 0.2)
+    assert (cfg.algo.loss, cfg.algo.loss_agg, cfg.algo.loss_options) == (
+        "clip", "seq_mean_token_mean", {"eps_low": 0.2, "eps_high": 0.2})
 
 
 @pytest.mark.parametrize("name,adv,agg,hi,ds", [
@@ -24,17 +24,18 @@ def test_defaults_resolve_the_bot_grpo_preset():
     ("pure", "pure", "token_mean", 0.2, False)])
 def test_algo_preset_fills_unset_fields(name, adv, agg, hi, ds):
     a = load_config(algo=name).algo
-    assert (a.advantage, a.loss_agg, a.eps_high, a.dynamic_sampling, a.overlong_shaping) == (adv, agg, hi, ds, ds)
+    assert (a.advantage, a.loss_agg, a.loss_options["eps_high"], a.dynamic_sampling, a.overlong_shaping) == (
+        adv, agg, hi, ds, ds)
     if name == "dr_grpo":
         assert a.advantage_options == {"scale": "none"}
 
 
 def test_explicit_values_beat_the_preset_and_set_beats_yaml(tmp_path):
     path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump({"algo": {"name": "dapo", "eps_high": 0.3}, "optim": {"lr": 0.01},
+    path.write_text(yaml.safe_dump({"algo": {"name": "dapo", "loss_options": {"eps_high": 0.3}}, "optim": {"lr": 0.01},
                                     "rollout": {"stop": ["\n\n"]}}))
     cfg = load_config(path, sets=["optim.lr=3e-4", "algo.dynamic_sampling=false", "reward.options={a: 1}"])
-    assert cfg.algo.eps_high == 0.3 and cfg.algo.dynamic_sampling is False and cfg.algo.overlong_shaping is True
+    assert cfg.algo.loss_options == {"eps_high": 0.3} and cfg.algo.dynamic_sampling is False and cfg.algo.overlong_shaping is True
     assert cfg.optim.lr == 3e-4 and isinstance(cfg.optim.lr, float)
     assert cfg.rollout.stop == ["\n\n"] and cfg.reward.options == {"a": 1}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from botgrpo_cli.bench.convergence_report import DIAGNOSTIC_COLUMNS, render_markdown, table_rows
-from botgrpo_cli.bench.convergence_stats import (algo_summary, median_censored, metric_value, pass_k_of, speedups,
+from botgrpo_cli.bench.convergence_report import (algo_summary, median_censored, metric_value, pass_k_of, speedups,
                                                  spread, steps_to_target)
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from botgrpo_rewards.math.extract import extract_answer
+from botgrpo_rewards.math.extract import extract_answer, gold_answer
 
 
 def _answer(text):
@@ -37,7 +37,7 @@ def test_extracts(text, answer):
     ("\\boxed{3} and \\boxed{4}", "different"),
     ("\\boxed{\\frac{1}{2}", "unbalanced"),
     ("\\boxed{3}\n\nthen \\boxed{4", "unbalanced"),
-    ("no answer here, 3 + 4 = 7", "no \\boxed"),
+    ("no answer here, I tried 3 and 4 and got stuck", "no \\boxed"),
     ("\\boxed{}", "empty"),
     ("The final answer is", "without"),
 ])
@@ -66,3 +66,82 @@ def test_large_and_deep_inputs_are_linear():
     deep = "\\boxed{" + "{" * 5000 + "1" + "}" * 5000 + "}"
     assert extract_answer(deep).answer.startswith("{{{")
     assert time.monotonic() - start < 3.0
+
+
+# Completions written the way public models and datasets write their final answers.
+@pytest.mark.parametrize("text,answer", [
+    # Minerva / lm-eval: the answer is X, not the sentence
+    ("We solve it.\nFinal Answer: The final answer is $\\frac{1}{2}$. I hope it is correct.", "\\frac{1}{2}"),
+    ("The final answer is 12. I hope it is correct.", "12"),
+    ("Final Answer: The final answer is $14 {, }916$. I hope it is correct. Note: check it.", "14 {, }916"),
+    ("Final Answer: The final answer is $(3,2)$.I hope it is correct.", "(3,2)"),
+    # PRM800K / OpenAI MATH: '# Answer' then the answer on the next non-empty line
+    ("First, 3 + 4 = 7.\n\nThen double it.\n\n# Answer\n\n14", "14"),
+    ("So the sum is 5.\n# Answer\n\n\\frac{3}{4}\n", "\\frac{3}{4}"),
+    # headings and phrases
+    ("So $x=3$.\n\n**Final Answer**\n\\[ \\boxed{7} \\]", "7"),
+    ("**Final Answer**\nThe final answer is $5$", "5"),
+    ("## Final Answer\n\n$-2$", "-2"),
+    ("Let's think.\nThe answer is: 18", "18"),  # WizardMath
+    ("Natalia sold 48/2 = <<48/2=24>>24 clips in May.\nShe sold 48+24 = <<48+24=72>>72 clips.\n#### 72", "72"),
+    ("Answer $ 9 $", "9"),
+    ("Answer: \\( (9+1) \\)", "(9+1)"),
+    ("The answer is 5. Next we double-check it.", "5"),
+    ("The answer is 5.5 meters.", "5.5 meters"),
+    ("Hence the answer is $\\text{(A)}$.", "\\text{(A)}"),
+    # intermediate boxes earlier in the last paragraph do not override a later final-answer line
+    ("Thus $x=\\boxed{3}$ and $y=\\boxed{4}$, so $x+y=7$.\nThe answer is: 7", "7"),
+    ("x is \\boxed{3}, y is \\boxed{4}. So the answer is \\boxed{7}.", "7"),
+    ("Therefore, the final answer is: $\\boxed{204}$. I hope it is correct.", "204"),
+    # bare completions that are an answer
+    ("$0.111$", "0.111"), ("(3,2)", "(3,2)"), ("\\frac{1}{2}", "\\frac{1}{2}"), ("42", "42"),
+    ("  x = 5  ", "x = 5"), ("\\[ 12 \\text{ cm} \\]", "12 \\text{ cm}"),
+    ("We simplify everything and get\n\n$x = 5$", "x = 5"),
+    # no box or phrase: the value the last sentence states (chat-template junk after the turn cut off)
+    ("So P(A) = 2/3. Therefore, the probability that Alice wins the game is 2/3. <|im_start|>user", "2/3"),
+    ("Therefore, there are 12 distinct sequences that meet the three given conditions. I hope it is correct.", "12"),
+    ("So, the ordered pair $(x, y)$ that solves the system is $(7, 6)$.", "(7, 6)"),
+    ("Final Answer: The volume of $ABCDEFGH$ is 120. I hope it is correct.", "120"),
+    ("The final answer is 12,000,023. I hope it is correct. <|im_start|>user\nThe answer is 5", "12,000,023"),
+    # reasoning models: the answer is read after the last </think>
+    ("<think>the answer is 5</think>The answer is 6.", "6"),
+    ("<think>maybe \\boxed{5}</think>\n\n\\boxed{6}", "6"),
+    ("<think>a</think><think>b \\boxed{1}</think>So \\boxed{2}", "2"),
+])
+def test_extracts_real_formats(text, answer):
+    assert _answer(text).answer == answer
+
+
+@pytest.mark.parametrize("text,why", [
+    ("<think>the answer is 5", "unclosed <think>"),
+    ("<think>done</think> fine <think>wait, \\boxed{3}", "unclosed"),
+    ("<think>so \\boxed{5}</think>", "nothing after"),  # nothing after thinking
+    ("So we get \\boxed{3} or maybe \\boxed{4}", "different"),  # a hedge in the final statement
+    ("We have 3 apples and eat some.", "no \\boxed"),  # prose is not a bare answer
+    ("# Answer\n\n", "without an answer"),
+    ("With $r = 2$ we square the radius and multiply by pi, giving", "unfinished"),  # cut off mid-sentence
+])
+def test_no_answer_real_formats(text, why):
+    found = _answer(text)
+    assert found.answer is None and why in found.reason
+
+
+def test_think_tag_names_are_configurable():
+    text = "<reasoning>\\boxed{1}</reasoning>\\boxed{2}"
+    assert extract_answer(text, ("<reasoning>", "</reasoning>")).answer == "2"
+    assert extract_answer("<think>x</think>\\boxed{3}", None).answer == "3"  # no tags: all of it
+    assert extract_answer("<reasoning>\\boxed{1}", ("<reasoning>", "</reasoning>")).answer is None
+
+
+@pytest.mark.parametrize("gold,answer", [
+    ("$\\frac{1}{2}$", "\\frac{1}{2}"),
+    ("The answer is 5.", "5"),
+    ("We add: $2+3=5$, so the total is $\\boxed{5}$.", "5"),
+    ("Natalia sold 48/2 = <<48/2=24>>24 clips.\n#### 72", "72"),
+    ("1,000", "1,000"),
+    ("(p,q)=(3,2)", "(p,q)=(3,2)"),
+    ("$\\boxed{1}\\boxed{2}$", "1, 2"),  # a gold listing its answers in boxes is no hedge
+    ("Sam had five apples and then some more", "Sam had five apples and then some more"),
+])
+def test_gold_goes_through_the_same_reader(gold, answer):
+    assert gold_answer(gold) == answer

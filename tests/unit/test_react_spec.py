@@ -71,17 +71,31 @@ def test_score_spans_and_metrics_fold_into_the_verdict():
     offset = completion.index(code)
     type_span = Span(offset + code.index("MainPanel"), offset + code.index("MainPanel") + 4, -1.0, "TS2322")
     base = ScoreResult(1.0, [type_span], {"syntax_ok": 1.0, "types_ok": 1.0, "n_errors": 0.0}, {})
-    got = with_spec(base, completion, code, offset, REQ, types=True)
+    got = with_spec(base, completion, code, offset, REQ, types=True, penalty=0.25)
     assert got.score == pytest.approx(5 / 7)  # 7 checks, 2 failed
     assert got.metrics["spec_ok"] == 0.0 and got.metrics["all_ok"] == 0.0
     assert (got.metrics["spec_checks"], got.metrics["spec_failed"]) == (7.0, 2.0)
     assert (got.metrics["spec_component_failed"], got.metrics["spec_list_failed"]) == (1.0, 1.0)
     texts = [(completion[s.start:s.end], s.label) for s in got.spans]
+    assert [s.reward for s in got.spans] == [-1.0, -0.25, -0.25]  # spec spans are bounded by the penalty
     # the spec span on the name is trimmed to what the type span left of it
     assert texts == [("Main", "TS2322"), ("Panel", "spec_component"), ('<ul>{items.join(", ")}</ul>', "spec_list")]
     assert got.info["stage"] == "spec" and got.info["line"] == 3
-    clean = with_spec(ScoreResult(1.0, [], {"syntax_ok": 1.0, "types_ok": 1.0}, {}), CODE, CODE, 0, REQ, True)
+    clean = with_spec(ScoreResult(1.0, [], {"syntax_ok": 1.0, "types_ok": 1.0}, {}), CODE, CODE, 0, REQ, True, 0.25)
     assert (clean.score, clean.metrics["all_ok"], clean.spans) == (1.0, 1.0, [])
+
+
+def test_no_attempt_stays_the_worst_and_pass_credit_is_cut_where_the_spec_fails():
+    empty = with_spec(ScoreResult(-1.0, [], {"syntax_ok": 0.0, "types_ok": 0.0}, {"stage": "component"}),
+                      "no code", "no code", 0, REQ, True, 0.25)
+    assert (empty.score, empty.spans, empty.metrics["spec_failed"]) == (-1.0, [], 7.0)
+    code = CODE.replace('<ul>{items.map((item) => <li key={item}>{item}</li>)}</ul>', "<ul></ul>")
+    credit = ScoreResult(1.0, [Span(0, len(code), 0.1, "pass")], {"syntax_ok": 1.0, "types_ok": 1.0}, {})
+    got = with_spec(credit, code, code, 0, REQ, True, 0.25)
+    ul = code.index("<ul>")
+    assert [(s.start, s.end, s.reward) for s in got.spans] == [
+        (0, ul, 0.1), (ul, code.index("\n", ul), -0.25), (code.index("\n", ul), len(code), 0.1)]
+    assert got.score == pytest.approx(6 / 7)
 
 
 @pytest.mark.parametrize("raw,message", [

@@ -132,7 +132,9 @@ def test_table_is_big_enough():
 def test_table(backend, name, completion, syntax_ok, types_ok, line_text, span_text):
     r = score(backend, completion)
     assert (r.metrics["syntax_ok"], r.metrics["types_ok"]) == (syntax_ok, types_ok), r.info
-    assert r.score == {(1, 1): 1.0, (1, 0): 0.5, (0, 0): 0.0}[(syntax_ok, types_ok)]
+    missing = r.info.get("code") == "no_component"
+    assert missing == (name in {row[0] for row in MISSING})
+    assert r.score == (-1.0 if missing else {(1, 1): 1.0, (1, 0): 0.5, (0, 0): 0.0}[(syntax_ok, types_ok)])
     if line_text is None:
         assert r.spans == []
         return
@@ -140,7 +142,7 @@ def test_table(backend, name, completion, syntax_ok, types_ok, line_text, span_t
     lo, hi = _line_bounds(completion, line_text)
     assert lo <= first.start < first.end <= hi, (first, completion[first.start:first.end], r.info)
     assert completion[first.start:first.end].startswith(span_text), (completion[first.start:first.end], r.info)
-    assert first.reward == -1.0 and r.info["message"]
+    assert first.reward == (-0.5 if syntax_ok == 0 else -0.25) and r.info["message"]
     assert completion.count("\n", 0, first.start) + 1 == r.info["line"]
 
 
@@ -162,14 +164,33 @@ def test_syntax_only_ignores_type_errors(backend):
 
 
 def test_weights(backend):
-    r = score(backend, MANY_ERRORS, syntax_weight=0.2, types_weight=0.8)
-    assert r.score == pytest.approx(0.2)
+    r = score(backend, MANY_ERRORS, syntax_weight=0.2, types_weight=0.8, type_penalty=0.1)
+    assert r.score == pytest.approx(0.2) and {s.reward for s in r.spans} == {-0.1}
 
 
-def test_bad_option_is_a_bad_request(backend):
+@pytest.mark.parametrize("options,says", [
+    ({"max_type_errors": 0}, "'max_type_errors' must be an integer"),
+    ({"syntax_weight": 0.2, "types_weight": 0.8},
+     "'syntax passes, types fail' can earn a mean token reward as low as -0.05 but 'syntax error' as high as 0"),
+    ({"syntax_penalty": 1.0}, "'syntax error' can earn a mean token reward as low as -1 but 'no component' as high as -1"),
+    ({"pass_credit": 0.5}, "'syntax and types pass' can earn a mean token reward as low as 1"),
+    ({"missing_score": 0.5}, "option 'missing_score' must be a number in [-1, 0]"),
+    ({"K": 3}, "unknown react option(s) K;"),
+])
+def test_bad_option_is_a_bad_request(backend, options, says):
     with pytest.raises(BackendError) as err:
-        score(backend, COUNTER, max_type_errors=0)
-    assert err.value.type == "bad_request"
+        score(backend, COUNTER, **options)
+    assert err.value.type == "bad_request" and says in str(err.value)
+
+
+def test_pass_credit_covers_the_code_outside_error_spans(backend):
+    r = score(backend, MANY_ERRORS, max_type_errors=2, pass_credit=0.2)
+    got = [(s.label, s.reward, MANY_ERRORS[s.start:s.end]) for s in r.spans]
+    assert [g[:2] for g in got] == [("pass", 0.2), ("TS2322", -0.25), ("pass", 0.2), ("TS2322", -0.25), ("pass", 0.2)]
+    assert got[0][2] == "export function App() {\n  const" and got[-1][2].endswith("return <div />;\n}")
+    r = score(backend, fenced(COUNTER, before="Sure:\n"), pass_credit=0.2)
+    [span] = r.spans
+    assert r.score == 1.0 and r.spans[0].reward == 0.2 and fenced(COUNTER, before="Sure:\n")[span.start:span.end] == COUNTER.strip()
 
 
 # --- hostile input: answered within the deadline, and the backend keeps working ----------------

@@ -170,6 +170,8 @@ def test_aime_eval_path_template_and_steps(tmp_path):
     assert task.eval_examples()[0].id == "aime/eval/0"
     assert task.eval_examples()[0].prompt == f"Q: {SAMPLE_ROWS[0]['problem']}\nA:"
     assert task.service_options == {"steps": True}
+    # a dataset with rounded decimal golds asks the math service for a tolerance
+    assert get_task("aime", path=str(SAMPLE), rel_tol=1e-3).service_options == {"rel_tol": 1e-3}
 
 
 def test_aime_missing_columns_lists_the_ones_it_has(tmp_path):
@@ -230,6 +232,7 @@ def test_aime_bad_rows_and_files(tmp_path):
         ({"path": str(SAMPLE), "prompt_template": "no placeholder"}, "{problem}"),
         ({"path": str(SAMPLE), "columns": "x"}, "no option"),
         ({"path": str(SAMPLE), "steps": "yes"}, "true or false"),
+        ({"path": str(SAMPLE), "rel_tol": 0.5}, "from 0 to 0.1"),
     ],
 )
 def test_aime_bad_options(options, message):

@@ -76,12 +76,13 @@ def test_react_reads_code_after_the_reasoning_only(react):
     assert react.score(_request(text, think_tags=None), time.monotonic() + 30).metrics["syntax_ok"] == 1.0
 
 
-def test_react_truncated_reasoning_earns_nothing(react):
+def test_react_truncated_reasoning_is_no_attempt(react):
+    # Cut off before an answer: the reward contract's no attempt (missing_score, default -1).
     text = f"<think>\nhere is the code:\n{F}tsx\n{GOOD}{F}\nbut let me double-check"
     res = react.score(_request(text), time.monotonic() + 30)
-    assert (res.score, res.spans, res.info["code"]) == (0.0, [], "reasoning_truncated")
+    assert (res.score, res.spans, res.info["code"]) == (-1.0, [], "reasoning_truncated")
     res = react.score(_request(f"{F}tsx\n{GOOD}{F}\n", think_open=True), time.monotonic() + 30)
-    assert res.score == 0.0  # the prompt opened the reasoning and it never closed
+    assert res.score == -1.0  # the prompt opened the reasoning and it never closed
 
 
 def test_render_reads_code_after_the_reasoning_only():
@@ -91,7 +92,7 @@ def test_render_reads_code_after_the_reasoning_only():
     b.start()
     try:
         cut = b.score(_request(f"<think>\n{F}tsx\n{GOOD}{F}\n", judge="none"), time.monotonic() + 30)
-        assert cut.metrics["rendered"] == 0.0 and "reasoning" in cut.info["render_error"]
+        assert cut.metrics["rendered"] == 0.0 and "reasoning" in cut.info["render_error"] and cut.score == -1.0
         done = b.score(_request(f"<think>\n{F}tsx\n{BROKEN}{F}\n</think>\n{F}tsx\n{GOOD}{F}\n", judge="none"),
                        time.monotonic() + 30)
         assert done.metrics["rendered"] == 1.0

@@ -5,6 +5,9 @@ would only time math-verify's own timeouts) plus generated variants whose verdic
 construction. Ours runs through MathBackend.score (cold cache, `workers` checker processes, one
 calling thread); math-verify runs `verify(parse(gold), parse(completion))` in-process. Throughput
 is the median of `repeats` runs, each on freshly generated pairs so no cache carries over.
+Beside the speed, both checkers' accuracy on the peer-format table (rewards/math/peer_cases.py:
+whole completions in the formats models and datasets write) is printed per format, so a speed
+figure is never quoted without the accuracy it was bought with.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from rich.console import Console
 from rich.table import Table
 
 from botgrpo_rewards.math.cases import CASES
+from botgrpo_rewards.math.peer_cases import peer_rows
+from botgrpo_rewards.math.pool import cpu_seconds
 from botgrpo_rewards.math.service import MathBackend
 from botgrpo_rewards.protocol import ScoreRequest
 
@@ -89,13 +94,23 @@ WARMUP = 30  # pairs each checker grades untimed first (imports, first-call set-
 
 
 def _cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU time of other processes (Linux /proc), for the checker workers."""
-    total = 0.0
-    for pid in pids:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+    """User + system CPU time of the checker workers."""
+    return sum(cpu_seconds(pid) or 0.0 for pid in pids)
+
+
+def _our_grade(backend: MathBackend, gold: str, completion: str) -> bool:
+    req = ScoreRequest(id="b", completion=completion, reference={"answer": gold})
+    return backend.score(req, time.monotonic() + 30).score == 1.0
+
+
+def _their_grade(gold: str, completion: str) -> bool:
+    from math_verify import parse, verify
+
+    wrapped = gold if "$" in gold or "\\boxed" in gold or "####" in gold else f"${gold}$"
+    try:
+        return bool(verify(parse(wrapped), parse(completion)))
+    except Exception:  # math-verify raising counts as a wrong verdict, as it would for us
+        return False
 
 
 def ours(pairs: list[Pair], warmup: list[Pair], workers: int) -> tuple[list[bool], float, float]:
@@ -106,8 +121,7 @@ def ours(pairs: list[Pair], warmup: list[Pair], workers: int) -> tuple[list[bool
     backend.start()
 
     def grade(p: Pair) -> bool:
-        req = ScoreRequest(id="b", completion=p.completion, reference={"answer": p.gold})
-        return backend.score(req, time.monotonic() + 30).score == 1.0
+        return _our_grade(backend, p.gold, p.completion)
 
     try:
         for p in warmup:
@@ -123,19 +137,31 @@ def ours(pairs: list[Pair], warmup: list[Pair], workers: int) -> tuple[list[bool
 
 def theirs(pairs: list[Pair], warmup: list[Pair]) -> tuple[list[bool], float, float]:
     """Verdicts, wall and CPU seconds of math-verify on the same completions (warm-up excluded)."""
-    from math_verify import parse, verify
 
     def grade(p: Pair) -> bool:
-        try:
-            return bool(verify(parse(f"${p.gold}$"), parse(p.completion)))
-        except Exception:  # math-verify raising counts as a wrong verdict, as it would for us
-            return False
+        return _their_grade(p.gold, p.completion)
 
     for p in warmup:
         grade(p)
     start, cpu = time.perf_counter(), time.process_time()
     verdicts = [grade(p) for p in pairs]
     return verdicts, time.perf_counter() - start, time.process_time() - cpu
+
+
+def peer_accuracy(workers: int = 1) -> dict[str, tuple[int, int, int]]:
+    """Per format of the peer table: (rows, ours right, math-verify right)."""
+    backend = MathBackend(workers=workers)
+    backend.start()
+    counts: dict[str, list[int]] = {}
+    try:
+        for fmt, gold, completion, ok in peer_rows():
+            c = counts.setdefault(fmt, [0, 0, 0])
+            c[0] += 1
+            c[1] += _our_grade(backend, gold, completion) == ok
+            c[2] += _their_grade(gold, completion) == ok
+    finally:
+        backend.close()
+    return {fmt: (n, a, b) for fmt, (n, a, b) in counts.items()}
 
 
 def run(console: Console, workers: int = 1, n: int = 500, repeats: int = 3) -> dict:
@@ -170,8 +196,10 @@ def run(console: Console, workers: int = 1, n: int = 500, repeats: int = 3) -> d
         "ours_accuracy": ours_right / total,
         "math_verify_accuracy": theirs_right / total,
         "math_verify_right_ours_wrong": [(p.gold, p.answer) for p in regressions],
+        "peer_formats": peer_accuracy(workers),
     }
     _print(console, figures, workers, repeats)
+    _print_peer(console, figures["peer_formats"])
     return figures
 
 
@@ -193,3 +221,16 @@ def _print(console: Console, f: dict, workers: int, repeats: int) -> None:
     console.print(f"pairs math-verify grades right and we grade wrong: {len(wrong)}")
     for gold, answer in wrong:
         console.print(f"  gold {gold!r}  answer {answer!r}", markup=False)
+
+
+def _print_peer(console: Console, by_format: dict[str, tuple[int, int, int]]) -> None:
+    t = Table(title="accuracy on the peer-format table (whole completions as models and datasets write them)")
+    for name, justify in (("format", "left"), ("rows", "right"), ("botgrpo math", "right"), ("math-verify 0.9", "right")):
+        t.add_column(name, justify=justify)
+    totals = [0, 0, 0]
+    for fmt, (n, a, b) in by_format.items():
+        t.add_row(fmt, str(n), f"{a}/{n} = {a / n:.1%}", f"{b}/{n} = {b / n:.1%}")
+        totals = [totals[0] + n, totals[1] + a, totals[2] + b]
+    n, a, b = totals
+    t.add_row("all", str(n), f"{a}/{n} = {a / max(n, 1):.1%}", f"{b}/{n} = {b / max(n, 1):.1%}")
+    console.print(t)

@@ -1,0 +1,182 @@
+"""Several reward services scored as one: a weighted sum per completion (`reward.services`).
+
+Each service runs in its own RewardPool, and every request goes to all of them at once, so they
+score concurrently. The first service is the run's main one (the role `reward.service` has alone):
+it gets the request's options (the task's, `reward.options`, a rollout line's) under its own entry's;
+every other service gets only its entry's options (services refuse options they do not know). When all have answered, their responses become one ScoreResponse, which the
+rest of the trainer (token rewards, masking, metrics), the evaluation and `reward score` treat like
+any single service's answer:
+
+    score   = sum_k weight_k * score_k
+    spans   = every service's spans, each reward times its service's weight (the projection onto
+              tokens adds overlapping spans, so rho is the weighted sum of the services' rho)
+    metrics = the first service's under their own names (the task's success metric among them),
+              the others' as SERVICE/NAME, and each service's score as SERVICE/score
+    status  = ok only when every service's answer is usable; otherwise the first failure's status
+              and error, naming the service: the completion is masked and counted, never half-scored.
+
+`info["services"]` maps each service to its status, so failures can be counted per service.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future, as_completed
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable
+
+from botgrpo_rewards.protocol import ErrorInfo, ScoreRequest, ScoreResponse, Span, request_from_json
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """One entry of `reward.services`."""
+
+    name: str
+    weight: float = 1.0
+    options: dict = field(default_factory=dict)  # this service's request options
+    workers: int | None = None  # None: reward.workers
+    command: list[str] | None = None  # argv instead of the built-in service
+
+
+def combine(rid: Any, parts: list[tuple[ServiceSpec, ScoreResponse]]) -> ScoreResponse:
+    """One response from each service's answer to the same completion (the module docstring's rules)."""
+    statuses = {spec.name: resp.status for spec, resp in parts}
+    failed = [(spec, resp) for spec, resp in parts if not resp.usable]
+    if failed:
+        spec, resp = failed[0]
+        why = resp.error.message if resp.error else "answered ok without a score"
+        error = ErrorInfo(resp.error.type if resp.error else "missing_score", f"reward service {spec.name!r}: {why}")
+        return ScoreResponse(id=rid, status=resp.status if not resp.ok else "error", error=error,
+                             info={"services": statuses})
+    score, spans, metrics = 0.0, [], {}
+    for k, (spec, resp) in enumerate(parts):
+        score += spec.weight * float(resp.score)
+        spans += [Span(s.start, s.end, spec.weight * s.reward, f"{spec.name}:{s.label}" if s.label else spec.name)
+                  for s in resp.spans]
+        prefix = "" if k == 0 else f"{spec.name}/"
+        metrics.update({f"{prefix}{name}": v for name, v in resp.metrics.items()})
+        metrics[f"{spec.name}/score"] = float(resp.score)
+    spans.sort(key=lambda s: (s.start, s.end))
+    return ScoreResponse(id=rid, status="ok", score=score, spans=spans, metrics=metrics, info={"services": statuses})
+
+
+class CombinedPool:
+    """The RewardPool interface (submit, score, stats, close) over one pool per service."""
+
+    def __init__(self, specs: list[ServiceSpec], make_pool: Callable[[ServiceSpec], Any]):
+        if not specs:
+            raise ValueError("CombinedPool needs at least one service")
+        names = [s.name for s in specs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"reward services are named more than once: {names}")
+        self.specs = list(specs)
+        self.service = "+".join(names)
+        self.pools: list[Any] = []
+        try:
+            for spec in specs:  # a service that cannot start stops the others started before it
+                self.pools.append(make_pool(spec))
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """Counters summed over the services (restarts, timeouts, ...)."""
+        total: dict[str, int] = {}
+        for pool in self.pools:
+            for k, v in pool.stats.items():
+                total[k] = total.get(k, 0) + v
+        return total
+
+    def submit(self, request: ScoreRequest | dict) -> Future:
+        """Send the request to every service now; the Future resolves to the combined response."""
+        if isinstance(request, dict):
+            request = request_from_json({"op": "score", **request})
+        combined: Future = Future()
+        answers: list[ScoreResponse | None] = [None] * len(self.pools)
+        left, lock = [len(self.pools)], threading.Lock()
+
+        def on_done(k: int, fut: Future) -> None:
+            answers[k] = fut.result()  # a pool's future never raises (it answers per item)
+            with lock:
+                left[0] -= 1
+                last = left[0] == 0
+            if last:
+                combined.set_result(combine(request.id, list(zip(self.specs, answers))))
+
+        for k, (spec, pool) in enumerate(zip(self.specs, self.pools)):
+            sub = replace(request, options={**(request.options if k == 0 else {}), **spec.options})
+            pool.submit(sub).add_done_callback(lambda fut, k=k: on_done(k, fut))
+        return combined
+
+    def score(self, requests: Iterable[ScoreRequest | dict],
+              progress: Callable[[ScoreResponse], None] | None = None) -> list[ScoreResponse]:
+        """Score many requests; responses in input order. `progress` gets each one as it finishes."""
+        futures = [self.submit(r) for r in requests]
+        if progress is not None:
+            for fut in as_completed(futures):
+                progress(fut.result())
+        return [f.result() for f in futures]
+
+    def close(self) -> None:
+        for pool in self.pools:
+            pool.close()
+
+    def __enter__(self) -> "CombinedPool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+SPEC_KEYS = ("weight", "options", "workers", "command")
+
+
+def parse_services(services: dict) -> list[ServiceSpec]:
+    """`reward.services` -> specs, in order. Each value is a weight, or a mapping with any of
+    weight (default 1), options, workers, command. Raises ValueError saying what is wrong."""
+    specs = []
+    for name, value in services.items():
+        entry = {"weight": value} if _is_number(value) else value
+        if not isinstance(name, str) or not isinstance(entry, dict):
+            raise ValueError(f"{name!r}: give a weight (e.g. {name}: 0.5) or a mapping of {', '.join(SPEC_KEYS)}")
+        unknown = sorted(set(entry) - set(SPEC_KEYS))
+        if unknown:
+            raise ValueError(f"{name}: unknown key(s) {unknown}; known: {', '.join(SPEC_KEYS)}")
+        weight, options = entry.get("weight", 1.0), entry.get("options", {})
+        workers, command = entry.get("workers"), entry.get("command")
+        if not _is_number(weight) or weight != weight or abs(weight) == float("inf"):
+            raise ValueError(f"{name}.weight must be a finite number, got {weight!r}")
+        if not isinstance(options, dict):
+            raise ValueError(f"{name}.options must be a mapping, got {options!r}")
+        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+            raise ValueError(f"{name}.workers must be an integer >= 1, got {workers!r}")
+        if command is not None and not (isinstance(command, list) and command and all(isinstance(a, str) for a in command)):
+            raise ValueError(f"{name}.command must be a non-empty list of strings (an argv), got {command!r}")
+        specs.append(ServiceSpec(name, float(weight), dict(options), workers, list(command) if command else None))
+    return specs
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def open_pool(service: str, workers: int, command: list[str] | None, services: dict) -> Any:
+    """The run's reward pool: one RewardPool for `service`, or a CombinedPool when `services` (the
+    `reward.services` mapping) names several; `workers` is then each service's default."""
+    from botgrpo_cli.reward_client.pool import RewardPool
+
+    if not services:
+        return RewardPool(service, workers=workers, command=command)
+    return CombinedPool(parse_services(services),
+                        lambda spec: RewardPool(spec.name, workers=spec.workers or workers, command=spec.command))
+
+
+def failures_by_service(responses: Iterable[ScoreResponse]) -> dict[str, int]:
+    """Completions each service failed to score (from combined responses' info; {} for one service)."""
+    counts: dict[str, int] = {}
+    for resp in responses:
+        for name, status in (resp.info.get("services") or {}).items():
+            counts[name] = counts.get(name, 0) + (status != "ok")
+    return counts
