@@ -19,10 +19,10 @@ NAMES = ("Mia", "Tom", "Zoë", "José", "Ana", "Jürgen", "Lena", "Omar", "René
 ITEMS = ("apples", "pens", "stickers", "coins", "marbles", "cards", "shells", "books")
 
 # Probability of a slip when the step invites one (carry, borrow) or at all (products). A carry or
-# borrow is dropped more often than not, so the warm-started model's most likely step there is
-# wrong: with the warm start below the base pass@1 is about 0.24 (bootstrap.json), low enough to
-# learn from and high enough that most groups carry an outcome signal.
-SLIP_RATES = {"carry": 0.8, "borrow": 0.7, "product": 0.2}
+# borrow is dropped nearly always, so the warm-started model's most likely step there is wrong, and
+# a product is off by one row half the time; with the warm start below, the base pass@1 lands in
+# 10-30% (bootstrap.json): low enough to learn from, high enough that most groups carry a signal.
+SLIP_RATES = {"carry": 0.9, "borrow": 0.9, "product": 0.5}
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ class ArithSynthTask(SyntheticTask):
     # 800 steps instead of the tiny recipe's 500: at 500 the model computes too few steps right
     # (base pass@1 0.05, measured), at 1500 it exceeds 0.5 and leaves little to learn.
     bootstrap_sft = {"tiny": {"steps": 800}}
-    corpus_version = 2  # 2: slips never make a count negative
+    corpus_version = 3  # 2: slips never make a count negative; 3: the rates above
 
     def _examples(self, split: str, n: int) -> list[Example]:
         return [
