@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 
 import yaml
 
-from botgrpo_cli.errors import UnknownName, UserError, closest, known_hint
+from botgrpo_cli.errors import UnknownName, UserError, known_hint
 
 
 def opt(default: Any, help: str, choices: tuple | Callable[[], list[str]] | None = None) -> Any:
@@ -60,6 +60,9 @@ def choices_of(f: dataclasses.Field) -> list[str] | None:
 class ModelConfig:
     name_or_path: Optional[str] = opt(None, "HF hub id or local directory; None = the task's bootstrapped tiny model")
     dtype: str = opt("float32", "parameter dtype", ("float32", "bfloat16", "float16"))
+    autocast: str = opt("auto", "bf16 autocast for generation, log-probs and forward/backward (fp32 master weights): "
+                                "auto = on for float32 models of 20M+ parameters on a CPU with AMX or AVX512-BF16",
+                        ("auto", "bfloat16", "off"))
     gradient_checkpointing: bool = opt(False, "recompute activations in backward to save memory")
     lora_r: int = opt(0, "LoRA rank; 0 trains all parameters")
     lora_alpha: int = opt(16, "LoRA alpha (scale = alpha / r)")
@@ -69,7 +72,9 @@ class ModelConfig:
 
 @dataclass
 class RolloutConfig:
-    engine: str = opt("hf", "generation engine: hf (transformers generate) or vllm", ("hf", "vllm"))
+    engine: str = opt("fast", "generation engine: fast (lean CPU decode loop: one prefill per group, preallocated "
+                              "KV cache; falls back to hf for other architectures), hf (transformers generate) "
+                              "or vllm", ("fast", "hf", "vllm"))
     group_size: int = opt(8, "completions sampled per prompt (G)")
     prompts_per_step: int = opt(8, "prompts per training step")
     max_new_tokens: Optional[int] = opt(None, "generation length limit; None = the task's")
@@ -328,96 +333,8 @@ def apply_preset(algo: AlgoConfig) -> None:
             setattr(algo, key, value)
 
 
-_POSITIVE = ["rollout.group_size", "rollout.prompts_per_step", "rollout.vllm_tensor_parallel_size", "algo.max_rounds", "algo.mini_batches", "algo.epochs", "optim.micro_batch_size",
-             "run.keep_last", "run.eval_prompts", "log.every", "optim.lr", "reward.workers", "reward.deadline_ms"]
-_NON_NEGATIVE = ["run.steps", "run.save_every", "run.eval_every", "log.samples_every", "optim.warmup_steps",
-                 "optim.grad_clip", "algo.beta", "algo.entropy_coef", "model.lora_r",
-                 "optim.weight_decay", "algo.overlong_cache", "run.threads", "rollout.temperature"]
-
-
 def validate(cfg: Config) -> None:
-    """Range and choice checks; each message names the field, its meaning and the fix."""
-    def get(dotted: str) -> Any:
-        section, key = dotted.split(".")
-        return getattr(getattr(cfg, section), key)
+    """Range and choice checks (config_checks.py); each message names the field, its meaning and the fix."""
+    from botgrpo_cli.config_checks import check
 
-    def fail(dotted: str, problem: str) -> None:
-        section, key = dotted.split(".")
-        help_text = _field_of(section, key).metadata["help"]
-        raise UserError(f"{dotted} {problem} ({help_text})")
-
-    for dotted in _POSITIVE:
-        if get(dotted) <= 0:
-            fail(dotted, f"must be > 0, got {get(dotted)}")
-    for dotted in _NON_NEGATIVE:
-        if get(dotted) < 0:
-            fail(dotted, f"must be >= 0, got {get(dotted)}")
-    for section, cls in _CLASSES.items():
-        for f in dataclasses.fields(cls):
-            choices, value = choices_of(f), getattr(getattr(cfg, section), f.name)
-            if choices and value is not None and value not in choices:
-                fail(f"{section}.{f.name}", f"must be one of {', '.join(choices)}; got {value!r}"
-                     + (f" (did you mean {', '.join(near)}?)" if (near := closest(str(value), choices)) else ""))
-    _check_algo_options(cfg, fail)
-    if not 0 < cfg.rollout.top_p <= 1:
-        fail("rollout.top_p", f"must be in (0, 1], got {cfg.rollout.top_p}")
-    if cfg.rollout.max_new_tokens is not None and cfg.rollout.max_new_tokens <= 0:
-        fail("rollout.max_new_tokens", "must be > 0")
-    if len(cfg.optim.betas) != 2 or not all(0 <= b < 1 for b in cfg.optim.betas):
-        fail("optim.betas", f"must be two numbers in [0, 1), got {cfg.optim.betas}")
-    if not 0 < cfg.rollout.vllm_gpu_memory_utilization <= 1:
-        fail("rollout.vllm_gpu_memory_utilization", f"must be in (0, 1], got {cfg.rollout.vllm_gpu_memory_utilization}")
-    if cfg.rollout.vllm_dtype not in (None, "float32", "bfloat16", "float16"):
-        fail("rollout.vllm_dtype", f"must be float32, bfloat16 or float16, got {cfg.rollout.vllm_dtype!r}")
-    _check_reward_options(cfg, fail)
-    if cfg.reward.services:
-        _check_services(cfg.reward, fail)
-    if cfg.run.distributed == "fsdp" and cfg.rollout.engine != "vllm":
-        fail("run.distributed", "is fsdp, which needs rollout.engine=vllm: HF generate cannot sample sharded weights")
-    if cfg.run.distributed == "fsdp" and cfg.algo.dynamic_sampling:
-        fail("run.distributed", "is fsdp, which needs algo.dynamic_sampling=false (sharded forwards need equal shares)")
-
-
-def _check_algo_options(cfg: Config, fail: Any) -> None:
-    """Estimator and loss options against the registered functions' signatures (tensors first)."""
-    from botgrpo_cli.algos import ADVANTAGES, LOSSES
-
-    for dotted, registry, name, options in (("algo.advantage_options", ADVANTAGES, cfg.algo.advantage,
-                                             cfg.algo.advantage_options), ("algo.loss_options", LOSSES,
-                                             cfg.algo.loss, cfg.algo.loss_options)):
-        try:
-            registry.check_options(name, options or {}, positional=4)
-        except UnknownName as err:
-            fail(dotted, str(err))
-
-
-def _check_reward_options(cfg: Config, fail: Any) -> None:
-    from botgrpo_rewards.protocol import server_setting
-
-    bad = server_setting(cfg.reward.options)
-    if bad is not None:
-        fail("reward.options", f"sets {bad!r}, a URL, secret or server path, which reward services refuse in "
-                               "requests; make it the service's own setting instead (its environment, e.g. "
-                               "BOTGRPO_VLM_BASE_URL / BOTGRPO_VLM_API_KEY for render)")
-
-
-def _check_services(reward: RewardConfig, fail: Any) -> None:
-    from botgrpo_cli.reward_client.combined import parse_services
-    from botgrpo_rewards.protocol import server_setting
-    from botgrpo_rewards.registry import SERVICES
-
-    if reward.service is not None or reward.command is not None:
-        fail("reward.services", "replaces reward.service and reward.command: list the main service first in "
-                                "reward.services (with its command there) and leave those two unset")
-    try:
-        specs = parse_services(reward.services)
-    except ValueError as err:
-        fail("reward.services", f"entry {err}")
-    for spec in specs:
-        if spec.command is None and spec.name not in SERVICES:
-            fail("reward.services", f"names unknown service {spec.name!r}; known: {', '.join(sorted(SERVICES))} "
-                                    f"(or give its command)")
-        bad = server_setting(spec.options)
-        if bad is not None:
-            fail("reward.services", f"{spec.name}.options sets {bad!r}, a URL, secret or server path, which reward "
-                                    "services refuse in requests; make it the service's own setting instead")
+    check(cfg)

@@ -30,6 +30,12 @@ STATUS_TIMEOUT = "timeout"
 STATUSES = (STATUS_OK, STATUS_ERROR, STATUS_TIMEOUT)
 
 
+class ServiceStartError(RuntimeError):
+    """A reward service did not start: its backend's start() failed (service side), or no hello line
+    came in time or the process exited first (client side). The message is one line saying why; the
+    CLI prints it as its one-line error."""
+
+
 class ProtocolError(ValueError):
     """A line that does not follow the protocol. `id` is the request id when it could be read."""
 

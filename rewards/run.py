@@ -13,6 +13,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from botgrpo_rewards.backend import Backend
+from botgrpo_rewards.protocol import ServiceStartError
 from botgrpo_rewards.registry import load_backend
 from botgrpo_rewards.service import ServiceRunner, serve_stdio
 
@@ -24,10 +25,6 @@ EXIT_USAGE = 2
 MAX_MESSAGE = 1000
 
 log = logging.getLogger("botgrpo_rewards")
-
-
-class ServiceStartError(RuntimeError):
-    """A backend's `start()` raised; the message is one line that says what went wrong."""
 
 
 def setup_logging() -> None:

@@ -25,7 +25,7 @@ SHAPE = ["rollout.prompts_per_step=8", "rollout.group_size=8", "rollout.max_new_
 
 @dataclass
 class StepFigures:
-    algo: str
+    algo: str  # the preset, with " M=k" when the run set algo.mini_batches
     step_s: float  # medians over the timed steps
     generate_s: float
     reward_s: float  # time blocked on scoring after the overlapped log-prob pass
@@ -33,19 +33,24 @@ class StepFigures:
     update_s: float  # advantage + loss + backward + optimizer
     peak_rss_mb: float
     steps: int
+    updates: float = 1.0  # optimizer steps per rollout batch (update/steps)
+    clip_frac: float = 0.0  # mean over the optimizer steps
 
     @property
     def reward_share(self) -> float:
         return self.reward_s / self.step_s
 
 
-def measure(algo: str, steps: int, task: str, threads: int, out_dir: Path, model: str = "") -> StepFigures:
-    """Train `steps` + 1 steps in this process and return the medians of all but the first."""
+def measure(algo: str, steps: int, task: str, threads: int, out_dir: Path, model: str = "",
+            mini_batches: int = 0) -> StepFigures:
+    """Train `steps` + 1 steps in this process and return the medians of all but the first.
+    mini_batches > 0 overrides the preset's algo.mini_batches."""
     from botgrpo_cli.config import load_config
     from botgrpo_cli.trainer import train
 
+    extra = [f"algo.mini_batches={mini_batches}"] if mini_batches else []
     cfg = load_config(None, algo=algo, sets=[*SHAPE, f"run.task={task}", f"run.steps={steps + 1}",
-                                             f"run.threads={threads}"])
+                                             f"run.threads={threads}", *extra])
     cfg.run.out_dir, cfg.model.name_or_path = str(out_dir), model or None
     records = train(cfg).metrics[1:]
 
@@ -53,12 +58,19 @@ def measure(algo: str, steps: int, task: str, threads: int, out_dir: Path, model
         return statistics.median(r[key] for r in records)
 
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
-    return StepFigures(algo, med("time/step_s"), med("time/generate_s"), med("time/reward_s"), med("time/logp_s"),
-                       med("time/update_s"), peak_mb, len(records))
+    return StepFigures(_label(algo, mini_batches), med("time/step_s"), med("time/generate_s"), med("time/reward_s"),
+                       med("time/logp_s"), med("time/update_s"), peak_mb, len(records), med("update/steps"),
+                       med("clip_frac"))
 
 
-def _one(algo: str, steps: int, task: str, threads: int, model: str | None, out: Path) -> StepFigures:
-    argv = [sys.executable, "-m", "botgrpo_cli.bench.step", algo, str(steps), task, str(threads), str(out), model or ""]
+def _label(algo: str, mini_batches: int) -> str:
+    return f"{algo} M={mini_batches}" if mini_batches else algo
+
+
+def _one(algo: str, steps: int, task: str, threads: int, model: str | None, out: Path,
+         mini_batches: int = 0) -> StepFigures:
+    argv = [sys.executable, "-m", "botgrpo_cli.bench.step", algo, str(steps), task, str(threads), str(out), model or "",
+            str(mini_batches)]
     proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
@@ -67,17 +79,19 @@ def _one(algo: str, steps: int, task: str, threads: int, model: str | None, out:
 
 
 def run(algos: list[str], steps: int, task: str, threads: int, model: str | None = None,
-        repeats: int = 2) -> list[StepFigures]:
-    """Measure each preset in fresh subprocesses, alternating presets `repeats` times (so load from
-    other processes hits them alike); medians over all timed steps and runs."""
-    if steps < 1 or repeats < 1:
-        raise UserError("--steps and --repeats must be at least 1")
-    runs: dict[str, list[StepFigures]] = {a: [] for a in algos}
+        repeats: int = 2, mini_batches: list[int] | None = None) -> list[StepFigures]:
+    """Measure each preset (at each of `mini_batches`, when given) in fresh subprocesses, alternating
+    them `repeats` times (so load from other processes hits them alike); medians over all timed
+    steps and runs."""
+    if steps < 1 or repeats < 1 or any(m < 1 for m in mini_batches or []):
+        raise UserError("--steps, --repeats and every --mini-batches value must be at least 1")
+    variants = [(a, m) for a in algos for m in (mini_batches or [0])]
+    runs: dict[tuple[str, int], list[StepFigures]] = {v: [] for v in variants}
     with tempfile.TemporaryDirectory(prefix="botgrpo-bench-step-") as tmp:
         for r in range(repeats):
-            for algo in algos:
-                runs[algo].append(_one(algo, steps, task, threads, model, Path(tmp) / f"{algo}-{r}"))
-    return [_median_of(a, figs) for a, figs in runs.items()]
+            for algo, m in variants:
+                runs[algo, m].append(_one(algo, steps, task, threads, model, Path(tmp) / f"{algo}-{m}-{r}", m))
+    return [_median_of(_label(*v), figs) for v, figs in runs.items()]
 
 
 @dataclass
@@ -131,12 +145,12 @@ def run_scaling(processes: int, algo: str, steps: int, task: str, threads: int, 
 
 
 def _median_of(algo: str, figs: list[StepFigures]) -> StepFigures:
-    keys = ("step_s", "generate_s", "reward_s", "logp_s", "update_s", "peak_rss_mb")
+    keys = ("step_s", "generate_s", "reward_s", "logp_s", "update_s", "peak_rss_mb", "updates", "clip_frac")
     med = {k: statistics.median(getattr(f, k) for f in figs) for k in keys}
     return StepFigures(algo=algo, steps=sum(f.steps for f in figs), **med)
 
 
 if __name__ == "__main__":  # the per-preset worker: prints one JSON line
-    a, n, t, th, o, m = sys.argv[1:7]
-    fig = measure(a, int(n), t, int(th), Path(o), m)
+    a, n, t, th, o, m, mb = sys.argv[1:8]
+    fig = measure(a, int(n), t, int(th), Path(o), m, int(mb))
     print(json.dumps(fig.__dict__))

@@ -14,6 +14,7 @@ import typer
 from botgrpo_cli import __version__
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import Interrupted, UserError
+from botgrpo_rewards.protocol import ServiceStartError
 from botgrpo_tasks.errors import TaskError
 
 app = typer.Typer(
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
     except Interrupted as err:  # SIGINT / SIGTERM: one line saying where to resume
         console.print(f"[red]interrupted:[/] {err}", soft_wrap=True)
         sys.exit(err.exit_code)
-    except (UserError, TaskError) as err:  # mistakes the user can fix: one line, exit 1
+    except (UserError, TaskError, ServiceStartError) as err:  # mistakes the user can fix: one line, exit 1
         if os.environ.get("BOTGRPO_DEBUG") == "1":
             console.print_exception()
         console.print(f"[bold red]error:[/] {err}", soft_wrap=True)  # one line, never wrapped

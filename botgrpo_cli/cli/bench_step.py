@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from botgrpo_cli.cli.options import Threads, comma_list
+from botgrpo_cli.cli.options import Threads, comma_list, positive_int
 from botgrpo_cli.console import console, out
 from botgrpo_cli.errors import UserError
 
@@ -23,8 +23,13 @@ def register(app: typer.Typer) -> None:
         model: Annotated[Optional[str], typer.Option(help="Model dir or hub id instead of the tiny model.")] = None,
         num_processes: Annotated[int, typer.Option("--num-processes", help="Compare one process with this many "
                                                    "(same global batch, same total threads), first preset only.")] = 1,
+        mini_batches: Annotated[Optional[str], typer.Option("--mini-batches", help="Comma-separated "
+                                "algo.mini_batches values: each preset runs at each (default: the preset's own).")] = None,
         vs: Annotated[Optional[str], typer.Option("--vs", help="Peer trainer to time side by side on identical "
                                                   "settings (outcome rewards, beta 0): trl.")] = None,
+        shape: Annotated[str, typer.Option(help="--vs: prompts x completions x new tokens.")] = "8x8x48",
+        precision: Annotated[str, typer.Option(help="--vs: fp32 | bf16 | auto (botgrpo's start-up rule), the same "
+                                                    "for both trainers.")] = "auto",
     ) -> None:
         """Median step time (generate / reward / update) and peak RSS at 8 prompts x 8 completions x 48 tokens."""
         from botgrpo_cli.bench.step import run
@@ -33,28 +38,35 @@ def register(app: typer.Typer) -> None:
         if vs is not None:
             if vs != "trl":
                 raise UserError(f"--vs {vs!r} is not supported; the peer benchmark knows: trl")
+            from botgrpo_cli.bench.peer_trl import Shape
             from botgrpo_cli.bench.peer_trl import run as run_peer
 
-            run_peer(out, steps=steps, task=task, threads=threads, rounds=repeats)
+            if precision not in ("fp32", "bf16", "auto"):
+                raise UserError(f"--precision {precision!r}: choose fp32, bf16 or auto")
+            run_peer(out, steps=steps, task=task, threads=threads, rounds=repeats, model=model,
+                     shape=Shape.parse(shape), precision=precision)
             return
         if num_processes > 1:
             _scaling(num_processes, names[0], steps, task, threads, model, repeats)
             return
         console.print(f"[bold]bench step:[/] {', '.join(names)} on {task}, {steps} timed steps each")
-        results = run(names, steps, task, threads, model, repeats)
+        counts = comma_list(mini_batches, "--mini-batches", positive_int, example="1,2,4") if mini_batches else None
+        results = run(names, steps, task, threads, model, repeats, counts)
         base = results[0]
         table = Table(title=f"training step on {task}: 8 prompts x 8 completions x 48 new tokens, "
                             f"medians of {steps} steps x {repeats} runs")
         for col in ("preset", "step s", "gen s", "logp s", "reward s", "update s", "reward %", "RSS MB",
-                    "x step", "x RSS"):
+                    "x step", "x RSS", "updates", "clip"):
             table.add_column(col, justify="left" if col == "preset" else "right")
         for r in results:
             table.add_row(r.algo, f"{r.step_s:.3f}", f"{r.generate_s:.3f}", f"{r.logp_s:.3f}", f"{r.reward_s:.3f}",
                           f"{r.update_s:.3f}", f"{r.reward_share:.1%}", f"{r.peak_rss_mb:.0f}",
-                          f"{r.step_s / base.step_s:.3f}", f"{r.peak_rss_mb / base.peak_rss_mb:.3f}")
-        out.print(table, width=max(out.width, 120))  # all ten columns, even when piped
+                          f"{r.step_s / base.step_s:.3f}", f"{r.peak_rss_mb / base.peak_rss_mb:.3f}",
+                          f"{r.updates:.0f}", f"{r.clip_frac:.4f}")
+        out.print(table, width=max(out.width, 140))  # all twelve columns, even when piped
         out.print(f"x step, x RSS: ratio to {base.algo}; reward s: time blocked on scoring after the overlapped "
-                  "log-prob pass. Targets: ratios within 1.05, reward % under 15.")
+                  "log-prob pass; updates: optimizer steps per rollout batch; clip: their mean clip fraction. "
+                  "Targets: ratios within 1.05, reward % under 15.")
 
 
 def _scaling(n: int, algo: str, steps: int, task: str, threads: int, model: Optional[str], repeats: int) -> None:
@@ -75,3 +87,4 @@ def _scaling(n: int, algo: str, steps: int, task: str, threads: int, model: Opti
               f"processes each time is the slowest process's. {n} processes share {threads} threads; the 1-process "
               "row with as many threads as each of them separates the effect of sharding the batch (and averaging "
               "gradients over gloo) from the effect of fewer threads per process.")
+

@@ -70,7 +70,7 @@ def serve(
 @reward_app.command()
 def score(
     file: Annotated[Path, typer.Argument(help="JSONL rollout file (or .gz): one {id, prompt, completion, reference, options?} per line.")],
-    service: Annotated[str, typer.Option("--service", "-s", help="Reward service: math, react or render.")],
+    service: Annotated[list[str], typer.Option("--service", "-s", help="Reward service: math, react or render. Repeat as NAME=WEIGHT to score with several at once (their weighted sum; lines' options go to the first), e.g. -s react -s render=0.5.")],
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where to write (default: FILE with .scored.jsonl); never the input.")] = None,
     workers: Workers = 1,
     deadline_ms: Annotated[Optional[int], typer.Option("--deadline-ms", min=1, help="Per-request deadline for every line (default: each line's, else 10000).")] = None,
@@ -85,8 +85,12 @@ def score(
     from botgrpo_cli.reward_client.rollouts import count_rollouts
     from botgrpo_cli.reward_client.score_file import check_paths, partial_path
 
+    services = _services_of(service)
+    if command is not None and len(services) > 1:
+        raise UserError("--command runs one service; score with several only through the built-in ones")
     if command is None:
-        _check_service(service)
+        for name in services:
+            _check_service(name)
     out_path = output or file.with_name(file.name.removesuffix(".gz").removesuffix(".jsonl") + ".scored.jsonl")
     check_paths(file, out_path)
     if resume and not partial_path(out_path).exists():
@@ -95,7 +99,23 @@ def score(
     total = count_rollouts(file)
     if not total:
         raise UserError(f"{file} has no rollout lines")
-    _score_lines(file, out_path, total, service, workers, shlex.split(command) if command else None, deadline_ms, resume)
+    _score_lines(file, out_path, total, services, workers, shlex.split(command) if command else None, deadline_ms,
+                 resume)
+
+
+def _services_of(values: list[str]) -> dict[str, float]:
+    """-s NAME [-s NAME=WEIGHT ...] -> {name: weight} in order (weight 1 when not given)."""
+    services: dict[str, float] = {}
+    for value in values:
+        name, _, weight = (part.strip() for part in value.partition("="))
+        try:
+            w = float(weight) if weight else 1.0
+        except ValueError:
+            raise UserError(f"--service {value!r}: the weight after '=' must be a number, e.g. render=0.5") from None
+        if name in services:
+            raise UserError(f"--service {name} is given twice; name each service once")
+        services[name] = w
+    return services
 
 
 MAX_PROBLEM_LINES = 20  # malformed lines reported one by one; the rest are counted
@@ -104,15 +124,17 @@ MAX_PROBLEM_LINES = 20  # malformed lines reported one by one; the rest are coun
 class _LazyPool:
     """Starts the reward pool on the first request: a file of only malformed lines needs no service."""
 
-    def __init__(self, service: str, workers: int, command: list[str] | None):
-        self.args, self.pool = (service, workers, command), None
+    def __init__(self, services: dict[str, float], workers: int, command: list[str] | None):
+        self.args, self.pool = (services, workers, command), None
 
     def submit(self, request):
         if self.pool is None:
-            from botgrpo_cli.reward_client import RewardPool
+            from botgrpo_cli.reward_client.combined import open_pool
 
-            service, workers, command = self.args
-            self.pool = RewardPool(service, workers=workers, command=command)  # a failed start is a UserError
+            services, workers, command = self.args
+            several = services if len(services) > 1 or any(w != 1.0 for w in services.values()) else {}
+            # a failed start is a UserError
+            self.pool = open_pool(next(iter(services)), workers, command, several)
         return self.pool.submit(request)
 
     def close(self) -> None:
@@ -120,8 +142,8 @@ class _LazyPool:
             self.pool.close()
 
 
-def _score_lines(file: Path, out_path: Path, total: int, service: str, workers: int, command: list[str] | None,
-                 deadline_ms: int | None, resume: bool) -> None:
+def _score_lines(file: Path, out_path: Path, total: int, services: dict[str, float], workers: int,
+                 command: list[str] | None, deadline_ms: int | None, resume: bool) -> None:
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -137,10 +159,10 @@ def _score_lines(file: Path, out_path: Path, total: int, service: str, workers: 
                           "error)", highlight=False, soft_wrap=True)
 
     columns = (TextColumn("scoring with {task.fields[service]}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    pool = _LazyPool(service, workers, command)
+    pool = _LazyPool(services, workers, command)
     try:
         with Progress(*columns, console=console) as bar:
-            task = bar.add_task("score", total=total, service=service)
+            task = bar.add_task("score", total=total, service=" + ".join(services))
             stats = score_file(file, out_path, pool.submit, deadline_ms=deadline_ms, resume=resume,
                                progress=lambda n: bar.advance(task, n), on_problem=on_problem)
         pool_stats = pool.pool.stats if pool.pool is not None else {"restarts": 0, "resent": 0}

@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 
 from botgrpo_cli.errors import UserError
-from botgrpo_rewards.render.contact_sheet import contact_sheet
+from botgrpo_cli.evaluation.contact_sheet import contact_sheet
 
 JUDGES = ("similarity", "vlm", "none")
 PROMPT_EXCERPT = 240

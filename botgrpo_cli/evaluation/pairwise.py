@@ -17,7 +17,6 @@ from typing import Any
 from botgrpo_cli.evaluation.results import Problem, Sample
 from botgrpo_cli.evaluation.winrate import score_outcome
 from botgrpo_rewards.protocol import ScoreRequest
-from botgrpo_rewards.react.extract import answer_code
 
 JUDGES = ("auto", "score", "similarity", "vlm")
 VLM_ENV = ("BOTGRPO_VLM_BASE_URL", "BOTGRPO_VLM_MODEL")
@@ -40,8 +39,7 @@ def _rendered(sample: Sample) -> bool | None:
 
 
 def _pair_request(rid: str, a: Sample, b: Sample, example: Any, judge: str, deadline_ms: int) -> ScoreRequest:
-    other = (answer_code(b.text, {}) or ("", 0))[0]  # b rendered, so it has an answer after any reasoning
-    reference = {**example.reference, "other_code": other}
+    reference = {**example.reference, "other_completion": b.text}  # the service reads its code as it reads A's
     return ScoreRequest(id=rid, completion=a.text, prompt=example.prompt, reference=reference,
                         options={"judge": judge, "mode": "pairwise"}, deadline_ms=deadline_ms)
 

@@ -94,7 +94,7 @@ def _figure_names(task: Any) -> list[str]:
 
 def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOptions, scoring: Scoring,
               shots_root: Path | None, progress: Any) -> tuple[dict, list[Problem]]:
-    from botgrpo_cli.rollout import HFEngine, SamplingParams
+    from botgrpo_cli.rollout import FastEngine, SamplingParams
 
     model, tok = models.load(target)
     params = SamplingParams(max_new_tokens=opts.max_new_tokens or task.max_new_tokens, temperature=opts.temperature,
@@ -102,7 +102,7 @@ def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOption
     shots = shots_root / target.label / "png" if shots_root is not None else None
     bar = progress.add_task(f"{target.label}: sampling", total=len(examples))
     prompts = [task.format_prompt(ex, tok) for ex in examples]
-    problems = evaluate(HFEngine(model, tok), examples, prompts, opts.n, params, scoring, opts.batch_size, shots,
+    problems = evaluate(FastEngine(model, tok), examples, prompts, opts.n, params, scoring, opts.batch_size, shots,
                         opts.out, tick=lambda k: progress.advance(bar, k))
     entry = {"label": target.label, "model": target.path, "step": target.step,
              "aggregates": aggregate(problems, opts.ks, _figure_names(task)),

@@ -26,7 +26,7 @@ def rows(problems: list[Problem]) -> list[dict]:
 
 def write(problems: list[Problem], folder: Path, root: Path, title: str) -> str:
     """folder/index.html over the PNGs in folder/png; returns its path relative to root."""
-    from botgrpo_rewards.render.contact_sheet import contact_sheet
+    from botgrpo_cli.evaluation.contact_sheet import contact_sheet
 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "index.html").write_text(contact_sheet(rows(problems), title), encoding="utf-8")

@@ -8,14 +8,9 @@ import subprocess
 import threading
 from typing import Callable
 
-from botgrpo_cli.errors import UserError
-from botgrpo_rewards.protocol import Hello, ProtocolError, decode_message
+from botgrpo_rewards.protocol import Hello, ProtocolError, ServiceStartError, decode_message
 
 STDERR_TAIL_LINES = 40
-
-
-class ServiceStartError(UserError):
-    """A reward service did not start (no hello line in time, or it exited first)."""
 
 
 class Worker:

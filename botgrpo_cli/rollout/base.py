@@ -70,7 +70,7 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
 
 
 class Engine(Protocol):
-    """Samples n completions per prompt. Implementations: HFEngine (CPU default), VLLMEngine (GPU).
+    """Samples n completions per prompt. Implementations: FastEngine (CPU default), HFEngine, VLLMEngine (GPU).
     Both finish rows with `finish_row` and pick EOS and padding with `eos_ids` / `pad_id_of`, so
     they hand the trainer identical batches for identical tokens."""
 

@@ -58,7 +58,7 @@ class HFEngine:
         enc = self.tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
         ids = enc["input_ids"].repeat_interleave(n, 0)  # (B, P)
         attn = enc["attention_mask"].repeat_interleave(n, 0)  # (B, P)
-        out = self._sample(ids, attn, params, on_done)[:, ids.shape[1]:]  # (B, T) generated part
+        out = self._sample(ids, attn, params, on_done, n)[:, ids.shape[1]:]  # (B, T) generated part
         rows = [self._row(out[i].tolist(), params.stop) for i in range(out.shape[0])]
         width = max(1, max(len(r[0]) for r in rows))
         completion = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
@@ -75,7 +75,8 @@ class HFEngine:
 
     @torch.no_grad()
     def _sample(self, ids: torch.Tensor, attn: torch.Tensor, params: SamplingParams,
-                on_done: Callable[[int, str], None] | None) -> torch.Tensor:
+                on_done: Callable[[int, str], None] | None, n: int = 1) -> torch.Tensor:
+        """(B, P) prompts, each repeated n times in a row -> (B, P + T) prompt and generated ids."""
         greedy = params.temperature == 0
         config = GenerationConfig(
             max_new_tokens=params.max_new_tokens, do_sample=not greedy, use_cache=True,

@@ -49,18 +49,20 @@ def train(cfg: Config, resume: bool = False, eval_around: bool = False, pool=Non
     with open_session(cfg, resume, pool) as s:
         if eval_around:
             console.print(f"measuring success on {cfg.run.eval_prompts} held-out prompts before and after training")
-        before = _held_out(s, eval_seed) if eval_around else None
+        with s.precision():
+            before = _held_out(s, eval_seed) if eval_around else None
         main = s.dist.main  # only rank 0 writes the run directory
         log = MetricsLog(s.run_dir, cfg.log.tensorboard, cfg.log.wandb, cfg.public_dict(), s.state.step) if main else None
         page = SamplesPage(s.run_dir / "samples.html", f"{cfg.run.task} / {cfg.algo.name}") if main else None
         with make_progress(disable=not main) as progress, interruptible(s.run_dir, lambda: s.state.step):
             bar = progress.add_task("train", total=cfg.run.steps, completed=s.state.step, stats="")
             for step in range(s.state.step + 1, cfg.run.steps + 1):
-                metrics = train_step(s, step, page)
-                if on_step is not None:
-                    on_step(step, metrics)
-                if cfg.run.eval_every and step % cfg.run.eval_every == 0:
-                    metrics.update(_held_out(s, eval_seed))
+                with s.precision():  # bf16 autocast where chosen; weights and optimizer stay fp32
+                    metrics = train_step(s, step, page)
+                    if on_step is not None:
+                        on_step(step, metrics)
+                    if cfg.run.eval_every and step % cfg.run.eval_every == 0:
+                        metrics.update(_held_out(s, eval_seed))
                 metrics = reduce_metrics(metrics, s.dist)
                 if log and (step % cfg.log.every == 0 or step == cfg.run.steps):
                     log.write(step, metrics)
@@ -70,7 +72,8 @@ def train(cfg: Config, resume: bool = False, eval_around: bool = False, pool=Non
                     s.save()
         if log:
             log.close()
-        after = _held_out(s, eval_seed) if eval_around else None
+        with s.precision():
+            after = _held_out(s, eval_seed) if eval_around else None
         s.dist.barrier()
         records = read_metrics(s.run_dir)
         title = f"{cfg.run.task} / {cfg.algo.name}"

@@ -7,7 +7,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, ContextManager, Iterator
 
 import numpy as np
 import torch
@@ -15,13 +15,14 @@ import torch
 from botgrpo_cli.config import Config
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
-from botgrpo_cli.rollout import Engine, HFEngine, SamplingParams
+from botgrpo_cli.rollout import Engine, FastEngine, HFEngine, SamplingParams
 from botgrpo_cli.trainer import checkpoint
 from botgrpo_cli.trainer.checkpoint import TrainState
 from botgrpo_cli.trainer.degenerate import check_settings
 from botgrpo_cli.trainer.rollouts import PromptStream
 from botgrpo_cli.trainer.distributed import Dist
 from botgrpo_cli.trainer.policy import load_model, load_tokenizer, loads_reference_copy, resolve_model_path
+from botgrpo_cli.trainer.precision import autocast, choose
 from botgrpo_cli.trainer.update import make_optimizer
 
 
@@ -42,6 +43,10 @@ class Session:
     params: SamplingParams  # the task's defaults merged with the rollout section (seed set per call)
     service_options: dict
     dist: Dist = Dist()
+    bf16: bool = False  # bf16 autocast around generation, log-probs and the update (trainer/precision.py)
+
+    def precision(self) -> ContextManager:
+        return autocast(self.bf16)
 
     @property
     def policy(self) -> Any:
@@ -73,6 +78,8 @@ def _task(cfg: Config) -> Any:
 def _engine(cfg: Config, model: Any, tok: Any, path: str) -> Engine:
     if cfg.rollout.engine == "hf":
         return HFEngine(model, tok)
+    if cfg.rollout.engine == "fast":
+        return FastEngine(model, tok)
     from botgrpo_cli.rollout.vllm import VLLMEngine, VLLMOptions
 
     r = cfg.rollout
@@ -170,6 +177,7 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     model = load_model(str(ckpt / "model") if ckpt and not lora_resume else base, cfg.model,
                        adapter=str(ckpt / "model") if lora_resume else None)
     ref = load_model(base, cfg.model, trainable=False).to(dist.accelerator.device) if loads_reference_copy(cfg) else None
+    bf16, why = choose(cfg.model.autocast, model)
     opt, sched = make_optimizer(model, cfg)
     model, opt = dist.accelerator.prepare(model, opt)  # to the device; DDP/FSDP under several processes
     stream = PromptStream(task.train_examples(), cfg.run.seed)
@@ -186,8 +194,10 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
         if dist.main:
             _prepare_run_dir(run_dir, cfg)
         engine = _engine(cfg, getattr(model, "module", model), tok, base)
+        if dist.main:
+            console.print(f"precision: {why}")
         yield Session(cfg, task, tok, model, ref, engine, pool, opt, sched, stream, state, run_dir,
-                      params, {**task.service_options, **cfg.reward.options}, dist)
+                      params, {**task.service_options, **cfg.reward.options}, dist, bf16)
     finally:
         if shared_pool is None:
             pool.close()

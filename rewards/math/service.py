@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections import OrderedDict
 from typing import Any
 
 from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult
+from botgrpo_rewards.lru import LRU
 from botgrpo_rewards.math.answer import clean_item, normalize
 from botgrpo_rewards.math.extract import extract_answer, gold_answer
 from botgrpo_rewards.math.options import read_options
@@ -30,29 +30,6 @@ MAX_SIDE_CHARS = 600
 # (a huge expansion, a giant binomial) comes near this. CPU time, not wall time: see pool.py.
 CHECK_LIMIT_CPU_S = 3.0
 _INTEGER = re.compile(r"-?\d{1,1000}")
-
-
-class _LRU:
-    """A thread-safe least-recently-used cache."""
-
-    def __init__(self, size: int):
-        self.size = size
-        self._data: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Any) -> Any:
-        with self._lock:
-            if key not in self._data:
-                return None
-            self._data.move_to_end(key)
-            return self._data[key]
-
-    def put(self, key: Any, value: Any) -> None:
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            if len(self._data) > self.size:
-                self._data.popitem(last=False)
 
 
 def integer_verdict(answer: str, gold: str) -> bool | None:
@@ -81,7 +58,7 @@ class MathBackend(Backend):
     def __init__(self, workers: int = 2, check_limit_s: float = CHECK_LIMIT_CPU_S, cache_size: int = 65536):
         self.check_limit_s = check_limit_s
         self.pool = WorkerPool(workers)
-        self._cache = _LRU(cache_size)
+        self._cache = LRU(cache_size)
         self._started = False
         self._start_lock = threading.Lock()
 

@@ -11,10 +11,10 @@ import os
 import re
 import threading
 import time
-from collections import OrderedDict
 from pathlib import Path
 
 from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult, check_option_names
+from botgrpo_rewards.lru import LRU
 from botgrpo_rewards.protocol import ScoreRequest
 from botgrpo_rewards.react.extract import answer_code, maybe_component
 from botgrpo_rewards.render.compiler import CompileError, Compiler
@@ -52,7 +52,7 @@ class RenderBackend(Backend):
         self.viewport = viewport
         self._compiler: Compiler | None = None
         self._renderer: Renderer | None = None
-        self._refs: OrderedDict[str, Render] = OrderedDict()
+        self._refs = LRU(REF_CACHE_SIZE)  # code hash -> Render of trusted code
         self._vlm: dict[tuple, VlmClient] = {}
         self._lock = threading.Lock()
 
@@ -96,17 +96,13 @@ class RenderBackend(Backend):
     def _cached_render(self, code: str, deadline: float, what: str) -> Render:
         """A render of trusted code (reference, other), cached by code hash; it must render."""
         key = hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
-        with self._lock:
-            if key in self._refs:
-                self._refs.move_to_end(key)
-                return self._refs[key]
+        cached = self._refs.get(key)
+        if cached is not None:
+            return cached
         result = self.render_code(code, deadline)
         if not result.rendered:
             raise BackendError(f"reference.{what} does not render: {result.error}; fix the task's reference", "bad_request")
-        with self._lock:
-            self._refs[key] = result
-            if len(self._refs) > REF_CACHE_SIZE:
-                self._refs.popitem(last=False)
+        self._refs.put(key, result)
         return result
 
     def _vlm_client(self, options: dict) -> VlmClient:
@@ -121,7 +117,7 @@ class RenderBackend(Backend):
         check_option_names("render", request.options, OPTIONS)
         opts = RenderOptions.parse(request.options)
         ref_code = _reference(request, "reference_code", required=opts.judge == "similarity")
-        other_code = _reference(request, "other_code", required=opts.mode == "pairwise")
+        other_code = _other_code(request, required=opts.mode == "pairwise")
         client = self._vlm_client(request.options) if opts.judge == "vlm" else None
         ref = self._cached_render(ref_code, deadline, "reference_code") if ref_code else None
         found_code = answer_code(request.completion, request.options)
@@ -179,6 +175,18 @@ def _reference(request: ScoreRequest, key: str, required: bool) -> str | None:
     if code is not None and not isinstance(code, str):
         raise BackendError(f"reference.{key} must be a string of TSX source", "bad_request")
     return code
+
+
+def _other_code(request: ScoreRequest, required: bool) -> str | None:
+    """The pairwise opponent: reference.other_completion (a whole completion; its code is read as
+    the candidate's is, after any reasoning block) or reference.other_code (TSX source)."""
+    completion = request.reference.get("other_completion")
+    if completion is None:
+        return _reference(request, "other_code", required)
+    if not isinstance(completion, str):
+        raise BackendError("reference.other_completion must be a string (the opponent's completion)", "bad_request")
+    found = answer_code(completion, request.options)
+    return found[0] if found is not None else ""  # an opponent whose reasoning never closed answered nothing
 
 
 def _render_info(result: Render) -> dict:

@@ -13,15 +13,14 @@ import hashlib
 import json
 import os
 import re
-import threading
 import time
 import urllib.error
 import urllib.request
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable
 
 from botgrpo_rewards.backend import BackendError, BackendTimeout
+from botgrpo_rewards.lru import LRU
 
 SINGLE_PROMPT = (
     "You judge a React UI component by its screenshot. Instruction the component was written for:\n"
@@ -136,9 +135,7 @@ class VlmClient:
 
     def __init__(self, config: VlmConfig, cache_size: int = 10_000):
         self.config = config
-        self._cache: OrderedDict[str, object] = OrderedDict()
-        self._cache_size = cache_size
-        self._lock = threading.Lock()
+        self._cache = LRU(cache_size)  # request hash -> parsed verdict
 
     def score(self, instruction: str, candidate: bytes, reference: bytes | None, deadline: float) -> tuple[float, str]:
         """(score in [0, 1], reason) for a candidate screenshot, optionally beside a reference."""
@@ -152,16 +149,12 @@ class VlmClient:
 
     def _cached(self, prompt: str, images: list[bytes], parse: Callable, deadline: float):
         key = hashlib.sha256("\0".join([self.config.model, prompt] + [hashlib.sha256(i).hexdigest() for i in images]).encode()).hexdigest()
-        with self._lock:
-            if key in self._cache:
-                self._cache.move_to_end(key)
-                return self._cache[key]
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
         messages = [{"role": "user", "content": [{"type": "text", "text": prompt}] + [_image_part(i) for i in images]}]
         value = self._ask(messages, parse, deadline)
-        with self._lock:
-            self._cache[key] = value
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+        self._cache.put(key, value)
         return value
 
     def _ask(self, messages: list, parse: Callable, deadline: float):

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from botgrpo_cli.cli import app
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.reward_client import RewardPool, ServiceStartError
+from botgrpo_rewards import protocol
 from botgrpo_rewards.protocol import ScoreRequest
 
 ECHO = [sys.executable, str(Path(__file__).parents[1] / "fixtures" / "echo_service.py")]
@@ -108,7 +109,7 @@ def test_service_that_fails_to_start_names_itself_and_shows_stderr():
     with pytest.raises(ServiceStartError) as err:
         RewardPool("echo", command=ECHO + ["--fail-start"], startup_timeout_s=20)
     assert "'echo'" in str(err.value) and "widget is missing" in str(err.value)
-    assert isinstance(err.value, UserError)
+    assert ServiceStartError is protocol.ServiceStartError  # one class, client and service side; the CLI prints it
     with pytest.raises(ServiceStartError, match="could not run"):
         RewardPool("ghost", command=["/nonexistent/reward-service"])
 

@@ -78,3 +78,27 @@ def test_a_service_that_fails_masks_and_counts_every_row_it_failed(tiny_model_di
     result = _train(tiny_model_dir, tmp_path / "run", services, steps=1)
     (r,) = result.metrics
     assert r["reward/masked"] == 8 and r["reward/echo/failed"] == 8 and r["reward/react/failed"] == 0
+
+
+def test_reward_score_runs_several_services_on_one_file(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from botgrpo_cli.cli import app
+
+    rollouts = tmp_path / "react.jsonl"
+    rollouts.write_text("".join(json.dumps({"id": rid, "prompt": "a heading", "completion": code,
+                                            "reference": {"reference_code": GOOD}}) + "\n"
+                                for rid, code in (("good", GOOD), ("types", TYPE_ERROR))))
+    out = tmp_path / "scored.jsonl"
+    result = CliRunner().invoke(app, ["reward", "score", str(rollouts), "-s", "react", "-s", "render=0.5", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["good", "types"]
+    for r in rows:
+        assert r["status"] == "ok" and r["info"]["services"] == {"react": "ok", "render": "ok"}
+        assert r["score"] == pytest.approx(r["metrics"]["react/score"] + 0.5 * r["metrics"]["render/score"])
+    assert rows[1]["score"] < rows[0]["score"]
+    bad = CliRunner().invoke(app, ["reward", "score", str(rollouts), "-s", "react", "-s", "render=half"])
+    assert bad.exit_code != 0 and "weight" in str(bad.exception)

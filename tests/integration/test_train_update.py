@@ -124,17 +124,21 @@ def test_mini_batches_and_epochs_equal_the_plain_clipped_objective():
 
 
 def test_row_mini_batches_take_strided_rows_and_clip_off_policy():
-    """split=rows: mini-batch k holds rows k, k+M, ...; GSPO's 4e-4 range clips from the second step on."""
+    """split=rows: mini-batch k holds rows k, k+M, ...; GSPO's 4e-4 range clips from the second step on,
+    and the KL to the initial policy is logged per step."""
     lr = 1e-2
     model = _model()
     inp = _inputs(model)
     old = batch_logps(model, inp.prompt_ids, inp.completion_ids, inp.mask, 0, 1.0, 16)
     inp = UpdateInputs(inp.prompt_ids, inp.completion_ids, inp.mask, inp.advantages, old, None, GROUPS)
+    inp = UpdateInputs(inp.prompt_ids, inp.completion_ids, inp.mask, inp.advantages, old, old.clone(), GROUPS)
     cfg = load_config(None, algo="gspo", sets=["algo.mini_batches=2", "algo.mini_batch_split=rows", f"optim.lr={lr}",
-                                              "optim.grad_clip=0"])
+                                              "optim.grad_clip=0", "algo.beta=0.1"])
     opt, sched = make_optimizer(model, cfg)
     metrics = update(model, opt, sched, inp, cfg, pad_id=0, max_len=7)
     assert metrics["update/steps"] == 2 and metrics["clip_frac/mb1"] == 0 and metrics["clip_frac/mb2"] > 0
+    # the reference is the sampling policy here: no KL before the first step, some after it
+    assert metrics["kl/mb1"] == pytest.approx(0.0, abs=1e-6) and metrics["kl/mb2"] > 1e-6
 
 
 def test_several_updates_without_behaviour_logps_are_refused():

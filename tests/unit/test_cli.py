@@ -17,3 +17,9 @@ def test_version():
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0
     assert __version__ in result.output
+
+
+def test_bench_step_refuses_bad_mini_batch_counts_before_running_anything():
+    for bad in ("1,two", "0,2"):
+        result = runner.invoke(app, ["bench", "step", "--algos", "grpo", "--mini-batches", bad])
+        assert result.exit_code != 0 and "--mini-batches" in str(result.exception)
