@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
         task: Annotated[str, typer.Option(help="Task whose bootstrapped tiny model is used.")] = "react_synth",
         threads: Threads = 2,
         repeats: Annotated[int, typer.Option(help="Runs per preset, alternating presets.")] = 2,
-        model: Annotated[Optional[str], typer.Option(help="Model dir or hub id instead of the tiny model.")] = None,
+        model: Annotated[Optional[str], typer.Option(help="Model dir, .gguf file or hub id instead of the tiny model.")] = None,
         num_processes: Annotated[int, typer.Option("--num-processes", help="Compare one process with this many "
                                                    "(same global batch, same total threads), first preset only.")] = 1,
         mini_batches: Annotated[Optional[str], typer.Option("--mini-batches", help="Comma-separated "

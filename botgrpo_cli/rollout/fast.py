@@ -110,21 +110,21 @@ class FastEngine(HFEngine):
 
     @torch.no_grad()
     def _sample(self, ids: torch.Tensor, attn: torch.Tensor, params: SamplingParams,
-                on_done: Callable[[int, str], None] | None, n: int = 1) -> torch.Tensor:
+                on_done: Callable[[int, str], None] | None, n: int = 1, budget: Any = None) -> torch.Tensor:
         if self.fallback is not None:
             if not self._told:
                 console.print(f"rollout: lean decode loop unavailable ({self.fallback}); using HF generate")
                 self._told = True
-            return super()._sample(ids, attn, params, on_done)
+            return super()._sample(ids, attn, params, on_done, n, budget)
         was_training = self.model.training
         self.model.eval()
         try:
-            return self._decode(ids, attn, params, on_done, n)
+            return self._decode(ids, attn, params, on_done, n, budget)
         finally:
             self.model.train(was_training)
 
     def _decode(self, ids: torch.Tensor, attn: torch.Tensor, params: SamplingParams,
-                on_done: Callable[[int, str], None] | None, n: int) -> torch.Tensor:
+                on_done: Callable[[int, str], None] | None, n: int, budget: Any = None) -> torch.Tensor:
         """ids/attn (B, P) hold each prompt n times in a row; returns (B, P + T) like generate."""
         dec = _Decoder(self.model)
         device = next(self.model.parameters()).device
@@ -148,7 +148,11 @@ class FastEngine(HFEngine):
         window = 4 * max((len(s) for s in params.stop), default=0) + 4
         for t in range(params.max_new_tokens):
             u = torch.rand(total, generator=gen)  # one draw per original row: independent of who is live
+            if budget is not None:  # the thinking budget: a spent row may only write its close tag
+                budget.force(live.tolist(), logits)
             tok = pick(logits, u[live].to(logits.device), params).cpu()  # (b,)
+            if budget is not None:
+                budget.observe(live.tolist(), tok.tolist())
             out[live, t] = tok
             ended = torch.isin(tok, eos)
             if params.stop:

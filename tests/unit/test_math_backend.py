@@ -109,6 +109,14 @@ def test_steps_off_by_default_and_true_steps_unpenalised(backend):
     assert [s.label for s in r.spans] == ["answer"]
 
 
+def test_step_credit_cannot_be_farmed(backend):
+    # What a bot_grpo policy learned on arith_synth: trivial equalities and repeated true lines.
+    text = "3 * 4 = 12\n\n2 = 2\n\n12 = 12\n\n3 * 4 = 12\n\n12 + 5 = 17\n\n\\boxed{17}"
+    r = score(backend, text, "17", steps=True)
+    credited = [text[s.start : s.end] for s in r.spans if s.label == "step_ok"]
+    assert credited == ["3 * 4 = 12", "12 + 5 = 17"] and r.metrics["steps_wrong"] == 0
+
+
 def test_no_step_credit_without_an_answer(backend):
     r = score(backend, "3 * 4 = 12\n\n12 + 5 = 17", "17", steps=True)
     assert r.score == -1.0 and [s.label for s in r.spans] == ["no_answer"]
