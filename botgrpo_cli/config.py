@@ -58,8 +58,12 @@ def choices_of(f: dataclasses.Field) -> list[str] | None:
 
 @dataclass
 class ModelConfig:
-    name_or_path: Optional[str] = opt(None, "HF hub id or local directory; None = the task's bootstrapped tiny model")
+    name_or_path: Optional[str] = opt(None, "HF hub id, local directory or .gguf file (dequantised to dtype); "
+                                            "None = the task's bootstrapped tiny model")
     dtype: str = opt("float32", "parameter dtype", ("float32", "bfloat16", "float16"))
+    autocast: str = opt("auto", "bf16 autocast for generation, log-probs and forward/backward (fp32 master weights): "
+                                "auto = on for float32 models of 20M+ parameters on a CPU with AMX or AVX512-BF16",
+                        ("auto", "bfloat16", "off"))
     gradient_checkpointing: bool = opt(False, "recompute activations in backward to save memory")
     lora_r: int = opt(0, "LoRA rank; 0 trains all parameters")
     lora_alpha: int = opt(16, "LoRA alpha (scale = alpha / r)")
@@ -69,10 +73,14 @@ class ModelConfig:
 
 @dataclass
 class RolloutConfig:
-    engine: str = opt("hf", "generation engine: hf (transformers generate) or vllm", ("hf", "vllm"))
+    engine: str = opt("fast", "generation engine: fast (lean CPU decode loop: one prefill per group, preallocated "
+                              "KV cache; falls back to hf for other architectures), hf (transformers generate) "
+                              "or vllm", ("fast", "hf", "vllm"))
     group_size: int = opt(8, "completions sampled per prompt (G)")
     prompts_per_step: int = opt(8, "prompts per training step")
     max_new_tokens: Optional[int] = opt(None, "generation length limit; None = the task's")
+    thinking_budget: Optional[int] = opt(None, "reasoning models: at most this many tokens inside the thinking "
+                                               "block, then its close tag is forced; None = no limit (fast and hf engines)")
     temperature: float = opt(1.0, "sampling temperature (also divides logits when computing log-probs)")
     top_p: float = opt(1.0, "nucleus sampling threshold")
     stop: Optional[list] = opt(None, "stop strings (kept in the text); None = the task's")
@@ -125,18 +133,24 @@ class AlgoConfig:
 
 @dataclass
 class OptimConfig:
-    lr: float = opt(1e-3, "AdamW learning rate")
+    lr: Optional[float] = opt(None, "AdamW learning rate; None = by model: 1e-3 for a bootstrapped tiny model, "
+                                    "1e-5 for a pretrained one under 1B parameters, 1e-6 above; x10 with LoRA")
     weight_decay: float = opt(0.0, "AdamW weight decay")
     betas: list = opt([0.9, 0.99], "AdamW betas [beta1, beta2]")
     warmup_steps: int = opt(0, "linear warm-up steps (then constant)")
     grad_clip: float = opt(1.0, "max global gradient norm; 0 disables clipping")
-    micro_batch_size: int = opt(16, "completions per forward/backward (gradient accumulation bounds memory)")
+    micro_batch_size: Optional[int] = opt(None, "completions per forward/backward (gradient accumulation bounds "
+                                                "memory); None = as many as fit micro_batch_memory_gb, at most 16")
+    micro_batch_memory_gb: float = opt(2.0, "activation memory one micro-batch may take when micro_batch_size is None")
 
 
 @dataclass
 class RunConfig:
     task: str = opt("react_synth", "task name (botgrpo_tasks)")
-    task_options: dict = opt({}, "options passed to the task's constructor")
+    task_options: dict = opt({}, "options passed to the task's constructor (every task: think_tags)")
+    system_prompt: Optional[str] = opt(None, "system message put before each prompt by the chat template; "
+                                             "None = the template's own default")
+    chat_template_kwargs: dict = opt({}, "extra arguments to the chat template, e.g. {enable_thinking: false}")
     steps: int = opt(20, "training steps")
     seed: int = opt(0, "seed for sampling, data order and initialisation")
     out_dir: Optional[str] = opt(None, "run directory; None = runs/<task>-<algo>-<time>")

@@ -12,8 +12,10 @@ from typing import Any
 from botgrpo_cli.config import _CLASSES, Config, RewardConfig, _field_of, choices_of
 from botgrpo_cli.errors import UnknownName, UserError, closest
 
-_POSITIVE = ["rollout.group_size", "rollout.prompts_per_step", "rollout.vllm_tensor_parallel_size", "algo.max_rounds", "algo.mini_batches", "algo.epochs", "optim.micro_batch_size",
-             "run.keep_last", "run.eval_prompts", "log.every", "optim.lr", "reward.workers", "reward.deadline_ms"]
+_POSITIVE = ["rollout.group_size", "rollout.prompts_per_step", "rollout.vllm_tensor_parallel_size", "algo.max_rounds",
+             "algo.mini_batches", "algo.epochs", "optim.micro_batch_size", "run.keep_last", "run.eval_prompts",
+             "log.every", "optim.lr", "reward.workers", "reward.deadline_ms", "optim.micro_batch_memory_gb",
+             "rollout.thinking_budget"]
 _NON_NEGATIVE = ["run.steps", "run.save_every", "run.eval_every", "log.samples_every", "optim.warmup_steps",
                  "optim.grad_clip", "algo.beta", "algo.entropy_coef", "model.lora_r",
                  "optim.weight_decay", "algo.overlong_cache", "run.threads", "rollout.temperature"]
@@ -31,7 +33,7 @@ def check(cfg: Config) -> None:
         raise UserError(f"{dotted} {problem} ({help_text})")
 
     for dotted in _POSITIVE:
-        if get(dotted) <= 0:
+        if get(dotted) is not None and get(dotted) <= 0:  # None: chosen later (by model or task)
             fail(dotted, f"must be > 0, got {get(dotted)}")
     for dotted in _NON_NEGATIVE:
         if get(dotted) < 0:
@@ -53,6 +55,8 @@ def check(cfg: Config) -> None:
         fail("rollout.vllm_gpu_memory_utilization", f"must be in (0, 1], got {cfg.rollout.vllm_gpu_memory_utilization}")
     if cfg.rollout.vllm_dtype not in (None, "float32", "bfloat16", "float16"):
         fail("rollout.vllm_dtype", f"must be float32, bfloat16 or float16, got {cfg.rollout.vllm_dtype!r}")
+    if cfg.rollout.thinking_budget is not None and cfg.rollout.engine == "vllm":
+        fail("rollout.thinking_budget", "works with rollout.engine fast or hf so far; unset it for vllm")
     _check_reward_options(cfg, fail)
     if cfg.reward.services:
         _check_services(cfg.reward, fail)

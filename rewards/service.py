@@ -154,7 +154,8 @@ class ServiceRunner:
             finally:
                 with self._cond:
                     self._open -= 1
-                    self._cond.notify_all()
+                    if self._open == 0:  # only drain() waits for this; waking the watchdog costs a switch
+                        self._cond.notify_all()
 
         return wrapped
 
@@ -165,7 +166,8 @@ class ServiceRunner:
             with self._cond:
                 self._seq += 1
                 heapq.heappush(self._heap, (slot.deadline, self._seq, slot))
-                self._cond.notify_all()
+                if self._heap[0][2] is slot:  # the watchdog sleeps until the earliest deadline
+                    self._cond.notify_all()
             slot.answer(self._run(slot))
 
     def _run(self, slot: _Slot) -> ScoreResponse:

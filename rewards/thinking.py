@@ -58,6 +58,13 @@ def split_reasoning(text: str, tags: tuple[str, str] | None = DEFAULT_TAGS, open
     return Reasoning(0, False, False)
 
 
+def opens_reasoning(prompt_text: str, tags: tuple[str, str]) -> bool:
+    """Whether a formatted prompt ends inside an open thinking block (chat templates that start the
+    reasoning for the model, as DeepSeek-R1's does): then the completion begins inside it."""
+    open_at, close_at = prompt_text.rfind(tags[0]), prompt_text.rfind(tags[1])
+    return open_at >= 0 and open_at > close_at and not prompt_text[open_at + len(tags[0]):].strip()
+
+
 def reasoning_of(text: str, options: dict[str, Any]) -> Reasoning:
     """`split_reasoning` with the request's think options."""
     tags, opened = think_options(options)

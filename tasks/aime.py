@@ -18,6 +18,7 @@ Options:
   steps           true: the math service also checks each step's arithmetic (default false)
   rel_tol         relative tolerance for decimal answers, for a dataset whose golds are rounded
                   (default 0: the math service compares decimals exactly; at most 0.1)
+  think_tags      [open, close] of a reasoning model's thinking block (every task; see base.Task)
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "
 # What a Hub id looks like ("name" or "owner/name"); anything else that does not exist is a missing file.
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
 OPTIONS = ("path", "split", "problem_column", "answer_column", "id_column", "eval_path", "eval_split",
-           "eval_fraction", "prompt_template", "steps", "rel_tol")
+           "eval_fraction", "prompt_template", "steps", "rel_tol", "think_tags")
 
 
 def _suffix(path: Path) -> str:

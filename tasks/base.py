@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from botgrpo_rewards.thinking import DEFAULT_TAGS, opens_reasoning
+from botgrpo_tasks.errors import TaskError
+
 
 @dataclass(frozen=True)
 class Example:
@@ -20,6 +23,10 @@ class Task:
 
     A task is cheap to construct; data is produced or loaded lazily and deterministically from
     `seed`, so the same seed gives the same examples in the same order.
+
+    Every task takes the option `think_tags`: the [open, close] tags of a reasoning model's
+    thinking block (default <think> / </think>; null: none). Answers and code are read only after
+    the block, and the thinking budget counts the tokens inside it.
     """
 
     name: str = "base"
@@ -31,9 +38,17 @@ class Task:
     max_new_tokens: int = 256  # a sensible default for this task
     eval_metrics: tuple[str, ...] = ("correct",)  # service metrics `botgrpo eval` aggregates
 
-    def __init__(self, seed: int = 0, **options: Any):
+    def __init__(self, seed: int = 0, think_tags: Any = DEFAULT_TAGS, **options: Any):
         self.seed = seed
         self.options = options
+        self.think_tags = _tags(think_tags)
+
+    def think_options(self, prompt_text: str) -> dict[str, Any]:
+        """The reasoning options sent with each request for a completion of `prompt_text` (the
+        formatted prompt): the tags, and whether the prompt itself opened the thinking block."""
+        if self.think_tags is None:
+            return {"think_tags": None}
+        return {"think_tags": list(self.think_tags), "think_open": opens_reasoning(prompt_text, self.think_tags)}
 
     def train_examples(self) -> list[Example]:
         raise NotImplementedError
@@ -45,13 +60,24 @@ class Task:
         """(prompt, completion) pairs for the supervised warm start of `botgrpo bootstrap`."""
         raise NotImplementedError(f"task {self.name!r} has no synthetic corpus")
 
-    def format_prompt(self, example: Example, tokenizer: Any = None) -> str:
-        """The text the model sees: the tokenizer's chat template when it has one, else the raw prompt."""
+    def format_prompt(self, example: Example, tokenizer: Any = None, system_prompt: str | None = None,
+                      template_kwargs: dict[str, Any] | None = None) -> str:
+        """The text the model sees: the tokenizer's chat template when it has one (with the system
+        message and extra template arguments, e.g. enable_thinking), else the raw prompt."""
         if tokenizer is not None and getattr(tokenizer, "chat_template", None):
-            return tokenizer.apply_chat_template(
-                [{"role": "user", "content": example.prompt}], tokenize=False, add_generation_prompt=True
-            )
-        return example.prompt
+            messages = ([{"role": "system", "content": system_prompt}] if system_prompt is not None else []) + \
+                [{"role": "user", "content": example.prompt}]
+            return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                                 **(template_kwargs or {}))
+        return example.prompt if system_prompt is None else f"{system_prompt}\n\n{example.prompt}"
+
+
+def _tags(value: Any) -> tuple[str, str] | None:
+    if value is None or value is False:
+        return None
+    if not isinstance(value, (list, tuple)) or len(value) != 2 or not all(isinstance(t, str) and t for t in value):
+        raise TaskError(f"task option think_tags must be [open, close] (two non-empty strings) or null, got {value!r}")
+    return (value[0], value[1])
 
 
 class SyntheticTask(Task):

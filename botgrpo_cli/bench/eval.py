@@ -58,7 +58,7 @@ def bench_task(name: str, workers: tuple[int, ...], problems: int, n: int, repea
     from botgrpo_cli.bootstrap import bootstrap
     from botgrpo_cli.evaluation import models
     from botgrpo_cli.evaluation.sampling import evaluate
-    from botgrpo_cli.rollout import HFEngine, SamplingParams
+    from botgrpo_cli.rollout import FastEngine, SamplingParams
     from botgrpo_tasks import get_task
 
     task = get_task(name)
@@ -72,7 +72,7 @@ def bench_task(name: str, workers: tuple[int, ...], problems: int, n: int, repea
     examples = task.eval_examples()[:problems]
     params = SamplingParams(max_new_tokens=max_new_tokens or task.max_new_tokens, stop=tuple(task.stop))
     prompts = [task.format_prompt(ex, tok) for ex in examples]
-    engine = HFEngine(model, tok)
+    engine = FastEngine(model, tok)
     progress(f"{name}: generation alone")
     rows = [Row(name, 0, problems * n, _median_time(
         lambda r: engine.generate(prompts, n, replace(params, seed=r)), repeats), 0.0)]

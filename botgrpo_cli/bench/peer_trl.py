@@ -1,9 +1,11 @@
 """`botgrpo bench step --vs trl`: botgrpo's trainer and TRL's GRPOTrainer, side by side.
 
-Both sides: the task's bootstrapped tiny model, the same prompts (botgrpo's seeded prompt stream,
-fed to TRL in that order), outcome rewards from the task's reward service (one process each),
-8 prompts x 8 completions, 48 new tokens, temperature 1, beta 0, one update per batch, CPU, the
-same torch threads. Each side runs in its own subprocess (rounds alternate the order); its first step is a warm-up, not
+Both sides: the same model (the task's bootstrapped tiny model, or --model), the same prompts
+(botgrpo's seeded prompt stream, fed to TRL in that order), outcome rewards from the task's reward
+service (two processes each), 8 prompts x 8 completions x 48 new tokens unless --shape says
+otherwise, temperature 1, beta 0, one update per batch, CPU, the same torch threads, and the same
+precision: fp32, or bf16 autocast for generation and forward/backward with fp32 weights on both
+(TRL's bf16=True, its generation wrapped in the same autocast); `auto` is botgrpo's start-up rule. Each side runs in its own subprocess (rounds alternate the order); its first step is a warm-up, not
 counted. Each step is split into generate / reward / rest (log-probs, loss, backward, optimizer), and
 its CPU seconds are reported too: on a shared machine they move less with load than wall time.
 """
@@ -22,8 +24,28 @@ from typing import Any
 
 from botgrpo_cli.errors import UserError
 
-PROMPTS, GROUP, NEW_TOKENS = 8, 8, 48  # the shape of `botgrpo bench step`
 TARGET = 0.7  # botgrpo's step time / TRL's
+
+
+@dataclass(frozen=True)
+class Shape:
+    prompts: int = 8  # the shape of `botgrpo bench step`
+    group: int = 8
+    new_tokens: int = 48
+
+    @classmethod
+    def parse(cls, text: str) -> "Shape":
+        """'8x8x48' (prompts x completions x new tokens)."""
+        try:
+            p, g, t = (int(x) for x in text.lower().split("x"))
+        except ValueError:
+            raise UserError(f"--shape {text!r}: write prompts x completions x new tokens, e.g. 8x8x48") from None
+        if min(p, g, t) < 1 or g < 2:
+            raise UserError(f"--shape {text!r}: every figure must be positive and completions at least 2")
+        return cls(p, g, t)
+
+    def __str__(self) -> str:
+        return f"{self.prompts}x{self.group}x{self.new_tokens}"
 
 
 @dataclass
@@ -35,17 +57,40 @@ class SideFigures:
     rest_s: float  # log-probs, loss, backward, optimizer, bookkeeping
     cpu_s: float  # CPU seconds of the trainer process per step (all its threads; services excluded)
     steps: int
+    precision: str = "fp32"  # fp32 | bf16 (autocast, fp32 weights)
 
 
-def measure_botgrpo(steps: int, task: str, threads: int, out_dir: Path) -> SideFigures:
-    """botgrpo's trainer with the grpo preset (outcome advantages) at `bench step`'s shape."""
+def _model_dir(task: Any, model: str) -> str:
+    from botgrpo_cli.bootstrap import bootstrap
+
+    return model or str(bootstrap(task))
+
+
+def _bf16(precision: str, model: Any) -> bool:
+    """fp32 | bf16 | auto (botgrpo's start-up rule for this model on this CPU)."""
+    from botgrpo_cli.trainer.precision import choose
+
+    return choose({"fp32": "off", "bf16": "bfloat16"}.get(precision, "auto"), model)[0]
+
+
+def measure_botgrpo(steps: int, task: str, threads: int, out_dir: Path, model: str = "", shape: Shape = Shape(),
+                    precision: str = "auto") -> SideFigures:
+    """botgrpo's trainer with the grpo preset (outcome advantages) at `bench step`'s settings."""
     from botgrpo_cli.bench.step import SHAPE
     from botgrpo_cli.config import load_config
     from botgrpo_cli.trainer import train
+    from botgrpo_cli.trainer.policy import load_model
+    from botgrpo_tasks import get_task
 
+    path = _model_dir(get_task(task, seed=0), model)
     cfg = load_config(None, algo="grpo", sets=[*SHAPE, f"run.task={task}", f"run.steps={steps + 1}",
-                                               f"run.threads={threads}", "run.seed=0"])
-    cfg.run.out_dir = str(out_dir)
+                                               f"run.threads={threads}", "run.seed=0",
+                                               f"rollout.prompts_per_step={shape.prompts}",
+                                               f"rollout.group_size={shape.group}",
+                                               f"rollout.max_new_tokens={shape.new_tokens}"])
+    cfg.run.out_dir, cfg.model.name_or_path = str(out_dir), path
+    bf16 = _bf16(precision, load_model(path, cfg.model, trainable=False))
+    cfg.model.autocast = "bfloat16" if bf16 else "off"
     ends: list[float] = []  # process CPU seconds at the end of each step (train()'s step callback)
     records = train(cfg, on_step=lambda step, metrics: ends.append(time.process_time())).metrics[1:]
     cpu = [b - a for a, b in zip(ends, ends[1:])]  # step k's CPU: from step k-1's end (warm-up left out)
@@ -54,7 +99,8 @@ def measure_botgrpo(steps: int, task: str, threads: int, out_dir: Path) -> SideF
         return statistics.median(r[f"time/{key}_s"] for r in records)
 
     return SideFigures("botgrpo", med("step"), med("generate"), med("reward"),
-                       med("step") - med("generate") - med("reward"), statistics.median(cpu), len(records))
+                       med("step") - med("generate") - med("reward"), statistics.median(cpu), len(records),
+                       "bf16" if bf16 else "fp32")
 
 
 def _timed_trainer_class() -> type:
@@ -66,9 +112,12 @@ def _timed_trainer_class() -> type:
         phase: dict[str, float] = {}
 
         def _generate(self, prompts: list) -> Any:
+            from botgrpo_cli.trainer.precision import autocast
+
             t0 = time.perf_counter()
             try:
-                return super()._generate(prompts)
+                with autocast(self.args.bf16):  # the same precision as botgrpo's rollouts
+                    return super()._generate(prompts)
             finally:
                 self.phase["generate"] = self.phase.get("generate", 0.0) + time.perf_counter() - t0
 
@@ -82,33 +131,36 @@ def _timed_trainer_class() -> type:
     return TimedGRPOTrainer
 
 
-def measure_trl(steps: int, task: str, threads: int, out_dir: Path) -> SideFigures:
-    """TRL's GRPOTrainer at the same shape, rewards from the same service (sequence scores)."""
+def measure_trl(steps: int, task: str, threads: int, out_dir: Path, model: str = "", shape: Shape = Shape(),
+                precision: str = "auto") -> SideFigures:
+    """TRL's GRPOTrainer at the same settings, rewards from the same service (sequence scores)."""
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig
 
-    from botgrpo_cli.bootstrap import bootstrap
     from botgrpo_cli.integrations.trl import reward_function
     from botgrpo_cli.trainer.rollouts import PromptStream
     from botgrpo_tasks import get_task
 
     torch.set_num_threads(threads)
     task_obj = get_task(task, seed=0)
-    model_dir = bootstrap(task_obj)
+    model_dir = _model_dir(task_obj, model)
     tok = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir)
-    examples = PromptStream(task_obj.train_examples(), seed=0).take(PROMPTS * (steps + 1))
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token  # as botgrpo's loader does
+    lm = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    bf16 = _bf16(precision, lm)
+    examples = PromptStream(task_obj.train_examples(), seed=0).take(shape.prompts * (steps + 1))
     data = Dataset.from_list([{"prompt": task_obj.format_prompt(ex, tok), "reference": json.dumps(ex.reference)}
                               for ex in examples])
-    args = GRPOConfig(output_dir=str(out_dir), per_device_train_batch_size=PROMPTS * GROUP, num_generations=GROUP,
-                      max_completion_length=NEW_TOKENS, max_steps=steps + 1, learning_rate=1e-3, beta=0.0,
+    args = GRPOConfig(output_dir=str(out_dir), per_device_train_batch_size=shape.prompts * shape.group,
+                      num_generations=shape.group, max_completion_length=shape.new_tokens, max_steps=steps + 1, learning_rate=1e-3, beta=0.0,
                       num_iterations=1, loss_type="grpo", temperature=1.0, top_p=1.0, top_k=0, use_cpu=True,
                       gradient_checkpointing=False,  # TRL's default is on; botgrpo's is off: compare like with like
-                      bf16=False, report_to="none", save_strategy="no", logging_steps=1, seed=0,
+                      bf16=bf16, report_to="none", save_strategy="no", logging_steps=1, seed=0,
                       shuffle_dataset=False, dataloader_num_workers=0, disable_tqdm=True)
-    reward = reward_function(task_obj.service, options=task_obj.service_options)
+    reward = reward_function(task_obj.service, options=task_obj.service_options, workers=2)  # as SHAPE's reward.workers
     trainer_cls = _timed_trainer_class()
     records: list[dict[str, float]] = []
 
@@ -122,7 +174,7 @@ def measure_trl(steps: int, task: str, threads: int, out_dir: Path) -> SideFigur
                             **trainer_cls.phase})
 
     try:
-        trainer = trainer_cls(model, reward_funcs=_json_reference(reward), args=args, train_dataset=data,
+        trainer = trainer_cls(lm, reward_funcs=_json_reference(reward), args=args, train_dataset=data,
                               processing_class=tok, callbacks=[StepClock()])
         trainer.train()
     finally:
@@ -133,7 +185,8 @@ def measure_trl(steps: int, task: str, threads: int, out_dir: Path) -> SideFigur
         return statistics.median(r.get(key, 0.0) for r in timed)
 
     rest = statistics.median(r["step"] - r.get("generate", 0.0) - r.get("reward", 0.0) for r in timed)
-    return SideFigures("trl", med("step"), med("generate"), med("reward"), rest, med("cpu"), len(timed))
+    return SideFigures("trl", med("step"), med("generate"), med("reward"), rest, med("cpu"), len(timed),
+                       "bf16" if bf16 else "fp32")
 
 
 def _json_reference(reward: Any) -> Any:
@@ -145,8 +198,10 @@ def _json_reference(reward: Any) -> Any:
     return score
 
 
-def _side(side: str, steps: int, task: str, threads: int, out: Path) -> SideFigures:
-    argv = [sys.executable, "-m", "botgrpo_cli.bench.peer_trl", side, str(steps), task, str(threads), str(out)]
+def _side(side: str, steps: int, task: str, threads: int, out: Path, model: str, shape: Shape,
+          precision: str) -> SideFigures:
+    argv = [sys.executable, "-m", "botgrpo_cli.bench.peer_trl", side, str(steps), task, str(threads), str(out),
+            model, str(shape), precision]
     proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
@@ -158,11 +213,11 @@ def _pooled(runs: list[SideFigures]) -> SideFigures:
     """Median of each figure over rounds; `steps` is the total number of timed steps."""
     fields = ("step_s", "generate_s", "reward_s", "rest_s", "cpu_s")
     return SideFigures(runs[0].side, *(statistics.median(getattr(r, f) for r in runs) for f in fields),
-                       sum(r.steps for r in runs))
+                       sum(r.steps for r in runs), runs[0].precision)
 
 
-def run(console: Any, steps: int = 5, task: str = "react_synth", threads: int = 2,
-        rounds: int = 2) -> list[SideFigures]:
+def run(console: Any, steps: int = 5, task: str = "react_synth", threads: int = 2, rounds: int = 2,
+        model: str | None = None, shape: Shape = Shape(), precision: str = "auto") -> list[SideFigures]:
     """Measure both sides in fresh subprocesses, alternating order over `rounds` so that load drift
     on a shared machine hits both; print medians, the split and the ratios; return [botgrpo, trl]."""
     from rich.table import Table
@@ -174,11 +229,15 @@ def run(console: Any, steps: int = 5, task: str = "react_synth", threads: int = 
         for k in range(rounds):
             for side in ("botgrpo", "trl") if k % 2 == 0 else ("trl", "botgrpo"):
                 console.print(f"[bold]bench step --vs trl:[/] round {k + 1}/{rounds}, {side}, {steps} timed steps")
-                runs[side].append(_side(side, steps, task, threads, Path(tmp) / f"{side}-{k}"))
+                runs[side].append(_side(side, steps, task, threads, Path(tmp) / f"{side}-{k}", model or "", shape,
+                                        precision))
     ours, trl = _pooled(runs["botgrpo"]), _pooled(runs["trl"])
-    table = Table(title=f"seconds per training step, {task} tiny model, {PROMPTS} prompts x {GROUP} completions "
-                        f"x {NEW_TOKENS} new tokens, beta 0, {threads} threads "
-                        f"(medians, {rounds} rounds x {steps} steps)")
+    import os
+
+    table = Table(title=f"seconds per training step, {task}, {model or 'tiny model'}, {shape.prompts} prompts x "
+                        f"{shape.group} completions x {shape.new_tokens} new tokens, beta 0, {threads} threads, "
+                        f"{ours.precision} on both (medians, {rounds} rounds x {steps} steps; load average "
+                        f"{os.getloadavg()[0]:.1f} at the end)")
     for col in ("trainer", "step s", "generate s", "reward s", "rest s", "CPU s", "step / trl", "CPU / trl"):
         table.add_column(col, justify="left" if col == "trainer" else "right")
     for r in (ours, trl):
@@ -191,6 +250,6 @@ def run(console: Any, steps: int = 5, task: str = "react_synth", threads: int = 
 
 
 if __name__ == "__main__":  # one side per process: prints one JSON line
-    side, n, t, th, o = sys.argv[1:6]
+    side, n, t, th, o, m, sh, pr = sys.argv[1:9]
     measure = {"botgrpo": measure_botgrpo, "trl": measure_trl}[side]
-    print(json.dumps(asdict(measure(int(n), t, int(th), Path(o)))))
+    print(json.dumps(asdict(measure(int(n), t, int(th), Path(o), m, Shape.parse(sh), pr))))

@@ -20,7 +20,7 @@ from botgrpo_cli.errors import UserError
 from botgrpo_cli.rundir import read_metrics
 
 SHAPE = ["rollout.prompts_per_step=8", "rollout.group_size=8", "rollout.max_new_tokens=48", "reward.workers=2",
-         "optim.micro_batch_size=16", "log.tensorboard=false", "log.samples_every=0", "run.save_every=0"]
+         "log.tensorboard=false", "log.samples_every=0", "run.save_every=0"]  # micro-batch: by memory
 
 
 @dataclass

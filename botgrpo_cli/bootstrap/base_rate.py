@@ -18,7 +18,7 @@ def measure(task: Task, model: Any, tokenizer: Any, n: int, seed: int, progress:
     from botgrpo_cli.evaluation.metrics import metric_means, success_rate
     from botgrpo_cli.evaluation.sampling import Scoring, held_out
     from botgrpo_cli.reward_client import RewardPool, ServiceStartError
-    from botgrpo_cli.rollout import HFEngine, SamplingParams
+    from botgrpo_cli.rollout import FastEngine, SamplingParams
 
     total = min(n, len(task.eval_examples()))
     progress("sample", 0, total)
@@ -32,7 +32,7 @@ def measure(task: Task, model: Any, tokenizer: Any, n: int, seed: int, progress:
                             seed=seed)
     try:
         with RewardPool(task.service) as pool:
-            problems = held_out(HFEngine(model, tokenizer), tokenizer, task, Scoring.of_task(task, pool), params, n,
+            problems = held_out(FastEngine(model, tokenizer), tokenizer, task, Scoring.of_task(task, pool), params, n,
                                 batch_size=BATCH, tick=tick)
     except (ImportError, OSError, ServiceStartError) as err:  # no service here: the model is still usable
         return {"base_success_rate": None, "measure_error": f"could not start service {task.service!r}: {err}"}

@@ -1,5 +1,6 @@
 """`botgrpo bench rewards --service NAME`: the service's own benchmark (botgrpo_rewards/<NAME>/bench.py),
-run as a child process, as the services themselves run: the client imports no backend code."""
+run as a child process, as the services themselves run: the client imports no backend code. With
+--http: botgrpo_cli/bench/http_load.py loads the service's HTTP server as a client."""
 
 from __future__ import annotations
 
@@ -19,12 +20,20 @@ def register(app: typer.Typer) -> None:
         service: Annotated[str, typer.Option("--service", "-s", help="Reward service to benchmark (math, react, render).")],
         workers: Workers = 2,
         n: Annotated[int, typer.Option("--n", min=1, help="Requests to score.")] = 200,
+        http: Annotated[bool, typer.Option("--http", help="Load the service's HTTP server instead: req/s and "
+                                                          "p50/p99 over 1 and 16 keep-alive connections.")] = False,
     ) -> None:
         """Benchmark a reward service: throughput and latency, figures measured side by side."""
         from botgrpo_rewards.registry import SERVICES
 
         if service not in SERVICES:
             raise UserError(f"unknown reward service {service!r}; known: {', '.join(sorted(SERVICES))}")
+        if http:  # a client of the HTTP service: like the trainer, it imports no backend code
+            from botgrpo_cli.bench.http_load import run
+            from botgrpo_cli.console import out
+
+            run(console=out, service=service, n=n)
+            return
         code = subprocess.call([sys.executable, "-m", "botgrpo_rewards.bench", service, str(workers), str(n)])
         if code != 0:
             raise UserError(f"the {service} benchmark failed (exit code {code}); its message is above")

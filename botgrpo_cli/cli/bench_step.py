@@ -20,13 +20,16 @@ def register(app: typer.Typer) -> None:
         task: Annotated[str, typer.Option(help="Task whose bootstrapped tiny model is used.")] = "react_synth",
         threads: Threads = 2,
         repeats: Annotated[int, typer.Option(help="Runs per preset, alternating presets.")] = 2,
-        model: Annotated[Optional[str], typer.Option(help="Model dir or hub id instead of the tiny model.")] = None,
+        model: Annotated[Optional[str], typer.Option(help="Model dir, .gguf file or hub id instead of the tiny model.")] = None,
         num_processes: Annotated[int, typer.Option("--num-processes", help="Compare one process with this many "
                                                    "(same global batch, same total threads), first preset only.")] = 1,
         mini_batches: Annotated[Optional[str], typer.Option("--mini-batches", help="Comma-separated "
                                 "algo.mini_batches values: each preset runs at each (default: the preset's own).")] = None,
         vs: Annotated[Optional[str], typer.Option("--vs", help="Peer trainer to time side by side on identical "
                                                   "settings (outcome rewards, beta 0): trl.")] = None,
+        shape: Annotated[str, typer.Option(help="--vs: prompts x completions x new tokens.")] = "8x8x48",
+        precision: Annotated[str, typer.Option(help="--vs: fp32 | bf16 | auto (botgrpo's start-up rule), the same "
+                                                    "for both trainers.")] = "auto",
     ) -> None:
         """Median step time (generate / reward / update) and peak RSS at 8 prompts x 8 completions x 48 tokens."""
         from botgrpo_cli.bench.step import run
@@ -35,9 +38,13 @@ def register(app: typer.Typer) -> None:
         if vs is not None:
             if vs != "trl":
                 raise UserError(f"--vs {vs!r} is not supported; the peer benchmark knows: trl")
+            from botgrpo_cli.bench.peer_trl import Shape
             from botgrpo_cli.bench.peer_trl import run as run_peer
 
-            run_peer(out, steps=steps, task=task, threads=threads, rounds=repeats)
+            if precision not in ("fp32", "bf16", "auto"):
+                raise UserError(f"--precision {precision!r}: choose fp32, bf16 or auto")
+            run_peer(out, steps=steps, task=task, threads=threads, rounds=repeats, model=model,
+                     shape=Shape.parse(shape), precision=precision)
             return
         if num_processes > 1:
             _scaling(num_processes, names[0], steps, task, threads, model, repeats)

@@ -12,13 +12,14 @@ from botgrpo_cli.cli.options import Threads, Workers, set_threads
 from botgrpo_cli.errors import UserError
 
 
-def parse_task_options(pairs: list[str]) -> dict[str, Any]:
+def parse_task_options(pairs: list[str], flag: str = "--task-option") -> dict[str, Any]:
     """key=value pairs; values are read as JSON when they parse (true, 3, 0.5), else kept as text."""
     options: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise UserError(f"--task-option {pair!r}: write it as key=value, e.g. path=problems.jsonl")
+            raise UserError(f"{flag} {pair!r}: write it as key=value, e.g. "
+                            f"{'path=problems.jsonl' if flag == '--task-option' else 'enable_thinking=false'}")
         try:
             options[key.strip()] = json.loads(value)
         except json.JSONDecodeError:
@@ -30,8 +31,9 @@ def register(app: typer.Typer) -> None:
     @app.command("eval")
     def evaluate(
         task: Annotated[str, typer.Option("--task", help="react_synth, arith_synth, react, aime, or an installed task.")],
-        model: Annotated[str, typer.Option("--model", help="Hub id, model folder, checkpoint folder, or a run directory "
-                                                           "of `botgrpo train` (every checkpoint, plotted vs step).")],
+        model: Annotated[str, typer.Option("--model", help="Hub id, model folder, .gguf file, checkpoint folder, or a "
+                                                           "run directory of `botgrpo train` (every checkpoint, "
+                                                           "plotted vs step).")],
         out: Annotated[Path, typer.Option("--out", help="Folder for eval.json, eval.md, screenshots and plots.")],
         n: Annotated[int, typer.Option("--n", help="Samples per problem.")] = 4,
         k: Annotated[str, typer.Option("--k", help="Pass@k values, comma-separated; each at most --n.")] = "1",
@@ -40,7 +42,8 @@ def register(app: typer.Typer) -> None:
         max_new_tokens: Annotated[Optional[int], typer.Option("--max-new-tokens", help="Default: the task's.")] = None,
         seed: Annotated[int, typer.Option(help="Fixes the samples (and the bootstrap interval).")] = 0,
         workers: Workers = 1,
-        split: Annotated[str, typer.Option("--split", help="eval or train.")] = "eval",
+        split: Annotated[str, typer.Option("--split", help="eval (the task's held-out problems), train, or all "
+                                           "(every problem; for aime the whole file).")] = "eval",
         limit: Annotated[Optional[int], typer.Option("--limit", help="Evaluate the first N problems only.")] = None,
         task_option: Annotated[Optional[list[str]], typer.Option("--task-option", help="Task option key=value "
                                                                  "(repeatable), e.g. path=aime.jsonl.")] = None,
@@ -51,7 +54,16 @@ def register(app: typer.Typer) -> None:
                                            "React tasks; score otherwise).")] = "auto",
         render: Annotated[bool, typer.Option("--render/--no-render", help="React tasks: render every sample "
                                              "(screenshots, render rate, similarity).")] = True,
-        batch_size: Annotated[int, typer.Option("--batch-size", help="Prompts per generate call.")] = 8,
+        batch_size: Annotated[int, typer.Option("--batch-size", help="Completions per generate call, in whole "
+                                                "problems (at least one problem's --n); bounds memory and how "
+                                                "long one call runs before progress is shown.")] = 32,
+        system_prompt: Annotated[Optional[str], typer.Option("--system-prompt", help="System message before each "
+                                                             "prompt (chat templates).")] = None,
+        chat_template_kwarg: Annotated[Optional[list[str]], typer.Option("--chat-template-kwarg", help="Chat template "
+                                       "argument key=value (repeatable), e.g. enable_thinking=false.")] = None,
+        thinking_budget: Annotated[Optional[int], typer.Option("--thinking-budget", help="Reasoning models: at most "
+                                                               "this many tokens in the thinking block, then its "
+                                                               "close tag is forced.")] = None,
         threads: Threads = 0,
     ) -> None:
         """Evaluate a model on a task: unbiased Pass@k, compile/render rates, judged win rate."""
@@ -67,7 +79,9 @@ def register(app: typer.Typer) -> None:
         opts = EvalOptions(task=task, model=model, out=out, n=n, ks=ks, temperature=temperature, top_p=top_p,
                            max_new_tokens=max_new_tokens, seed=seed, workers=workers, split=split, limit=limit,
                            task_options=parse_task_options(task_option or []), against=against, judge=judge,
-                           render=render, batch_size=batch_size)
+                           render=render, batch_size=batch_size, system_prompt=system_prompt,
+                           chat_template_kwargs=parse_task_options(chat_template_kwarg or [], "--chat-template-kwarg"),
+                           thinking_budget=thinking_budget)
         result = run_eval(opts)
         summary = (out / "eval.md").read_text(encoding="utf-8").split("\n## Per problem")[0].rstrip()
         stdout.print(summary, markup=False, soft_wrap=True)

@@ -1,4 +1,4 @@
-"""What `--model` names: a hub id, a model folder, one checkpoint of `botgrpo train`, or a whole
+"""What `--model` names: a hub id, a model folder, a .gguf file, one checkpoint of `botgrpo train`, or a whole
 run directory (every checkpoint, in step order). Loading goes through the trainer's policy loader."""
 
 from __future__ import annotations
@@ -40,8 +40,13 @@ def _looks_local(name: str) -> bool:
 
 
 def resolve(name: str, label: str = "model") -> list[Target]:
-    """The models to evaluate for one `--model` value (several for a run directory)."""
+    """The models to evaluate for one `--model` value (several for a run directory); a .gguf file
+    is dequantised (float32) into a cached model folder first."""
+    from botgrpo_cli.trainer.gguf import is_gguf, resolve_gguf
+
     path = Path(name).expanduser()
+    if is_gguf(name):
+        return [Target(label, resolve_gguf(name, "float32"))]
     if path.is_dir():
         if _is_model_dir(path):
             return [Target(label, str(path))]

@@ -86,8 +86,11 @@ def markdown(report: dict[str, Any], final_problems: list[Problem], ks: list[int
     columns = [(e["label"], e["aggregates"]) for e in report["evaluations"]]
     if "against" in report:
         columns.append((report["against"]["label"], report["against"]["aggregates"]))
+    scope = report.get("scope")
+    scored = (f"{scope['problems']} of the {scope['split_size']} problems of the {scope['split']} split "
+              f"(eval split {scope['eval_size']}, train split {scope['train_size']}). ") if scope else ""
     parts = [f"# botgrpo eval: {cfg['task']} ({cfg['split']} split)",
-             f"model `{cfg['model']}`" + (f", against `{cfg['against']}`" if cfg.get("against") else "") +
+             f"Scored: {scored}" + f"model `{cfg['model']}`" + (f", against `{cfg['against']}`" if cfg.get("against") else "") +
              f"; n = {cfg['n']} samples per problem, temperature {cfg['temperature']}, top-p {cfg['top_p']}, "
              f"max {cfg['max_new_tokens']} new tokens, seed {cfg['seed']}. Success: {task['success_metric']} >= 0.5.",
              figures_table(columns)]

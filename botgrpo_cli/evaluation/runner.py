@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.evaluation import models, pairwise, report, sheets, winrate
@@ -14,7 +15,7 @@ from botgrpo_cli.evaluation.metrics import aggregate
 from botgrpo_cli.evaluation.results import Problem
 from botgrpo_cli.evaluation.sampling import Scoring, evaluate
 
-SPLITS = ("eval", "train")
+SPLITS = ("eval", "train", "all")  # all: every problem the task has (for aime: the whole file)
 RENDER_FIGURES = ("rendered", "similarity", "judge")
 PLOTTED = ("syntax_ok", "types_ok", "rendered", "similarity", "correct")  # rates, beside pass@k
 
@@ -39,8 +40,11 @@ class EvalOptions:
     against: str | None = None
     judge: str = "auto"
     render: bool = True  # React tasks: screenshots, render rate, similarity
-    batch_size: int = 8  # prompts per generate call
+    batch_size: int = 32  # completions per generate call (whole problems: at least one problem's n)
     deadline_ms: int = 30_000
+    system_prompt: str | None = None  # system message before each prompt (chat templates)
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # e.g. {"enable_thinking": False}
+    thinking_budget: int | None = None  # reasoning tokens before the close tag is forced
 
 
 def check(opts: EvalOptions) -> None:
@@ -59,6 +63,8 @@ def check(opts: EvalOptions) -> None:
         raise UserError(f"--judge must be one of {', '.join(pairwise.JUDGES)}, got {opts.judge!r}")
     if min(opts.workers, opts.batch_size) < 1:
         raise UserError("--workers and --batch-size must be at least 1")
+    if opts.thinking_budget is not None and opts.thinking_budget < 1:
+        raise UserError(f"--thinking-budget must be at least 1 token, got {opts.thinking_budget}")
 
 
 def load_task(opts: EvalOptions) -> tuple[Any, list]:
@@ -69,11 +75,36 @@ def load_task(opts: EvalOptions) -> tuple[Any, list]:
         task = get_task(opts.task, seed=opts.seed, **opts.task_options)
     except TypeError as err:
         raise UserError(f"--task-option values do not fit task {opts.task!r}: {err}") from None
-    examples = task.eval_examples() if opts.split == "eval" else task.train_examples()
+    examples = split_examples(task, opts.split)
     examples = examples[: opts.limit] if opts.limit else examples
     if not examples:
         raise UserError(f"task {opts.task!r} has no {opts.split} problems; check its data or use --split train")
     return task, examples
+
+
+def split_examples(task: Any, split: str) -> list:
+    if split == "eval":
+        return task.eval_examples()
+    if split == "train":
+        return task.train_examples()
+    return task.train_examples() + task.eval_examples()
+
+
+def scope(task: Any, opts: EvalOptions, scored: int) -> dict[str, Any]:
+    """What is scored, in numbers: the split, how many of its problems, and the sizes of both splits
+    (a task that holds out a share of one file, as aime does, scores only that share by default)."""
+    sizes = {"eval": len(task.eval_examples()), "train": len(task.train_examples())}
+    sizes["all"] = sizes["eval"] + sizes["train"]
+    return {"split": opts.split, "problems": scored, "split_size": sizes[opts.split], "eval_size": sizes["eval"],
+            "train_size": sizes["train"]}
+
+
+def scope_line(s: dict[str, Any]) -> str:
+    line = (f"scoring {s['problems']} of the {s['split_size']} problems of the {s['split']} split "
+            f"(eval split {s['eval_size']}, train split {s['train_size']})")
+    if s["split"] != "all":
+        line += "; --split all scores every problem"
+    return line
 
 
 def _targets(opts: EvalOptions) -> tuple[list[models.Target], models.Target | None]:
@@ -94,22 +125,43 @@ def _figure_names(task: Any) -> list[str]:
 
 def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOptions, scoring: Scoring,
               shots_root: Path | None, progress: Any) -> tuple[dict, list[Problem]]:
-    from botgrpo_cli.rollout import HFEngine, SamplingParams
+    from botgrpo_cli.rollout import FastEngine, SamplingParams
 
     model, tok = models.load(target)
     params = SamplingParams(max_new_tokens=opts.max_new_tokens or task.max_new_tokens, temperature=opts.temperature,
-                            top_p=opts.top_p, stop=tuple(task.stop), seed=opts.seed)
+                            top_p=opts.top_p, stop=tuple(task.stop), seed=opts.seed,
+                            thinking_budget=opts.thinking_budget, think_tags=task.think_tags)
     shots = shots_root / target.label / "png" if shots_root is not None else None
-    bar = progress.add_task(f"{target.label}: sampling", total=len(examples))
-    prompts = [task.format_prompt(ex, tok) for ex in examples]
-    problems = evaluate(HFEngine(model, tok), examples, prompts, opts.n, params, scoring, opts.batch_size, shots,
-                        opts.out, tick=lambda k: progress.advance(bar, k))
+    prompts = [task.format_prompt(ex, tok, opts.system_prompt, opts.chat_template_kwargs) for ex in examples]
+    per_call = max(1, opts.batch_size // opts.n)  # problems per generate call: bounded rows, whole problems
+    tick = progress_ticker(progress, target.label, len(examples))
+    problems = evaluate(FastEngine(model, tok), examples, prompts, opts.n, params, scoring, per_call, shots,
+                        opts.out, tick=tick)
     entry = {"label": target.label, "model": target.path, "step": target.step,
              "aggregates": aggregate(problems, opts.ks, _figure_names(task)),
              "problems": report.problem_rows(problems, opts.ks)}
     if shots is not None:
         entry["contact_sheet"] = sheets.write(problems, shots.parent, opts.out, f"{opts.task}: {target.label}")
     return entry, problems
+
+
+def progress_ticker(progress: Any, label: str, total: int) -> Callable[[int], None]:
+    """Advance the progress bar per generated chunk; when the console is not a terminal (a log
+    file, CI) also print one plain line per chunk, so a long run shows it is moving."""
+    from botgrpo_cli.console import console
+
+    bar = progress.add_task(f"{label}: sampling", total=total)
+    start, done = time.monotonic(), [0]
+
+    def tick(k: int) -> None:
+        progress.advance(bar, k)
+        done[0] += k
+        if not console.is_terminal:
+            elapsed = time.monotonic() - start
+            left = elapsed / done[0] * (total - done[0])
+            console.print(f"{label}: sampled {done[0]}/{total} problems, {elapsed:.0f} s, about {left:.0f} s left",
+                          soft_wrap=True)
+    return tick
 
 
 def _pools(stack: ExitStack, task: Any, opts: EvalOptions, render: bool, shots_root: Path | None) -> Scoring:
@@ -139,6 +191,8 @@ def run_eval(opts: EvalOptions) -> dict[str, Any]:
     if against is not None and judge != "score" and not render:
         raise UserError(f"--judge {judge} needs rendered React components; use --judge score for task {opts.task!r}")
     opts.out.mkdir(parents=True, exist_ok=True)
+    scored = scope(task, opts, len(examples))
+    console.print(scope_line(scored), soft_wrap=True)
     shots_root = opts.out.resolve() / "screens" if render else None  # absolute: services save there
     evaluations, finals, other, win = [], [], None, None
     with ExitStack() as stack, Progress(console=console, transient=True) as progress:
@@ -150,6 +204,7 @@ def run_eval(opts: EvalOptions) -> dict[str, Any]:
             other, other_problems = _evaluate(against, task, examples, opts, scoring, shots_root, progress)
             win = _win_rate(finals, other_problems, examples, judge, scoring, opts)
     result = _report(opts, task, evaluations, other, judge, win)
+    result["scope"] = scored
     report.write_json(opts.out / "eval.json", result)
     (opts.out / "eval.md").write_text(report.markdown(result, finals, opts.ks), encoding="utf-8")
     return result

@@ -36,13 +36,14 @@ class Scoring:
     deadline_ms: int = 30_000
     save_root: Path | None = None  # the render service's save dir (its setting); shots lie below it
     renders_itself: bool = False  # the task's own service renders (render tasks): no second pass
+    prompt_options: Callable[[str], dict] = lambda prompt: {}  # per formatted prompt (task.think_options)
 
     @classmethod
     def of_task(cls, task: Any, pool: Any, render_pool: Any = None, deadline_ms: int = 30_000,
                 options: dict | None = None, save_root: Path | None = None) -> "Scoring":
         """The task's scoring through `pool`; `options` (merged over the task's service options)."""
         return cls(pool, {**task.service_options, **(options or {})}, task.success_metric, render_pool,
-                   deadline_ms, save_root, renders_itself=task.service == "render")
+                   deadline_ms, save_root, renders_itself=task.service == "render", prompt_options=task.think_options)
 
 
 @dataclass
@@ -85,10 +86,11 @@ def submit_all(engine: Engine, examples: list, prompts: list[str], n: int, param
         for i, text in enumerate(batch.texts):
             p = lo + i // n
             rid, ex = f"p{p:05d}-s{i % n:03d}", examples[p]
-            options = {**scoring.options, **(group if in_task else {})}
+            think = scoring.prompt_options(prompts[p])  # the reasoning options of this prompt
+            options = {**think, **scoring.options, **(group if in_task else {})}
             shown = None
             if scoring.render_pool is not None and not in_task:
-                shown = score_request(rid, text, ex, _render_options(ex, group), scoring.deadline_ms)
+                shown = score_request(rid, text, ex, {**think, **_render_options(ex, group)}, scoring.deadline_ms)
             rows.append(Pending(p, text, int(lengths[i]), bool(batch.finished[i]),
                              scoring.pool.submit(score_request(rid, text, ex, options, scoring.deadline_ms)),
                              scoring.render_pool.submit(shown) if shown else None, shown))
@@ -159,8 +161,10 @@ def evaluate(engine: Engine, examples: list, prompts: list[str], n: int, params:
 
 
 def held_out(engine: Engine, tok: Any, task: Any, scoring: Scoring, params: SamplingParams, prompts: int,
-             samples: int = 1, batch_size: int = 8, tick: Callable[[int], None] = lambda k: None) -> list[Problem]:
-    """`evaluate` on the first `prompts` problems of the task's eval split, formatted for `tok`."""
+             samples: int = 1, batch_size: int = 8, tick: Callable[[int], None] = lambda k: None,
+             system_prompt: str | None = None, template_kwargs: dict | None = None) -> list[Problem]:
+    """`evaluate` on the first `prompts` problems of the task's eval split, formatted for `tok`
+    (with a system prompt and chat-template arguments when given)."""
     examples = task.eval_examples()[:prompts]
-    texts = [task.format_prompt(ex, tok) for ex in examples]
+    texts = [task.format_prompt(ex, tok, system_prompt, template_kwargs) for ex in examples]
     return evaluate(engine, examples, texts, samples, params, scoring, batch_size, tick=tick)

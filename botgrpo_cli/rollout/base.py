@@ -8,6 +8,7 @@ from typing import Any, Callable, Protocol
 import torch
 from torch import Tensor
 
+from botgrpo_cli.errors import UserError
 from botgrpo_cli.rollout.offsets import OffsetDecoder, cut_at_stop, truncate
 
 OnDone = Callable[[int, str], None]  # (row, final text): called once per row the moment it ends
@@ -20,6 +21,8 @@ class SamplingParams:
     top_p: float = 1.0
     stop: tuple[str, ...] = ()  # generation ends after any of these strings (kept in the text)
     seed: int = 0  # fixes the sampled tokens: same seed, prompts and weights -> same batch
+    thinking_budget: int | None = None  # at most this many tokens inside the thinking block, then its close is forced
+    think_tags: tuple[str, str] | None = None  # the thinking block's [open, close] (the task's think_tags)
 
 
 @dataclass
@@ -70,7 +73,7 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
 
 
 class Engine(Protocol):
-    """Samples n completions per prompt. Implementations: HFEngine (CPU default), VLLMEngine (GPU).
+    """Samples n completions per prompt. Implementations: FastEngine (CPU default), HFEngine, VLLMEngine (GPU).
     Both finish rows with `finish_row` and pick EOS and padding with `eos_ids` / `pad_id_of`, so
     they hand the trainer identical batches for identical tokens."""
 
@@ -97,6 +100,32 @@ def eos_ids(model: Any, tokenizer: Any) -> list[int]:
     if not ids:
         raise ValueError("the model and tokenizer define no EOS token; set tokenizer.eos_token")
     return ids
+
+
+def context_limit(model: Any, tokenizer: Any) -> int | None:
+    """Tokens the model can attend over: its position limit, or the tokenizer's when that is a real
+    number (GGUF and some hub tokenizers say 1e30); None when neither says."""
+    config = getattr(model, "config", None)
+    limits = [getattr(config, name, None) for name in ("max_position_embeddings", "n_positions", "max_sequence_length")]
+    limits.append(getattr(tokenizer, "model_max_length", None))
+    real = [int(x) for x in limits if isinstance(x, (int, float)) and 0 < x < 10**7]
+    return min(real) if real else None
+
+
+def check_context(prompt_tokens: int, max_new_tokens: int, limit: int | None) -> str | None:
+    """A prompt that does not fit the model's context is an error (past it positions are garbage or an
+    index error); a generation budget that would run past it is returned as a warning to show once."""
+    if limit is None:
+        return None
+    if prompt_tokens >= limit:
+        raise UserError(f"a prompt of {prompt_tokens} tokens does not fit the model's context of {limit} tokens "
+                        f"(room is needed for at least one new token); shorten the prompt or use a model with "
+                        f"a longer context")
+    if prompt_tokens + max_new_tokens > limit:
+        return (f"a prompt of {prompt_tokens} tokens plus max_new_tokens {max_new_tokens} runs past the model's "
+                f"context of {limit} tokens: completions that long are unreliable; lower the generation limit "
+                f"(rollout.max_new_tokens, eval --max-new-tokens) to at most {limit - prompt_tokens}")
+    return None
 
 
 def pad_id_of(tokenizer: Any, eos: list[int]) -> int:

@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
-from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
+from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
 
-from botgrpo_cli.rollout.base import RolloutBatch, SamplingParams, eos_ids, finish_row, pad_id_of
+from botgrpo_cli.console import console
+from botgrpo_cli.rollout.base import (RolloutBatch, SamplingParams, check_context, context_limit, eos_ids, finish_row,
+                                      pad_id_of)
 from botgrpo_cli.rollout.offsets import OffsetDecoder
+from botgrpo_cli.rollout.thinking import thinking_budget
 
 
 class _RowWatcher(StoppingCriteria):
@@ -44,6 +47,8 @@ class HFEngine:
         self.decoder = OffsetDecoder(tokenizer)
         self.eos_ids = eos_ids(model, tokenizer)
         self.pad_id = pad_id_of(tokenizer, self.eos_ids)
+        self.context = context_limit(model, tokenizer)  # prompt + generation must fit (checked per call)
+        self.warned_context = False
 
     def sync_weights(self) -> None:
         """Nothing to do: generation uses the training model itself."""
@@ -56,9 +61,14 @@ class HFEngine:
         self.tok.padding_side = "left"
         # Prompts arrive fully formatted (chat template included), so no special tokens are added: as TRL does.
         enc = self.tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        warning = check_context(int(enc["attention_mask"].sum(1).max()), params.max_new_tokens, self.context)
+        if warning and not self.warned_context:
+            console.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
+            self.warned_context = True
         ids = enc["input_ids"].repeat_interleave(n, 0)  # (B, P)
         attn = enc["attention_mask"].repeat_interleave(n, 0)  # (B, P)
-        out = self._sample(ids, attn, params, on_done)[:, ids.shape[1]:]  # (B, T) generated part
+        budget = thinking_budget(self.tok, params, prompts, n)  # None unless params.thinking_budget is set
+        out = self._sample(ids, attn, params, on_done, n, budget)[:, ids.shape[1]:]  # (B, T) generated part
         rows = [self._row(out[i].tolist(), params.stop) for i in range(out.shape[0])]
         width = max(1, max(len(r[0]) for r in rows))
         completion = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
@@ -75,7 +85,8 @@ class HFEngine:
 
     @torch.no_grad()
     def _sample(self, ids: torch.Tensor, attn: torch.Tensor, params: SamplingParams,
-                on_done: Callable[[int, str], None] | None) -> torch.Tensor:
+                on_done: Callable[[int, str], None] | None, n: int = 1, budget: Any = None) -> torch.Tensor:
+        """(B, P) prompts, each repeated n times in a row -> (B, P + T) prompt and generated ids."""
         greedy = params.temperature == 0
         config = GenerationConfig(
             max_new_tokens=params.max_new_tokens, do_sample=not greedy, use_cache=True,
@@ -91,7 +102,8 @@ class HFEngine:
             with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
                 torch.manual_seed(params.seed)
                 out = self.model.generate(input_ids=ids.to(device), attention_mask=attn.to(device),
-                                          generation_config=config, stopping_criteria=criteria)
+                                          generation_config=config, stopping_criteria=criteria,
+                                          logits_processor=LogitsProcessorList([budget] if budget else []))
             return out.cpu()
         finally:
             self.model.train(was_training)

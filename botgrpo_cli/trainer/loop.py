@@ -12,7 +12,7 @@ from typing import Any, Callable
 import torch
 
 from botgrpo_cli.algos import ADVANTAGES, compute_advantages, masked_mean
-from botgrpo_cli.config import Config
+from botgrpo_cli.config import AlgoConfig, Config
 from botgrpo_cli.console import console
 from botgrpo_cli.evaluation.metrics import failed_scorings, success_rate
 from botgrpo_cli.evaluation.sampling import Scoring, held_out
@@ -49,18 +49,20 @@ def train(cfg: Config, resume: bool = False, eval_around: bool = False, pool=Non
     with open_session(cfg, resume, pool) as s:
         if eval_around:
             console.print(f"measuring success on {cfg.run.eval_prompts} held-out prompts before and after training")
-        before = _held_out(s, eval_seed) if eval_around else None
+        with s.precision():
+            before = _held_out(s, eval_seed) if eval_around else None
         main = s.dist.main  # only rank 0 writes the run directory
         log = MetricsLog(s.run_dir, cfg.log.tensorboard, cfg.log.wandb, cfg.public_dict(), s.state.step) if main else None
         page = SamplesPage(s.run_dir / "samples.html", f"{cfg.run.task} / {cfg.algo.name}") if main else None
         with make_progress(disable=not main) as progress, interruptible(s.run_dir, lambda: s.state.step):
             bar = progress.add_task("train", total=cfg.run.steps, completed=s.state.step, stats="")
             for step in range(s.state.step + 1, cfg.run.steps + 1):
-                metrics = train_step(s, step, page)
-                if on_step is not None:
-                    on_step(step, metrics)
-                if cfg.run.eval_every and step % cfg.run.eval_every == 0:
-                    metrics.update(_held_out(s, eval_seed))
+                with s.precision():  # bf16 autocast where chosen; weights and optimizer stay fp32
+                    metrics = train_step(s, step, page)
+                    if on_step is not None:
+                        on_step(step, metrics)
+                    if cfg.run.eval_every and step % cfg.run.eval_every == 0:
+                        metrics.update(_held_out(s, eval_seed))
                 metrics = reduce_metrics(metrics, s.dist)
                 if log and (step % cfg.log.every == 0 or step == cfg.run.steps):
                     log.write(step, metrics)
@@ -70,7 +72,8 @@ def train(cfg: Config, resume: bool = False, eval_around: bool = False, pool=Non
                     s.save()
         if log:
             log.close()
-        after = _held_out(s, eval_seed) if eval_around else None
+        with s.precision():
+            after = _held_out(s, eval_seed) if eval_around else None
         s.dist.barrier()
         records = read_metrics(s.run_dir)
         title = f"{cfg.run.task} / {cfg.algo.name}"
@@ -79,17 +82,20 @@ def train(cfg: Config, resume: bool = False, eval_around: bool = False, pool=Non
 
 
 def _held_out(s: Session, seed: int) -> dict[str, float]:
-    scoring = Scoring(s.pool, s.service_options, s.task.success_metric, deadline_ms=s.cfg.reward.deadline_ms)
+    scoring = Scoring(s.pool, s.service_options, s.task.success_metric, deadline_ms=s.cfg.reward.deadline_ms,
+                      prompt_options=s.task.think_options)
     chunk = s.cfg.rollout.prompts_per_step * s.cfg.rollout.group_size  # prompts per engine call
     return held_out_success(s.engine, s.tok, s.task, scoring, dataclasses.replace(s.params, seed=seed),
-                            s.cfg.run.eval_prompts, chunk)
+                            s.cfg.run.eval_prompts, chunk, s.cfg.run.system_prompt, s.cfg.run.chat_template_kwargs)
 
 
 def held_out_success(engine: Engine, tok: Any, task: Any, scoring: Scoring, params: SamplingParams, n_prompts: int,
-                     batch_size: int) -> dict[str, float]:
-    """eval/success through the evaluation path (evaluation/sampling.py) with the run's engine, pool
-    and sampling settings, one completion per prompt; failed scorings count as failures."""
-    problems = held_out(engine, tok, task, scoring, params, n_prompts, batch_size=batch_size)
+                     batch_size: int, system_prompt: str | None = None,
+                     template_kwargs: dict | None = None) -> dict[str, float]:
+    """eval/success through the evaluation path (evaluation/sampling.py) with the run's engine, pool,
+    prompt formatting and sampling settings, one completion per prompt; failed scorings count as failures."""
+    problems = held_out(engine, tok, task, scoring, params, n_prompts, batch_size=batch_size,
+                        system_prompt=system_prompt, template_kwargs=template_kwargs)
     return {"eval/success": success_rate(problems), "eval/failed_scoring": float(failed_scorings(problems)),
             "eval/prompts": float(len(problems))}
 
@@ -117,11 +123,11 @@ def train_step(s: Session, step: int, page: SamplesPage | None) -> dict[str, flo
     scored = ro.wait()  # scores + spans; failed rows come back with ok = False
     t_rew = time.perf_counter()
     tr = to_token_rewards(scored, b.offsets, b.mask, cfg.reward.lambda_seq, cfg.reward.lambda_tok,
-                          shaping=score_shaping(b, s))  # failed rows: masked out, and counted
+                          shaping=score_shaping(b.lengths, a, s.params.max_new_tokens))  # failed rows: masked, counted
     scores, mask, rho, r = tr.scores, tr.mask, tr.rho, tr.r  # (B,), (B, T), (B, T), (B, T)
     gids = isolate_failed(b.group_ids, scored.ok)  # (B,)
     adv = compute_advantages(a.advantage, token_rewards=r, scores=scores, mask=mask, group_ids=gids,
-                             **estimator_options(s, b, rho))  # (B, T)
+                             **estimator_options(a, b, rho, s.task.step_separator, cfg.reward.lambda_tok))  # (B, T)
     upd = update(s.model, s.opt, s.sched, UpdateInputs(b.prompt_ids, b.completion_ids, mask, adv, logp_old,
                                                        logp_ref, b.group_ids), cfg, s.engine.pad_id,
                  s.params.max_new_tokens, s.dist)
@@ -131,19 +137,21 @@ def train_step(s: Session, step: int, page: SamplesPage | None) -> dict[str, flo
              "update": t_end - t_rew}
     if page and cfg.log.samples_every and (step % cfg.log.samples_every == 0 or step == 1):
         page.add(step, sample_rows(ro, scored, r, adv, cfg.log.samples))
-    metrics = step_metrics(s, ro, scored, scores, mask, adv, upd, times)
+    metrics = step_metrics(ro, scored, scores, mask, adv, upd, times, s.task.success_metric,
+                           restarts=s.pool.stats.get("restarts", 0))
     if b.logp_old is not None:  # the engine's own behaviour log-probs (vLLM) against the trainer's
         metrics["rollout/logp_abs_diff"] = float(masked_mean((b.logp_old - logp_old).abs(), b.mask))
     return metrics
 
 
-def estimator_options(s: Session, batch: RolloutBatch, rho: torch.Tensor) -> dict:
+def estimator_options(algo: AlgoConfig, batch: RolloutBatch, rho: torch.Tensor, step_separator: str | None,
+                      lambda_tok: float) -> dict:
     """The configured options, plus step boundaries and process rewards for estimators that take them
     (decided by the estimator's signature, never by its name)."""
-    options = dict(s.cfg.algo.advantage_options or {})
-    accepted = inspect.signature(ADVANTAGES[s.cfg.algo.advantage]).parameters
+    options = dict(algo.advantage_options or {})
+    accepted = inspect.signature(ADVANTAGES[algo.advantage]).parameters
     if "step_ends" in accepted and "step_ends" not in options:
-        options["step_ends"] = step_ends(batch.texts, batch.offsets, s.task.step_separator, rho.shape[1])
+        options["step_ends"] = step_ends(batch.texts, batch.offsets, step_separator, rho.shape[1])
     if "process_rewards" in accepted and "process_rewards" not in options:
-        options["process_rewards"] = s.cfg.reward.lambda_tok * rho
+        options["process_rewards"] = lambda_tok * rho
     return options

@@ -12,23 +12,27 @@ import torch
 from botgrpo_cli.config import ModelConfig
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
+from botgrpo_cli.trainer.gguf import is_gguf, resolve_gguf
 
 
 def resolve_model_path(cfg: ModelConfig, task: str) -> str:
-    """The configured model, or the task's bootstrapped tiny model (built once, cached)."""
+    """The configured model, or the task's bootstrapped tiny model (built once, cached); a GGUF
+    file becomes a cached HF folder dequantised to cfg.dtype."""
     if cfg.name_or_path is None:
         from botgrpo_cli.bootstrap import bootstrap
 
         console.print(f"model: the bootstrapped tiny {task} model (built on first use, then cached)")
         return str(bootstrap(task))
     name = cfg.name_or_path
+    if is_gguf(name):
+        return resolve_gguf(name, cfg.dtype)
     looks_local = name.startswith((".", "/", "~")) or os.sep in name and name.count("/") != 1
     if looks_local or Path(name).expanduser().exists():
         path = Path(name).expanduser()
         if not (path / "config.json").is_file():
             raise UserError(f"model.name_or_path: {path} is not a model directory (no config.json there); "
-                            f"give a directory saved with save_pretrained, a hub id, or leave it unset "
-                            f"for the task's tiny model")
+                            f"give a directory saved with save_pretrained, a .gguf file, a hub id, or leave it "
+                            f"unset for the task's tiny model")
         return str(path)
     return name
 

@@ -96,8 +96,8 @@ def zero_variance_fraction(scores: Tensor, group_ids: Tensor, ok: Tensor) -> flo
     return float(torch.isin(groups, gids[constant]).sum()) / len(groups)
 
 
-def step_metrics(s, ro, scored: Scored, scores: Tensor, mask: Tensor, adv: Tensor, upd: dict,
-                 times: dict[str, float]) -> dict[str, float]:
+def step_metrics(ro, scored: Scored, scores: Tensor, mask: Tensor, adv: Tensor, upd: dict,
+                 times: dict[str, float], success_metric: str, restarts: float) -> dict[str, float]:
     b = ro.batch
     ok_scores = scored.scores[scored.ok]
     tokens = int(b.mask.sum())
@@ -105,7 +105,7 @@ def step_metrics(s, ro, scored: Scored, scores: Tensor, mask: Tensor, adv: Tenso
         "reward/mean": float(ok_scores.mean()) if len(ok_scores) else float("nan"),
         "reward/std": float(ok_scores.std()) if len(ok_scores) > 1 else 0.0,
         "reward/masked": float(scored.masked),
-        "reward/restarts": float(s.pool.stats.get("restarts", 0)),
+        "reward/restarts": float(restarts),
         "adv/mean": float(masked_mean(adv, mask)),
         "adv/std": float(adv[mask].std()) if int(mask.sum()) > 1 else 0.0,
         "groups/zero_variance_frac": zero_variance_fraction(scores, b.group_ids, scored.ok),
@@ -118,7 +118,7 @@ def step_metrics(s, ro, scored: Scored, scores: Tensor, mask: Tensor, adv: Tenso
         m[f"reward/{name}"] = _mean(values)
     for name, n in failures_by_service(scored.responses).items():  # several services: who failed which rows
         m[f"reward/{name}/failed"] = float(n)
-    metric = s.task.success_metric
+    metric = success_metric
     if metric in scored.metrics:
         m["success"] = sum(scored.metrics[metric]) / len(scored.ok)  # failed scorings count as failures
     m.update(upd)

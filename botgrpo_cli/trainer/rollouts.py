@@ -16,8 +16,10 @@ import torch
 from torch import Tensor
 
 from botgrpo_cli.algos import overlong_penalty, zero_variance_groups
-from botgrpo_cli.rollout import RolloutBatch, concat
+from botgrpo_cli.config import AlgoConfig, RolloutConfig
 from botgrpo_cli.reward_client.scored import Scored, collect, score_request
+from botgrpo_cli.rollout import Engine, RolloutBatch, SamplingParams, concat
+from botgrpo_cli.rollout.base import OnDone
 from botgrpo_cli.trainer.distributed import shard
 
 
@@ -41,19 +43,20 @@ def prompt_seed(seed: int, prompt: str) -> int:
     return (seed * 1_000_003 + digest) % (2**63)
 
 
-def _generate(s, prompts: list[str], params, on_done: Callable[[int, str], None]) -> RolloutBatch:
+def _generate(engine: Engine, rollout: RolloutConfig, prompts: list[str], params: SamplingParams,
+              on_done: OnDone) -> RolloutBatch:
     """All groups in one engine call, or (rollout.per_prompt_seed) one call per prompt, each seeded
     from its prompt, so a row's tokens do not depend on where it is sampled."""
-    g = s.cfg.rollout.group_size
-    if not s.cfg.rollout.per_prompt_seed:
-        return s.engine.generate(prompts, g, params, on_done=on_done)
+    g = rollout.group_size
+    if not rollout.per_prompt_seed:
+        return engine.generate(prompts, g, params, on_done=on_done)
     parts = []
     for k, prompt in enumerate(prompts):
-        part = s.engine.generate([prompt], g, dataclasses.replace(params, seed=prompt_seed(params.seed, prompt)),
-                                 on_done=lambda i, text, first=k * g: on_done(first + i, text))
+        part = engine.generate([prompt], g, dataclasses.replace(params, seed=prompt_seed(params.seed, prompt)),
+                               on_done=lambda i, text, first=k * g: on_done(first + i, text))
         part.group_ids += k
         parts.append(part)
-    return concat(parts, s.engine.pad_id)
+    return concat(parts, engine.pad_id)
 
 
 def _round(s, step: int, round_: int) -> tuple[RolloutBatch, list, list]:
@@ -64,12 +67,14 @@ def _round(s, step: int, round_: int) -> tuple[RolloutBatch, list, list]:
     rows = [ex for ex in examples for _ in range(cfg.group_size)]
     params = dataclasses.replace(s.params, seed=generation_seed(s.cfg.run.seed, step, round_))
     futures: dict[int, Future] = {}
+    prompts = s.prompt_texts(examples)
+    options = s.request_options(prompts)  # per prompt: does its template open the thinking block?
 
     def send(i: int, text: str) -> None:
-        futures[i] = s.pool.submit(score_request(f"s{step}r{round_}-{i}", text, rows[i], s.service_options,
+        futures[i] = s.pool.submit(score_request(f"s{step}r{round_}-{i}", text, rows[i], options[i // cfg.group_size],
                                                  s.cfg.reward.deadline_ms))
 
-    batch = _generate(s, s.prompt_texts(examples), params, send)
+    batch = _generate(s.engine, s.cfg.rollout, prompts, params, send)
     for i, text in enumerate(batch.texts):
         if i not in futures:
             send(i, text)
@@ -77,16 +82,16 @@ def _round(s, step: int, round_: int) -> tuple[RolloutBatch, list, list]:
     return batch, rows, [futures[i] for i in range(len(rows))]
 
 
-def score_shaping(batch: RolloutBatch, s) -> Tensor | None:
-    """DAPO's overlong penalty (B,) when the preset asks for it, else None."""
-    if not s.cfg.algo.overlong_shaping:
+def score_shaping(lengths: Tensor, algo: AlgoConfig, max_new_tokens: int) -> Tensor | None:
+    """DAPO's overlong penalty (B,) for completions of `lengths` when the preset asks for it, else None."""
+    if not algo.overlong_shaping:
         return None
-    return overlong_penalty(batch.lengths, s.params.max_new_tokens, s.cfg.algo.overlong_cache)
+    return overlong_penalty(lengths, max_new_tokens, algo.overlong_cache)
 
 
-def shaped_scores(scored: Scored, batch: RolloutBatch, s) -> Tensor:
+def shaped_scores(scored: Scored, lengths: Tensor, algo: AlgoConfig, max_new_tokens: int) -> Tensor:
     """Service scores plus the shaping above; 0 on failed rows."""
-    shaping = score_shaping(batch, s)
+    shaping = score_shaping(lengths, algo, max_new_tokens)
     scores = scored.scores if shaping is None else scored.scores + shaping
     return torch.where(scored.ok, scores, 0.0)
 
@@ -109,7 +114,8 @@ def collect_rollouts(s, step: int) -> Rollouts:
         batch, rows, futures = _round(s, step, round_)
         scored = collect(futures, batch.texts)
         gids = isolate_failed(batch.group_ids, scored.ok)
-        keep = scored.ok & ~zero_variance_groups(shaped_scores(scored, batch, s), gids)  # (B,)
+        scores = shaped_scores(scored, batch.lengths, s.cfg.algo, s.params.max_new_tokens)  # (B,)
+        keep = scored.ok & ~zero_variance_groups(scores, gids)  # (B,)
         idx = keep.nonzero().squeeze(1)
         room = share - n_groups
         idx = idx[torch.isin(batch.group_ids[idx], batch.group_ids[idx].unique()[:room])]

@@ -7,7 +7,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, ContextManager, Iterator
 
 import numpy as np
 import torch
@@ -15,33 +15,45 @@ import torch
 from botgrpo_cli.config import Config
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
-from botgrpo_cli.rollout import Engine, HFEngine, SamplingParams
-from botgrpo_cli.trainer import checkpoint
+from botgrpo_cli.rollout import Engine, FastEngine, HFEngine, SamplingParams
+from botgrpo_cli.trainer import checkpoint, defaults
 from botgrpo_cli.trainer.checkpoint import TrainState
 from botgrpo_cli.trainer.degenerate import check_settings
-from botgrpo_cli.trainer.rollouts import PromptStream
 from botgrpo_cli.trainer.distributed import Dist
 from botgrpo_cli.trainer.policy import load_model, load_tokenizer, loads_reference_copy, resolve_model_path
+from botgrpo_cli.trainer.precision import autocast, choose
+from botgrpo_cli.trainer.rollouts import PromptStream
 from botgrpo_cli.trainer.update import make_optimizer
+
+if TYPE_CHECKING:  # annotations only: the session imports these lazily
+    from transformers import PreTrainedTokenizerBase
+
+    from botgrpo_cli.reward_client import RewardPool
+    from botgrpo_cli.reward_client.combined import CombinedPool
+    from botgrpo_tasks import Task
 
 
 @dataclass
 class Session:
     cfg: Config
-    task: Any
-    tok: Any
-    model: Any  # the policy as trained: DDP/FSDP-wrapped under several processes
-    ref: Any  # frozen reference copy when algo.beta > 0 without LoRA, else None (policy.reference_policy)
+    task: Task
+    tok: PreTrainedTokenizerBase
+    model: torch.nn.Module  # the policy as trained: DDP/FSDP-wrapped under several processes
+    ref: torch.nn.Module | None  # frozen reference copy when algo.beta > 0 without LoRA (policy.reference_policy)
     engine: Engine
-    pool: Any  # RewardPool, or CombinedPool with reward.services
-    opt: Any
-    sched: Any
+    pool: RewardPool | CombinedPool  # CombinedPool with reward.services
+    opt: torch.optim.Optimizer
+    sched: torch.optim.lr_scheduler.LRScheduler
     stream: PromptStream
     state: TrainState
     run_dir: Path
     params: SamplingParams  # the task's defaults merged with the rollout section (seed set per call)
     service_options: dict
     dist: Dist = Dist()
+    bf16: bool = False  # bf16 autocast around generation, log-probs and the update (trainer/precision.py)
+
+    def precision(self) -> ContextManager:
+        return autocast(self.bf16)
 
     @property
     def policy(self) -> Any:
@@ -49,7 +61,14 @@ class Session:
         return getattr(self.model, "module", self.model)
 
     def prompt_texts(self, examples: list) -> list[str]:
-        return [self.task.format_prompt(ex, self.tok) for ex in examples]
+        """The formatted prompts, with the run's system prompt and chat-template arguments."""
+        run = self.cfg.run
+        return [self.task.format_prompt(ex, self.tok, run.system_prompt, run.chat_template_kwargs) for ex in examples]
+
+    def request_options(self, prompt_texts: list[str]) -> list[dict]:
+        """Per-prompt request options: the reasoning ones (does this formatted prompt open the
+        thinking block?) under service_options, so reward.options still wins."""
+        return [{**self.task.think_options(p), **self.service_options} for p in prompt_texts]
 
     def save(self) -> None:
         """Rank 0 writes the checkpoint (under FSDP every rank first helps gather the weights)."""
@@ -73,6 +92,8 @@ def _task(cfg: Config) -> Any:
 def _engine(cfg: Config, model: Any, tok: Any, path: str) -> Engine:
     if cfg.rollout.engine == "hf":
         return HFEngine(model, tok)
+    if cfg.rollout.engine == "fast":
+        return FastEngine(model, tok)
     from botgrpo_cli.rollout.vllm import VLLMEngine, VLLMOptions
 
     r = cfg.rollout
@@ -169,7 +190,12 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     lora_resume = ckpt is not None and cfg.model.lora_r > 0
     model = load_model(str(ckpt / "model") if ckpt and not lora_resume else base, cfg.model,
                        adapter=str(ckpt / "model") if lora_resume else None)
+    max_new = cfg.rollout.max_new_tokens or task.max_new_tokens
+    prompts = [task.format_prompt(ex, tok, cfg.run.system_prompt, cfg.run.chat_template_kwargs)
+               for ex in task.train_examples()[:defaults.PROMPTS_MEASURED]] if cfg.optim.micro_batch_size is None else []
+    defaults.resolve(cfg, model, tok, base, prompts, max_new)  # lr, micro-batch: before the optimizer and config.yaml
     ref = load_model(base, cfg.model, trainable=False).to(dist.accelerator.device) if loads_reference_copy(cfg) else None
+    bf16, why = choose(cfg.model.autocast, model)
     opt, sched = make_optimizer(model, cfg)
     model, opt = dist.accelerator.prepare(model, opt)  # to the device; DDP/FSDP under several processes
     stream = PromptStream(task.train_examples(), cfg.run.seed)
@@ -178,16 +204,19 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
         state = checkpoint.restore(loaded, opt, sched)
         stream.position = state.data_position
     params = SamplingParams(
-        max_new_tokens=cfg.rollout.max_new_tokens or task.max_new_tokens, temperature=cfg.rollout.temperature,
-        top_p=cfg.rollout.top_p, stop=tuple(task.stop if cfg.rollout.stop is None else cfg.rollout.stop))
+        max_new_tokens=max_new, temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p,
+        stop=tuple(task.stop if cfg.rollout.stop is None else cfg.rollout.stop),
+        thinking_budget=cfg.rollout.thinking_budget, think_tags=task.think_tags)
     pool = shared_pool or open_pool(cfg.reward.service or task.service, cfg.reward.workers, cfg.reward.command,
                                     cfg.reward.services)
     try:
         if dist.main:
             _prepare_run_dir(run_dir, cfg)
         engine = _engine(cfg, getattr(model, "module", model), tok, base)
+        if dist.main:
+            console.print(f"precision: {why}")
         yield Session(cfg, task, tok, model, ref, engine, pool, opt, sched, stream, state, run_dir,
-                      params, {**task.service_options, **cfg.reward.options}, dist)
+                      params, {**task.service_options, **cfg.reward.options}, dist, bf16)
     finally:
         if shared_pool is None:
             pool.close()

@@ -13,6 +13,7 @@ from torch import Tensor
 
 from botgrpo_cli.algos import masked_mean, policy_loss
 from botgrpo_cli.config import Config
+from botgrpo_cli.trainer.defaults import MAX_AUTO_MICRO_BATCH
 from botgrpo_cli.trainer.distributed import Dist, loss_weights
 from botgrpo_cli.trainer.logprobs import forward_logps
 from botgrpo_cli.trainer.minibatches import plan, units
@@ -39,6 +40,9 @@ class UpdateInputs:
 
 def make_optimizer(model: Any, cfg: Config) -> tuple[torch.optim.Optimizer, Any]:
     """AdamW over trainable parameters and a linear warm-up then constant schedule."""
+    if cfg.optim.lr is None:
+        raise ValueError("optim.lr is unset: set it, or let open_session choose it from the model "
+                         "(botgrpo_cli.trainer.defaults.resolve)")
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=tuple(cfg.optim.betas),
                             weight_decay=cfg.optim.weight_decay)
@@ -83,7 +87,7 @@ def _optimizer_step(model: Any, opt: torch.optim.Optimizer, inp: UpdateInputs, c
     model.train()
     opt.zero_grad(set_to_none=True)
     totals: dict[str, float] = {}
-    a, mb = cfg.algo, cfg.optim.micro_batch_size
+    a, mb = cfg.algo, cfg.optim.micro_batch_size or MAX_AUTO_MICRO_BATCH  # unset outside open_session: the cap
     micro = [slice(lo, lo + mb) for lo in range(0, inp.mask.shape[0], mb)]
     weights = loss_weights(a.loss_agg, [inp.mask[rows] for rows in micro], dist)
     for k, (rows, weight) in enumerate(zip(micro, weights)):

@@ -252,8 +252,7 @@ def _find_closer(text: str, closer: str, start: int, end: int) -> int:
 
 def _sentence_ends_there(text: str, pos: int, end: int) -> bool:
     """A '.' ends the answer only when prose follows ("5. Next, ..."), not a decimal or a final period."""
-    rest = text[pos + 1 : end].strip()
-    return bool(rest) and text[pos] != "\n" or text[pos] == "\n"
+    return text[pos] == "\n" or bool(text[pos + 1 : end].strip())
 
 
 def _from_boxes(text: str, boxes: list[tuple[int, int]], region: int) -> Extraction:

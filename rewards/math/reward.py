@@ -7,10 +7,15 @@ which reaches every token, EOS included: an empty text has no character to carry
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from botgrpo_rewards.math.options import MathOptions
+from botgrpo_rewards.math.steps import Equation
 from botgrpo_rewards.protocol import Span
+
+# An equality computes something when a side holds an operator or a LaTeX command ("2 = 2" does not).
+_COMPUTES = re.compile(r"[-+*/^×÷·−!%]|\\[A-Za-z]+")
 
 
 @dataclass(frozen=True)
@@ -21,6 +26,23 @@ class StepReport:
     wrong: tuple[int, ...] = ()  # indexes of steps with a false equality
     verified: tuple[tuple[int, int], ...] = ()  # (start, end) of steps with true equalities only
     first_wrong: tuple[int, int, str] | None = None  # (start, end, "left = right") of the first wrong step
+
+
+def credited_steps(found: list[Equation], verdicts: list[bool | None], wrong: set[int]) -> list[int]:
+    """Steps that earn +step_credit: no false equality, and a true one that computes something and
+    that no earlier step was credited for. Measured on arith_synth: without these two rules a policy
+    farms credit by writing "2 = 2" or repeating one true line (docs/convergence.md)."""
+    seen: set[tuple[str, str]] = set()
+    out: list[int] = []
+    for eq, verdict in zip(found, verdicts):
+        key = (" ".join(eq.left.split()), " ".join(eq.right.split()))
+        if verdict is not True or eq.step in wrong or key in seen or key[0] == key[1] \
+                or not _COMPUTES.search(eq.left + eq.right):
+            continue
+        seen.add(key)
+        if not out or out[-1] != eq.step:
+            out.append(eq.step)
+    return sorted(set(out))
 
 
 def score(correct: bool, answered: bool, opts: MathOptions) -> float:

@@ -135,12 +135,12 @@ class MathBackend(Backend):
         return verdict
 
     def _check_steps(self, text: str, deadline: float) -> StepReport:
-        """Which steps hold a false equality, which only verified-true ones (doubt counts as neither)."""
+        """Which steps hold a false equality, which earn credit for a verified one (doubt counts as neither)."""
         spans = split_steps(text)
         found = [e for e in equations(text, spans) if len(e.left) <= MAX_SIDE_CHARS and len(e.right) <= MAX_SIDE_CHARS]
         verdicts = self._equation_verdicts(found, deadline)
         wrong = sorted({e.step for e, v in zip(found, verdicts) if v is False})
-        true = sorted({e.step for e, v in zip(found, verdicts) if v is True} - set(wrong))
+        true = reward.credited_steps(found, verdicts, set(wrong))
         first = None
         if wrong:
             eq = next(e for e, v in zip(found, verdicts) if v is False and e.step == wrong[0])

@@ -1,15 +1,20 @@
 // Node side of the react reward backend: a long-lived process that checks TSX snippets.
 //
-// Private channel (JSON Lines on stdin/stdout, one check at a time, spoken only by checker.py):
+// Private channel (JSON Lines on stdin/stdout, spoken only by checker.py):
 //   startup  -> {"ready": true, "heap": <bytes>}           after a warm-up check
-//   request  <- {"id": n, "code": "...", "types": true, "max_errors": 5}
-//   response -> {"id": n, "component": bool, "syntax": null | Diag, "types": null | [Diag...],
-//                "n_type_errors": int, "heap": <bytes>}          or {"id": n, "internal": "message"}
+//   request  <- {"batch": [Req, ...]}   answered by  -> {"batch": [Resp, ...], "heap": <bytes>}
+//   Req  = {"id": n, "code": "...", "types": true, "max_errors": 5}
+//   Resp = {"id": n, "component": bool, "syntax": null | Diag, "types": null | [Diag...],
+//           "n_type_errors": int}                                or {"id": n, "internal": "message"}
 //   Diag = {"start": utf16, "length": utf16, "code": "syntax" | "TS2322" | "import", "message": str}
 // All positions are UTF-16 code units of `code` (the Python side converts them to code points).
 //
 // Syntax comes from esbuild (`transformSync`, loader tsx, automatic JSX); types from a TypeScript
-// LanguageService kept warm over one in-memory file, so lib and @types/react stay parsed.
+// LanguageService kept warm over a few in-memory files (slots), so lib and @types/react stay parsed.
+// Most of a type check is the new program's checker re-deriving React's JSX types (about 35 ms);
+// a batch puts its snippets in separate slots of one program, so they share one checker and that
+// cost is paid once per batch. Each slot is its own module and cannot see the others, except
+// through `declare` (global or module augmentation) or `///` directives: such code is checked alone.
 'use strict';
 
 const path = require('path');
@@ -17,7 +22,12 @@ const readline = require('readline');
 const esbuild = require('esbuild');
 const ts = require('typescript');
 
-const FILE = path.join(__dirname, '__botgrpo_check__.tsx'); // virtual: never written to disk
+const SLOTS = 8; // files one program holds: the most snippets that share a checker
+const slotFile = (k) => path.join(__dirname, `__botgrpo_check_${k}__.tsx`); // virtual: never written to disk
+const FILES = Array.from({ length: SLOTS }, (_, k) => slotFile(k));
+const SLOT_OF = new Map(FILES.map((f, k) => [f, k]));
+// Code that could change what another slot sees: global/module augmentation, triple-slash directives.
+const SHARES_SCOPE = /\bdeclare\b|\/\/\/\s*</;
 const ALLOWED_MODULES = new Set(['react', 'react-dom', 'react-dom/client', 'react/jsx-runtime']);
 const COMPONENT_BASES = new Set(['Component', 'PureComponent', 'React.Component', 'React.PureComponent']);
 
@@ -85,18 +95,20 @@ function remember(cache, key, compute) {
   return cache.get(key);
 }
 
-/** A LanguageService over the virtual file; `registry` shares parsed lib files between services. */
+/** A LanguageService over the slot files; `registry` shares parsed lib files between services. */
 function createService(registry) {
-  const state = { code: '', version: 0 };
+  const slots = FILES.map(() => ({ code: '', version: 0 }));
+  let used = 1; // slots in the program: only those the current batch fills
   const snapshots = new Map(); // lib and @types files: read once, kept for the process lifetime
   const fileExists = new Map(); // module resolution probes the disk on every check otherwise
   const dirExists = new Map();
+  const slot = (f) => (SLOT_OF.has(f) && SLOT_OF.get(f) < used ? slots[SLOT_OF.get(f)] : undefined);
   const host = {
     getCompilationSettings: () => OPTIONS,
-    getScriptFileNames: () => [FILE],
-    getScriptVersion: (f) => (f === FILE ? String(state.version) : '1'),
+    getScriptFileNames: () => FILES.slice(0, used),
+    getScriptVersion: (f) => (slot(f) ? String(slot(f).version) : '1'),
     getScriptSnapshot: (f) => {
-      if (f === FILE) return ts.ScriptSnapshot.fromString(state.code);
+      if (slot(f)) return ts.ScriptSnapshot.fromString(slot(f).code);
       if (!snapshots.has(f)) {
         const text = ts.sys.readFile(f);
         snapshots.set(f, text === undefined ? undefined : ts.ScriptSnapshot.fromString(text));
@@ -105,22 +117,26 @@ function createService(registry) {
     },
     getCurrentDirectory: () => __dirname,
     getDefaultLibFileName: (o) => ts.getDefaultLibFilePath(o),
-    fileExists: (f) => f === FILE || remember(fileExists, f, ts.sys.fileExists),
-    readFile: (f) => (f === FILE ? state.code : ts.sys.readFile(f)),
+    fileExists: (f) => !!slot(f) || remember(fileExists, f, ts.sys.fileExists),
+    readFile: (f) => (slot(f) ? slot(f).code : ts.sys.readFile(f)),
     directoryExists: (d) => remember(dirExists, d, ts.sys.directoryExists),
     getDirectories: (d) => ts.sys.getDirectories(d),
   };
   const service = ts.createLanguageService(host, registry);
   return {
-    /** Parse `code` as the service's file (the program reuses every other file). */
-    load(code) {
-      state.code = code;
-      state.version += 1;
-      return service.getProgram().getSourceFile(FILE);
+    /** Parse `codes` (at most SLOTS) as the program's files; the program reuses every other file. */
+    load(codes) {
+      used = codes.length;
+      codes.forEach((code, k) => {
+        slots[k].code = code;
+        slots[k].version += 1;
+      });
+      const program = service.getProgram();
+      return FILES.slice(0, used).map((f) => program.getSourceFile(f));
     },
-    /** Type diagnostics (syntactic + semantic) of the file last loaded. */
-    diagnostics() {
-      return service.getSyntacticDiagnostics(FILE).concat(service.getSemanticDiagnostics(FILE));
+    /** Type diagnostics (syntactic + semantic) of slot k as last loaded. */
+    diagnostics(k) {
+      return service.getSyntacticDiagnostics(FILES[k]).concat(service.getSemanticDiagnostics(FILES[k]));
     },
   };
 }
@@ -196,20 +212,40 @@ function hasComponent(source) {
 // the whole component test for code with a syntax error, whose parse cannot be trusted.
 const MAYBE_JSX = /<\s*[A-Za-z_$>]/;
 
-function check(service, req) {
+/** The syntax stage and the component test; `typed` is true when the type stage should run. */
+function firstStage(req) {
   const code = req.code;
   const syntax = syntaxError(code);
   const out = { id: req.id, component: MAYBE_JSX.test(code), syntax, types: null, n_type_errors: 0 };
-  if (syntax !== null || !out.component) return out;
-  const types = req.types !== false;
-  const source = types ? service.load(code) : ts.createSourceFile(FILE, code, ts.ScriptTarget.ES2020, true, ts.ScriptKind.TSX);
-  out.component = hasComponent(source);
-  if (types && out.component) {
-    const errors = typeErrors(source, service.diagnostics());
+  const typed = syntax === null && out.component && req.types !== false;
+  if (syntax === null && out.component && !typed) {
+    out.component = hasComponent(ts.createSourceFile(slotFile(0), code, ts.ScriptTarget.ES2020, true, ts.ScriptKind.TSX));
+  }
+  return { out, typed };
+}
+
+/** Type-check `group` (requests with their first-stage results) in one program. */
+function typeStage(service, group) {
+  const sources = service.load(group.map((g) => g.req.code));
+  group.forEach(({ req, out }, k) => {
+    out.component = hasComponent(sources[k]);
+    if (!out.component) return;
+    const errors = typeErrors(sources[k], service.diagnostics(k));
     out.n_type_errors = errors.length;
     out.types = errors.slice(0, Math.max(1, req.max_errors || 5));
-  }
-  return out;
+  });
+}
+
+/** Responses to `reqs`, in order: code that shares scope gets a program of its own, the rest share. */
+function checkBatch(service, reqs) {
+  const staged = reqs.map((req) => Object.assign({ req }, firstStage(req)));
+  const typed = staged.filter((s) => s.typed);
+  const alone = typed.filter((s) => SHARES_SCOPE.test(s.req.code)).map((s) => [s]);
+  const shared = typed.filter((s) => !SHARES_SCOPE.test(s.req.code));
+  const groups = alone;
+  for (let i = 0; i < shared.length; i += SLOTS) groups.push(shared.slice(i, i + SLOTS));
+  for (const group of groups) typeStage(service, group);
+  return staged.map((s) => s.out);
 }
 
 const WARM_UP = [
@@ -221,23 +257,39 @@ const WARM_UP = [
 function main() {
   const registry = ts.createDocumentRegistry();
   let service = createService(registry);
-  for (const code of WARM_UP) check(service, { id: 0, code, types: true }); // parse libs, warm the JIT
+  checkBatch(service, WARM_UP.map((code, id) => ({ id, code, types: true }))); // parse libs, warm the JIT
   const write = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
   write({ ready: true, heap: process.memoryUsage().heapUsed });
   const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
   rl.on('line', (line) => {
-    let req = { id: null };
+    let reqs;
     try {
-      req = JSON.parse(line);
-      write(Object.assign(check(service, req), { heap: process.memoryUsage().heapUsed }));
+      reqs = JSON.parse(line).batch;
     } catch (err) {
-      // E.g. a stack overflow on absurdly nested JSX. A fresh service (lib files still cached in
-      // the registry) drops whatever half-built program the failure left behind.
-      service = createService(registry);
-      write({ id: req.id, internal: String((err && err.stack) || err).slice(0, 2000) });
+      write({ internal: `not a JSON batch request: ${err}` });
+      return;
     }
+    let batch;
+    try {
+      batch = checkBatch(service, reqs);
+    } catch (err) {
+      service = createService(registry);
+      // E.g. a stack overflow on absurdly nested JSX. A fresh service (lib files still cached in
+      // the registry) drops whatever half-built program the failure left behind; then each request
+      // is checked alone, so only the one that fails is answered `internal`.
+      batch = reqs.map((req) => {
+        try {
+          return checkBatch(service, [req])[0];
+        } catch (inner) {
+          service = createService(registry);
+          return { id: req.id, internal: String((inner && inner.stack) || inner).slice(0, 2000) };
+        }
+      });
+    }
+    write({ batch, heap: process.memoryUsage().heapUsed });
   });
   rl.on('close', () => process.exit(0));
 }
 
-main();
+if (require.main === module) main();
+else module.exports = { checkBatch, createService };

@@ -1,6 +1,8 @@
-"""A long-lived Node process running checker.js, one check at a time, bounded by deadlines.
+"""A long-lived Node process running checker.js, one batch of checks at a time, bounded by deadlines.
 
 The channel to Node is private to this backend (JSON Lines, described at the top of checker.js).
+Checks that arrive while Node is busy wait and then go together as one batch: their snippets share
+one TypeScript program, so the expensive part of a type check is paid once per batch.
 The process is killed and restarted when a check overruns its deadline, when Node dies, and when
 its heap grows past a limit, so one hostile completion never wedges it.
 """
@@ -72,8 +74,23 @@ class _NodeProcess:
                 pass
 
 
+MAX_BATCH = 8  # checker.js's SLOTS: snippets one TypeScript program holds
+
+
+class _Ticket:
+    """One caller's check, waiting to be sent in a batch and then for its reply."""
+
+    def __init__(self, code: str, types: bool, max_errors: int, deadline: float):
+        self.msg: dict[str, Any] = {"code": code, "types": types, "max_errors": max_errors}
+        self.deadline = deadline
+        self.done = threading.Event()
+        self.reply: dict[str, Any] | None = None
+        self.error: Exception | None = None
+
+
 class NodeChecker:
-    """Thread-safe client of one checker.js process; `check` serialises calls with a lock."""
+    """Thread-safe client of one checker.js process: a caller that finds Node free sends its check
+    with every other waiting one (up to MAX_BATCH) as one batch and hands each caller its reply."""
 
     def __init__(self, heap_limit_mb: int = 768, max_old_space_mb: int = 1536, startup_timeout_s: float = 60.0):
         node = shutil.which("node")
@@ -86,7 +103,11 @@ class NodeChecker:
         self.heap_limit = heap_limit_mb * 1024 * 1024
         self.startup_timeout_s = startup_timeout_s
         self.restarts = 0
-        self._lock = threading.Lock()
+        self.largest_batch = 0  # the most checks Node got at once (for tests and benchmarks)
+        self._lock = threading.Lock()  # held by the thread talking to Node
+        self._turn = threading.Condition()  # guards _waiting and _sending; notified when a batch is done
+        self._waiting: list[_Ticket] = []
+        self._sending = False
         self._ids = count(1)
         self._node: _NodeProcess | None = None
         self._spawned_at = 0.0
@@ -104,26 +125,33 @@ class NodeChecker:
                 self._node = None
 
     def check(self, code: str, types: bool, max_errors: int, deadline: float) -> dict[str, Any]:
-        """The checker's findings for `code` (see checker.js); BackendTimeout past `deadline`."""
-        if not self._lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
-            raise BackendTimeout("the react checker was busy with earlier requests until the deadline")
-        try:
-            if self._node is None:
-                self._spawn()
-            self._await_ready(deadline)
-            rid = next(self._ids)
+        """The checker's findings for `code` (see checker.js); BackendTimeout past `deadline`.
+        While Node is busy the check waits; the next caller to find Node free sends every waiting check."""
+        ticket = _Ticket(code, types, max_errors, deadline)
+        with self._turn:
+            self._waiting.append(ticket)
+            while self._sending and not ticket.done.is_set() and time.monotonic() < deadline:
+                self._turn.wait(max(0.0, deadline - time.monotonic()))
+            if not ticket.done.is_set():
+                if self._sending:  # still busy at the deadline
+                    self._waiting.remove(ticket)
+                    raise BackendTimeout("the react checker was busy with earlier requests until the deadline")
+                self._sending = True
+                others = [t for t in self._waiting if t is not ticket][: MAX_BATCH - 1]
+                batch = [ticket, *others]
+                self._waiting = [t for t in self._waiting if t not in batch]
+        if not ticket.done.is_set():
             try:
-                self._node.send({"id": rid, "code": code, "types": types, "max_errors": max_errors})  # type: ignore[union-attr]
-            except OSError as err:  # Node died since the last check
-                self._restart()
-                raise BackendError(f"the react checker (Node) was gone ({err}); restarted") from None
-            reply = self._await(rid, deadline)
-            if reply.get("heap", 0) > self.heap_limit:
-                log.info("react checker heap %d MB is over the limit: restarting", reply["heap"] >> 20)
-                self._restart()
-            return reply
-        finally:
-            self._lock.release()
+                with self._lock:
+                    self._send(batch)
+            finally:
+                with self._turn:
+                    self._sending = False
+                    self._turn.notify_all()
+        if ticket.error is not None:
+            raise ticket.error
+        assert ticket.reply is not None
+        return ticket.reply
 
     @property
     def pid(self) -> int | None:
@@ -174,7 +202,47 @@ class NodeChecker:
                 raise BackendTimeout("the react checker was still starting at the deadline")
             node.ready = bool(msg.get("ready"))
 
-    def _await(self, rid: int, deadline: float) -> dict[str, Any]:
+    def _send(self, batch: list[_Ticket]) -> None:
+        """Send `batch` to Node as one request and settle every ticket in it (lock held)."""
+        live = [t for t in batch if t.deadline > time.monotonic()]
+        for t in batch:
+            if t not in live:
+                self._settle(t, error=BackendTimeout("the react checker was busy with earlier requests until the deadline"))
+        if not live:
+            return
+        deadline = max(t.deadline for t in live)
+        self.largest_batch = max(self.largest_batch, len(live))
+        try:
+            if self._node is None:
+                self._spawn()
+            self._await_ready(min(t.deadline for t in live))
+            rid = next(self._ids)
+            msgs = [{**t.msg, "id": f"{rid}.{k}"} for k, t in enumerate(live)]
+            try:
+                self._node.send({"batch": msgs})  # type: ignore[union-attr]
+            except OSError as err:  # Node died since the last check
+                self._restart()
+                raise BackendError(f"the react checker (Node) was gone ({err}); restarted") from None
+            replies = self._await([m["id"] for m in msgs], deadline)
+        except (BackendError, BackendTimeout) as err:
+            for t in live:
+                self._settle(t, error=err)
+            return
+        for t, reply in zip(live, replies):
+            if time.monotonic() > t.deadline:  # the batch ran past this check's own deadline
+                self._settle(t, error=BackendTimeout("the react check did not finish by the deadline"))
+            elif "internal" in reply:  # Node survived it and rebuilt its TypeScript service
+                self._settle(t, error=BackendError(
+                    f"the react checker failed on this input: {reply['internal'].splitlines()[0]}"))
+            else:
+                self._settle(t, reply=reply)
+
+    @staticmethod
+    def _settle(t: _Ticket, reply: dict[str, Any] | None = None, error: Exception | None = None) -> None:
+        t.reply, t.error = reply, error
+        t.done.set()
+
+    def _await(self, ids: list[str], deadline: float) -> list[dict[str, Any]]:
         while True:
             msg = self._next(deadline)
             if msg is None:
@@ -184,8 +252,10 @@ class NodeChecker:
                 code = self._node.proc.poll()  # type: ignore[union-attr]
                 self._restart()
                 raise BackendError(f"the react checker (Node) died during this check (exit {code}); restarted")
-            if msg.get("id") != rid:
+            replies = msg.get("batch")
+            if not isinstance(replies, list) or [r.get("id") for r in replies] != ids:
                 continue  # a stale reply cannot happen after a restart; skip it defensively
-            if "internal" in msg:  # Node survived it and rebuilt its TypeScript service
-                raise BackendError(f"the react checker failed on this input: {msg['internal'].splitlines()[0]}")
-            return msg
+            if msg.get("heap", 0) > self.heap_limit:
+                log.info("react checker heap %d MB is over the limit: restarting", msg["heap"] >> 20)
+                self._restart()
+            return replies

@@ -175,3 +175,13 @@ def _env() -> dict:
     import os
 
     return dict(os.environ)
+
+
+def test_math_service_under_2000_requests_over_16_keep_alive_connections():
+    """The acceptance load test: no errors, every answer right. Its speed (p50) is a benchmark
+    figure (`botgrpo bench rewards --service math --http`), not asserted here."""
+    from botgrpo_cli.bench.http_load import http_service, load
+
+    with http_service("math", TOKEN) as address:
+        result = load(address, TOKEN, 2000, 16)
+    assert result.errors == 0 and len(result.latencies_ms) == 2000

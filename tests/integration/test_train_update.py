@@ -43,7 +43,8 @@ def test_micro_batches_match_one_full_batch(algo):
     grads = []
     for mb in (6, 4, 1):
         model = _model()
-        cfg = load_config(None, algo=algo, sets=[f"optim.micro_batch_size={mb}", "optim.grad_clip=0"])
+        cfg = load_config(None, algo=algo, sets=[f"optim.micro_batch_size={mb}", "optim.grad_clip=0",
+                                                          "optim.lr=1e-3"])
         opt, sched = make_optimizer(model, cfg)
         metrics = update(model, opt, sched, _inputs(model), cfg, pad_id=0, max_len=7)
         grads.append((torch.cat([p.detach().flatten() for p in model.parameters()]), metrics))
@@ -144,7 +145,7 @@ def test_row_mini_batches_take_strided_rows_and_clip_off_policy():
 def test_several_updates_without_behaviour_logps_are_refused():
     inp = _inputs(_model())
     inp = UpdateInputs(inp.prompt_ids, inp.completion_ids, inp.mask, inp.advantages, None, None, GROUPS)
-    cfg = load_config(None, algo="grpo", sets=["algo.mini_batches=2"])
+    cfg = load_config(None, algo="grpo", sets=["algo.mini_batches=2", "optim.lr=1e-3"])
     model = _model()
     opt, sched = make_optimizer(model, cfg)
     with pytest.raises(ValueError, match="logp_old"):

@@ -109,6 +109,14 @@ def test_steps_off_by_default_and_true_steps_unpenalised(backend):
     assert [s.label for s in r.spans] == ["answer"]
 
 
+def test_step_credit_cannot_be_farmed(backend):
+    # What a bot_grpo policy learned on arith_synth: trivial equalities and repeated true lines.
+    text = "3 * 4 = 12\n\n2 = 2\n\n12 = 12\n\n3 * 4 = 12\n\n12 + 5 = 17\n\n\\boxed{17}"
+    r = score(backend, text, "17", steps=True)
+    credited = [text[s.start : s.end] for s in r.spans if s.label == "step_ok"]
+    assert credited == ["3 * 4 = 12", "12 + 5 = 17"] and r.metrics["steps_wrong"] == 0
+
+
 def test_no_step_credit_without_an_answer(backend):
     r = score(backend, "3 * 4 = 12\n\n12 + 5 = 17", "17", steps=True)
     assert r.score == -1.0 and [s.label for s in r.spans] == ["no_answer"]
@@ -168,10 +176,8 @@ def test_overrunning_check_is_a_timeout_never_wrong_and_never_cached(backend):
     req = ScoreRequest(id="s", completion="\\boxed{\\binom{10^{10}}{10^{9}}}", reference={"answer": "1"})
     for attempt in range(2):
         replaced = backend.pool.replaced
-        start = time.monotonic()
-        with pytest.raises(BackendTimeout, match="CPU seconds"):
-            backend.score(req, time.monotonic() + 20)
-        assert time.monotonic() - start < 10.0
+        with pytest.raises(BackendTimeout, match="CPU seconds"):  # no wall-clock bound: that is load's
+            backend.score(req, time.monotonic() + 120)
         assert backend.pool.replaced == replaced + 1  # killed again: the timeout was not cached
     assert score(backend, "\\boxed{\\frac{2}{6}}", "1/3").score == 1.0
 

@@ -245,3 +245,32 @@ def test_node_death_is_an_error_then_node_restarts(backend):
     assert isinstance(timed(backend, COUNTER, 30), BackendError)
     assert backend.restarts == before + 1
     assert score(backend, COUNTER).score == 1.0
+
+
+JSX_AUGMENTATION = fenced("""declare global {
+  namespace JSX {
+    interface IntrinsicElements { blink: { speed: number } }
+  }
+}
+
+export function Old() {
+  return <blink speed={2}>hi</blink>;
+}
+""")
+USES_BLINK = fenced("export function Uses() {\n  return <blink speed={2}>hi</blink>;\n}\n")
+
+
+def test_checks_in_one_batch_give_the_verdicts_they_get_alone(backend):
+    """Concurrent requests share one TypeScript program (one checker); each must still see only its
+    own file: same score, spans and findings as when checked alone; code that augments global or
+    module scope is checked in a program of its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    completions = [row[1] for row in TABLE] + [JSX_AUGMENTATION, USES_BLINK]
+    alone = [score(backend, c) for c in completions]
+    with ThreadPoolExecutor(16) as pool:
+        together = list(pool.map(lambda c: score(backend, c), completions * 2))
+    assert backend.largest_batch > 1  # the requests really were batched
+    for a, b in zip(alone * 2, together):
+        assert (a.score, a.spans, a.metrics, a.info) == (b.score, b.spans, b.metrics, b.info)
+    assert alone[-1].metrics["types_ok"] == 0  # <blink> is unknown without the other file's augmentation

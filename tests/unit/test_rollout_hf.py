@@ -1,4 +1,4 @@
-"""The HF generate engine on a tiny random Qwen2 model: groups, seeding, left padding, stop strings."""
+"""Both CPU engines (HF generate, lean decode loop) on a tiny random Qwen2 model: groups, seeding, left padding, stop strings."""
 
 from __future__ import annotations
 
@@ -6,34 +6,20 @@ from typing import Iterator
 
 import pytest
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
 from botgrpo_cli.rollout import HFEngine, SamplingParams
+from botgrpo_cli.rollout.fast import FastEngine
+from rollout_models import PROMPTS, model, tokenizer
 
-CORPUS = ["count the apples: 3 + 4 = 7", "déjà vu 😀 café", "x = y * 2; return x;"] * 20
 
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[HFEngine]:
+@pytest.fixture(scope="module", params=[HFEngine, FastEngine], ids=["hf", "fast"])
+def engine(request) -> Iterator[HFEngine]:
+    """Each behaviour holds for HF generate and for the lean decode loop alike."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny matmuls: more threads only add contention
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    bpe.train_from_iterator(CORPUS, trainers.BpeTrainer(vocab_size=300, special_tokens=["<eos>", "<pad>"],
-                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<eos>", pad_token="<pad>")
-    torch.manual_seed(0)
-    model = Qwen2ForCausalLM(Qwen2Config(
-        vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-        num_key_value_heads=1, max_position_embeddings=256, eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id))
-    yield HFEngine(model.eval(), tok)
+    tok = tokenizer()
+    yield request.param(model("qwen2", tok), tok)
     torch.set_num_threads(threads)
-
-
-PROMPTS = ["count the apples:", "x = y * 2; return x; and more words here", "😀"]
 
 
 def test_batch_shapes_groups_and_offsets(engine):

@@ -1,0 +1,175 @@
+"""A lean CPU decode loop for Llama-class decoders (Llama, Qwen2, Qwen3, Mistral without sliding window).
+
+What it saves over HF `generate` on the same model object (so weights are always current, LoRA included):
+- the prompt of a group runs once and its KV cache is copied G times (HF prefills G identical copies);
+- a preallocated KV cache written in place and one fused step per token, with no logits-processor,
+  stopping-criteria or cache-class machinery in between;
+- rows that ended (EOS or a stop string) leave the batch, so later steps compute only live rows.
+Greedy output equals HF generate's; sampling draws one uniform per original row and step from a
+generator seeded by `SamplingParams.seed`, so a row's tokens do not depend on which other rows ended.
+Other architectures fall back to HF generate (the reason is logged once per engine).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+from botgrpo_cli.console import console
+from botgrpo_cli.rollout.base import SamplingParams
+from botgrpo_cli.rollout.hf import HFEngine
+
+SUPPORTED = ("llama", "qwen2", "qwen3", "mistral")
+
+
+def unsupported_reason(model: Any) -> str | None:
+    """Why the lean loop cannot run this model (None when it can)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    cfg = base.config
+    if cfg.model_type not in SUPPORTED:
+        return f"model type {cfg.model_type!r} is not one of {', '.join(SUPPORTED)}"
+    if getattr(cfg, "use_sliding_window", False) or "sliding_attention" in (getattr(cfg, "layer_types", None) or ()):
+        return "sliding-window attention"
+    if cfg.model_type == "mistral" and getattr(cfg, "sliding_window", None):
+        return "sliding-window attention"
+    body = getattr(base, "model", None)
+    if body is None or not all(hasattr(body, n) for n in ("embed_tokens", "layers", "norm", "rotary_emb")):
+        return "the decoder does not have the usual embed_tokens / layers / norm / rotary_emb layout"
+    return None
+
+
+class _Decoder:
+    """The model's own modules, called in order with a preallocated cache: (b, t) ids -> (b, V) logits."""
+
+    def __init__(self, model: Any):
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        self.body, self.head = base.model, base.lm_head
+        self.layers = list(self.body.layers)
+
+    def new_cache(self, rows: int, length: int, like: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        a = self.layers[0].self_attn
+        shape = (rows, self.body.config.num_key_value_heads, length, a.head_dim)
+        return [(like.new_zeros(shape), like.new_zeros(shape)) for _ in self.layers]
+
+    def forward(self, ids: torch.Tensor, pos: torch.Tensor, cache: list, at: int, keys_ok: torch.Tensor,
+                causal: bool) -> torch.Tensor:
+        """Run tokens `ids` (b, t) at cache columns at .. at+t; keys_ok (b, at+t) marks real key columns.
+        Returns the last position's logits (b, V) in float32."""
+        b, t = ids.shape
+        h = self.body.embed_tokens(ids)
+        cos, sin = self.body.rotary_emb(h, pos)
+        end = at + t
+        mask = keys_ok[:, None, None, :end]  # (b, 1, 1, L)
+        if causal:  # prefill: causal, and a padding query sees itself so no row is all -inf (no NaN)
+            cols = torch.arange(end)
+            rows = torch.arange(at, end)[:, None]
+            mask = (mask & (cols <= rows)) | (cols == rows)  # (b, 1, t, L)
+        for layer, (k_cache, v_cache) in zip(self.layers, cache):
+            a = layer.self_attn
+            x = layer.input_layernorm(h)
+            shape = (b, t, -1, a.head_dim)
+            q, k, v = a.q_proj(x).view(shape), a.k_proj(x).view(shape), a.v_proj(x).view(shape)
+            if hasattr(a, "q_norm"):
+                q, k = a.q_norm(q), a.k_norm(k)
+            q, k = apply_rotary_pos_emb(q.transpose(1, 2), k.transpose(1, 2), cos, sin)
+            k_cache[:, :, at:end] = k
+            v_cache[:, :, at:end] = v.transpose(1, 2)
+            o = F.scaled_dot_product_attention(q, k_cache[:, :, :end], v_cache[:, :, :end], attn_mask=mask,
+                                               scale=a.scaling, enable_gqa=True)
+            h = h + a.o_proj(o.transpose(1, 2).reshape(b, t, -1))
+            h = h + layer.mlp(layer.post_attention_layernorm(h))
+        return self.head(self.body.norm(h[:, -1])).float()
+
+
+def pick(logits: torch.Tensor, u: torch.Tensor, params: SamplingParams) -> torch.Tensor:
+    """Next token per row from (b, V) logits: argmax when greedy, else inverse-CDF sampling with the
+    row's uniform u (b,) over temperature-scaled, top-p-truncated probabilities."""
+    if params.temperature == 0:
+        return logits.argmax(-1)
+    probs = torch.softmax(logits / params.temperature, -1)
+    order = None
+    if params.top_p < 1.0:  # the smallest set of most likely tokens holding top_p of the mass
+        probs, order = probs.sort(-1, descending=True)
+        before = probs.cumsum(-1) - probs
+        probs = probs.masked_fill(before >= params.top_p, 0.0)
+    cdf = probs.double().cumsum(-1)  # float64: u * total stays below the total, so a token with mass is hit
+    idx = torch.searchsorted(cdf, (u.double() * cdf[:, -1])[:, None], right=True).squeeze(1)
+    return idx if order is None else order.gather(1, idx[:, None]).squeeze(1)
+
+
+class FastEngine(HFEngine):
+    """HFEngine's batch assembly around the lean decode loop (or HF generate where it cannot run)."""
+
+    def __init__(self, model: Any, tokenizer: Any):
+        super().__init__(model, tokenizer)
+        self.fallback = unsupported_reason(model)
+        self._told = False
+
+    @torch.no_grad()
+    def _sample(self, ids: torch.Tensor, attn: torch.Tensor, params: SamplingParams,
+                on_done: Callable[[int, str], None] | None, n: int = 1, budget: Any = None) -> torch.Tensor:
+        if self.fallback is not None:
+            if not self._told:
+                console.print(f"rollout: lean decode loop unavailable ({self.fallback}); using HF generate")
+                self._told = True
+            return super()._sample(ids, attn, params, on_done, n, budget)
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            return self._decode(ids, attn, params, on_done, n, budget)
+        finally:
+            self.model.train(was_training)
+
+    def _decode(self, ids: torch.Tensor, attn: torch.Tensor, params: SamplingParams,
+                on_done: Callable[[int, str], None] | None, n: int, budget: Any = None) -> torch.Tensor:
+        """ids/attn (B, P) hold each prompt n times in a row; returns (B, P + T) like generate."""
+        dec = _Decoder(self.model)
+        device = next(self.model.parameters()).device
+        prompts, pattn = ids[::n].to(device), attn[::n].to(device).bool()  # (p, P): one copy per group
+        total, width = ids.shape[0], ids.shape[1]
+        length = width + params.max_new_tokens
+        keys_ok = torch.zeros((prompts.shape[0], length), dtype=torch.bool, device=device)
+        keys_ok[:, :width] = pattn
+        pos = (pattn.long().cumsum(1) - 1).clamp(min=0)  # (p, P) as generate numbers left-padded rows
+        probe = dec.layers[0].self_attn.k_proj(dec.body.embed_tokens(prompts[:1, :1]))  # the cache's dtype
+        cache = dec.new_cache(prompts.shape[0], length, probe)
+        logits = dec.forward(prompts, pos, cache, 0, keys_ok, causal=True)  # (p, V)
+        # one prefill per group, then every row gets its own copy of the group's cache
+        cache = [(k.repeat_interleave(n, 0), v.repeat_interleave(n, 0)) for k, v in cache]
+        logits, keys_ok = logits.repeat_interleave(n, 0), keys_ok.repeat_interleave(n, 0)
+        next_pos = pattn.sum(1).repeat_interleave(n, 0)  # (B,) position of the first new token
+        out = torch.full((total, params.max_new_tokens), self.pad_id, dtype=torch.long)
+        live = torch.arange(total)  # original row of each batch row
+        gen = torch.Generator().manual_seed(params.seed)
+        eos = torch.tensor(self.eos_ids)
+        window = 4 * max((len(s) for s in params.stop), default=0) + 4
+        for t in range(params.max_new_tokens):
+            u = torch.rand(total, generator=gen)  # one draw per original row: independent of who is live
+            if budget is not None:  # the thinking budget: a spent row may only write its close tag
+                budget.force(live.tolist(), logits)
+            tok = pick(logits, u[live].to(logits.device), params).cpu()  # (b,)
+            if budget is not None:
+                budget.observe(live.tolist(), tok.tolist())
+            out[live, t] = tok
+            ended = torch.isin(tok, eos)
+            if params.stop:
+                tails = self.tok.batch_decode(out[live, max(0, t + 1 - window): t + 1], skip_special_tokens=True)
+                ended |= torch.tensor([any(s in x for s in params.stop) for x in tails])
+            if on_done is not None:
+                for i in live[ended].tolist():
+                    on_done(i, self._row(out[i, : t + 1].tolist(), params.stop)[1])
+            if bool(ended.all()) or t + 1 == params.max_new_tokens:
+                return torch.cat([ids, out[:, : t + 1]], 1)
+            if bool(ended.any()):  # drop ended rows from the batch and from the cache
+                keep = (~ended).nonzero().squeeze(1)
+                live, next_pos, keys_ok = live[keep], next_pos[keep], keys_ok[keep.to(device)]
+                cache = [(k[keep.to(device)], v[keep.to(device)]) for k, v in cache]
+                tok = tok[keep]
+            at = width + t
+            keys_ok[:, at] = True
+            logits = dec.forward(tok[:, None].to(device), (next_pos + t)[:, None].to(device), cache, at, keys_ok,
+                                 causal=False)
+        return torch.cat([ids, out], 1)

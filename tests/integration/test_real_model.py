@@ -1,0 +1,100 @@
+"""A real pretrained model end to end: SmolLM2-135M-Instruct from its GGUF file (ChatML template,
+EOS <|im_end|>), evaluated on arith_synth and aime-format prompts, then 2 BoT-GRPO steps with LoRA.
+Checks the pipeline and the model's health (finite loss, parameters moved, text still text), not
+quality. A few minutes on 2 cores; marked `real_model` (run alone with `-m real_model`)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from botgrpo_cli.cli import app
+
+ROOT = Path(__file__).resolve().parents[2]
+AIME_SAMPLE = ROOT / "tests" / "data" / "aime_sample.jsonl"
+
+# About a minute on a quiet 2-core machine; the limit leaves room for a machine shared with other work.
+pytestmark = [pytest.mark.real_model, pytest.mark.timeout(1500)]
+
+
+def _looks_like_text(text: str) -> bool:
+    """Words, not blank lines or one repeated character (what a destroyed model emits)."""
+    letters = sum(c.isalpha() for c in text)
+    return letters >= 5 and len(set(text.split())) >= 3
+
+
+@pytest.fixture(scope="module")
+def smol_dir(smollm2_gguf) -> str:
+    from botgrpo_cli.trainer.gguf import resolve_gguf
+
+    return resolve_gguf(str(smollm2_gguf), "float32")
+
+
+def test_gguf_becomes_a_normal_model_folder(smollm2_gguf, smol_dir):
+    from transformers import AutoConfig
+
+    from botgrpo_cli.trainer.policy import load_model, load_tokenizer
+
+    config = AutoConfig.from_pretrained(smol_dir)
+    assert config.model_type == "llama" and getattr(config, "quantization_config", None) is None
+    tok = load_tokenizer(smol_dir)
+    assert tok.eos_token == "<|im_end|>" and "<|im_start|>" in tok.chat_template
+    assert tok.model_max_length == config.max_position_embeddings == 8192  # not GGUF's 1e30
+    from botgrpo_cli.config import ModelConfig
+    from botgrpo_cli.trainer.gguf import resolve_gguf
+
+    bf16 = load_model(resolve_gguf(str(smollm2_gguf), "bfloat16"), ModelConfig(dtype="bfloat16"))
+    assert bf16.dtype == torch.bfloat16 and sum(p.numel() for p in bf16.parameters()) == 134_515_008
+
+
+def _eval(tmp_path: Path, name: str, *args: str) -> dict:
+    out = tmp_path / name
+    result = CliRunner().invoke(app, ["eval", "--n", "1", "--temperature", "0", "--threads", "2",
+                                      "--out", str(out), *args])
+    assert result.exit_code == 0, f"{result.output}\n{result.exception!r}"
+    return json.loads((out / "eval.json").read_text())
+
+
+def test_eval_then_two_lora_bot_grpo_steps(smollm2_gguf, tmp_path):
+    gguf = str(smollm2_gguf)
+    arith = _eval(tmp_path, "arith", "--task", "arith_synth", "--model", gguf, "--limit", "2",
+                  "--max-new-tokens", "32")
+    aime = _eval(tmp_path, "aime", "--task", "aime", "--task-option", f"path={AIME_SAMPLE}",
+                 "--split", "all", "--model", gguf, "--limit", "1", "--max-new-tokens", "32")
+    for report in (arith, aime):
+        samples = [s for p in report["evaluations"][0]["problems"] for s in p["samples"]]
+        assert samples and all(s["status"] == "ok" for s in samples)
+        assert all(_looks_like_text(s["text"]) for s in samples), [s["text"] for s in samples]
+
+    from botgrpo_cli.config import load_config
+    from botgrpo_cli.trainer import train
+
+    run = tmp_path / "run"
+    cfg = load_config(None, algo="bot_grpo", sets=[
+        f"model.name_or_path={gguf}", "model.lora_r=8", "run.task=arith_synth", "run.steps=2",
+        "rollout.prompts_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=24",
+        "run.threads=2", "log.tensorboard=false", f"run.out_dir={run}"])
+    result = train(cfg)
+    assert cfg.optim.lr == pytest.approx(1e-4)  # pretrained, under 1B, LoRA: chosen, and recorded
+    saved = (run / "config.yaml").read_text()
+    assert "lr: 0.0001" in saved and "micro_batch_size:" in saved and "system_prompt:" in saved
+    assert len(result.metrics) == 2
+    for m in result.metrics:
+        assert math.isfinite(m["loss"]) and math.isfinite(m["grad_norm"]) and m["entropy"] > 0.1
+
+    from safetensors.torch import load_file
+
+    adapter = run / "checkpoints" / "step-000002" / "model"
+    weights = load_file(adapter / "adapter_model.safetensors")
+    lora_b = [w for k, w in weights.items() if "lora_B" in k]
+    assert lora_b and any(w.abs().max() > 0 for w in lora_b)  # LoRA B starts at zero: it moved
+
+    after = _eval(tmp_path, "after", "--task", "arith_synth", "--model", str(adapter), "--limit", "1",
+                  "--max-new-tokens", "32")
+    texts = [s["text"] for p in after["evaluations"][0]["problems"] for s in p["samples"]]
+    assert all(_looks_like_text(t) for t in texts), texts

@@ -1,0 +1,51 @@
+"""`botgrpo train` as a real process: SIGTERM says where to resume; --resume refuses changed settings."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL = ["rollout.prompts_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=16", "run.threads=1",
+         "log.tensorboard=false", "run.task=react_synth", "run.save_every=1", "reward.workers=1"]
+
+
+def _argv(out: Path, model_dir: Path, *extra: str) -> list[str]:
+    sets = [a for s in [*SMALL, f"model.name_or_path={model_dir}", *extra] for a in ("--set", s)]
+    return [sys.executable, "-m", "botgrpo_cli", "train", "--algo", "grpo", "--out", str(out), *sets]
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "300"})
+
+
+def test_sigterm_says_where_to_resume_and_resume_keeps_the_config(tiny_model_dir, tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.Popen([*_argv(out, tiny_model_dir), "--steps", "500"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "COLUMNS": "300"})
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not (out / "checkpoints" / "step-000002").is_dir():
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, output
+    assert "Traceback" not in output
+    line = next(ln for ln in output.splitlines() if "interrupted:" in ln)
+    assert "SIGTERM after step" in line and f"--resume --out {out}" in line and "checkpoints/step-" in line
+
+    changed = _run([*_argv(out, tiny_model_dir, "rollout.group_size=4", "log.every=2"), "--steps", "500", "--resume"])
+    assert changed.returncode == 1 and "Traceback" not in changed.stdout + changed.stderr
+    said = " ".join((changed.stdout + changed.stderr).split())
+    assert "rollout.group_size: run has 2, command line gives 4" in said and "log.every" not in said.split("only")[0]
+
+
+def test_out_pointing_at_a_file_is_one_line(tiny_model_dir, tmp_path):
+    target = tmp_path / "a-file"
+    target.write_text("keep me")
+    proc = _run([*_argv(target, tiny_model_dir), "--steps", "1"])
+    assert proc.returncode == 1 and "is a file, not a folder" in proc.stdout + proc.stderr
+    assert target.read_text() == "keep me"
