@@ -18,8 +18,11 @@ from botgrpo_tasks.base import Example, SyntheticTask
 NAMES = ("Mia", "Tom", "Zoë", "José", "Ana", "Jürgen", "Lena", "Omar", "Renée", "Kai")
 ITEMS = ("apples", "pens", "stickers", "coins", "marbles", "cards", "shells", "books")
 
-# Probability of a slip when the step invites one (carry, borrow) or at all (products).
-SLIP_RATES = {"carry": 0.4, "borrow": 0.35, "product": 0.1}
+# Probability of a slip when the step invites one (carry, borrow) or at all (products). A carry or
+# borrow is dropped nearly always, so the warm-started model's most likely step there is wrong, and
+# a product is off by one row half the time; with the warm start below, the base pass@1 lands in
+# 10-30% (bootstrap.json): low enough to learn from, high enough that most groups carry a signal.
+SLIP_RATES = {"carry": 0.9, "borrow": 0.9, "product": 0.5}
 
 
 @dataclass(frozen=True)
@@ -98,17 +101,27 @@ def sample_problem(rng: random.Random) -> Problem:
 
 
 def draw_slips(rng: random.Random, problem: Problem, scale: float = 1.0) -> frozenset[int]:
-    """Which steps slip, judged on the operands actually written (after earlier slips)."""
+    """Which steps slip, judged on the operands actually written (after earlier slips). A slip that
+    would take a later count below zero is not made (nobody gives away more than they have)."""
     slips, x = set(), problem.start
     for i, (op, b) in enumerate(problem.ops):
         step = Step(x, op, b)
         kind = _slip_kind(step)
-        if kind and rng.random() < min(1.0, SLIP_RATES[kind] * scale):
+        if kind and rng.random() < min(1.0, SLIP_RATES[kind] * scale) and _stays_whole(problem, i, _slipped(step)):
             slips.add(i)
             x = _slipped(step)
         else:
             x = step.value()
     return frozenset(slips)
+
+
+def _stays_whole(problem: Problem, i: int, x: int) -> bool:
+    """Whether the count stays >= 0 from step i on when step i writes x and the rest are right."""
+    for op, b in problem.ops[i + 1 :]:
+        if x < 0:
+            return False
+        x = Step(x, op, b).value()
+    return x >= 0
 
 
 def _is_eval(problem: Problem) -> bool:
@@ -148,6 +161,10 @@ class ArithSynthTask(SyntheticTask):
     stop = ()  # completions end with the model's EOS
     max_new_tokens = 96
     eval_metrics = ("correct", "steps_wrong")
+    # 800 steps instead of the tiny recipe's 500: at 500 the model computes too few steps right
+    # (base pass@1 0.05, measured), at 1500 it exceeds 0.5 and leaves little to learn.
+    bootstrap_sft = {"tiny": {"steps": 800}}
+    corpus_version = 3  # 2: slips never make a count negative; 3: the rates above
 
     def _examples(self, split: str, n: int) -> list[Example]:
         return [

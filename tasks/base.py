@@ -37,6 +37,8 @@ class Task:
     stop: tuple[str, ...] = ()  # generation stops at any of these strings (kept in the text)
     max_new_tokens: int = 256  # a sensible default for this task
     eval_metrics: tuple[str, ...] = ("correct",)  # service metrics `botgrpo eval` aggregates
+    bootstrap_sft: dict[str, dict[str, Any]] = {}  # size -> SftConfig fields `botgrpo bootstrap` changes
+    corpus_version: int = 1  # bump when corpus() changes, so cached warm starts are rebuilt
 
     def __init__(self, seed: int = 0, think_tags: Any = DEFAULT_TAGS, **options: Any):
         self.seed = seed

@@ -5,7 +5,8 @@ were written for this project. Each spec line has `id`, `component` (the functio
 (a fixed train/eval assignment) and `spec` (props, behaviour, look). The prompt adds the answer
 format every spec shares.
 
-Scoring: the `react` service (syntax with esbuild, strict types with TypeScript). Option
+Scoring: the `react` service (syntax with esbuild, strict types with TypeScript, and option `spec`:
+the component exported under its name, each plainly typed prop declared with its type). Option
 `render_judge=True` scores with the `render` service instead: the component is rendered in
 Chromium and compared with the rendered reference (`judge: "similarity"`), so eval reports
 `rendered` and `similarity` and success means the component rendered.
@@ -14,6 +15,7 @@ Chromium and compared with the rendered reference (`judge: "similarity"`), so ev
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -24,6 +26,7 @@ from botgrpo_tasks.errors import TaskError
 
 DATA_DIR = Path(__file__).parent / "data" / "react"
 SPLITS = ("train", "eval")
+_PROP = re.compile(r"`([A-Za-z_$][\w$]*)` \((string|number|boolean)(\[\])?[,)]")
 
 ANSWER_FORMAT = (
     "Answer with a single ```tsx fenced code block: one TypeScript file for React 18 that "
@@ -43,6 +46,12 @@ class ComponentSpec:
     split: str
     spec: str
     code: str
+
+    def requirements(self) -> dict[str, Any]:
+        """What the react service's spec check can hold every answer to: the component's name and
+        each prop written `name` (type, ...) with a plain type (string, number, boolean, T[])."""
+        props = [[n, t + array] for n, t, array in _PROP.findall(self.spec)]
+        return {"component": self.component, "props": props}
 
     def prompt(self) -> str:
         return f"Write a React component `{self.component}`.\n{self.spec}\n\n" + ANSWER_FORMAT.format(component=self.component)
@@ -71,12 +80,12 @@ class ReactTask(Task):
 
     name = "react"
     service = "react"
-    service_options: dict[str, Any] = {}
+    service_options: dict[str, Any] = {"spec": True}  # name and typed props, see ComponentSpec.requirements
     success_metric = "syntax_ok"
     step_separator = None
     stop = ()  # completions end with the model's EOS
     max_new_tokens = 1024
-    eval_metrics = ("syntax_ok", "types_ok")
+    eval_metrics = ("syntax_ok", "types_ok", "spec_ok", "all_ok")
 
     def __init__(self, seed: int = 0, render_judge: bool = False, **options: Any):
         unknown = ", ".join(sorted(set(options) - {"think_tags"}))
@@ -94,7 +103,8 @@ class ReactTask(Task):
 
     def _examples(self, split: str) -> list[Example]:
         return [
-            Example(id=f"react/{split}/{s.id}", prompt=s.prompt(), reference={"spec": s.prompt(), "reference_code": s.code})
+            Example(id=f"react/{split}/{s.id}", prompt=s.prompt(), reference={"spec": s.prompt(), "reference_code": s.code,
+                                                                       "requirements": s.requirements()})
             for s in load_specs()
             if s.split == split
         ]

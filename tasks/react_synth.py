@@ -1,8 +1,16 @@
 """`react_synth`: write a small TSX function component that follows a short spec.
 
-Scored by the `react` service (syntax with esbuild, types with the TypeScript LanguageService).
-The supervised corpus of `botgrpo bootstrap` injects realistic syntax faults at specific constructs
-with high probability, so the warm-started model fails systematically in the same places.
+Scored by the `react` service: syntax (esbuild), types (TypeScript) and the spec (option `spec`:
+component name exported, props with their types, the state and its setter, the elements and their
+texts, the list rendered with .map); success (`all_ok`) means all three hold. The supervised
+corpus of `botgrpo bootstrap` injects realistic syntax faults at specific constructs with high
+probability, so the warm-started model fails systematically in the same places.
+
+Option `sites=k` (1-4) replaces the syntax faults with k independent *spec* sites, each broken in
+the corpus with probability `site_rate` (default 1 - 0.25^(1/k), so about a quarter of the corpus
+is clean at every k): the component's name (SITES[0]), the state's setter, the first literal text,
+the list (written with .join instead of .map). Each site keeps the code valid and costs one spec
+check with its own span, so a completion has k independent places to fail.
 """
 
 from __future__ import annotations
@@ -13,7 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from botgrpo_tasks.base import Example, SyntheticTask
-from botgrpo_tasks.react_synth_grammar import FAULTS, Spec, constructs, render, sample_spec
+from botgrpo_tasks.errors import TaskError
+from botgrpo_tasks.react_synth_grammar import (FAULTS, Spec, constructs, first_text_child, render, requirements,
+                                               sample_spec)
 
 # Probability that a construct is broken in a corpus program. The list's </li> is dropped more
 # often than not, so a warm-started model's greedy list is wrong; the rest are rarer slips.
@@ -26,6 +36,17 @@ FAULT_RATES = {
     "state_comma": 0.05,
     "props_comma": 0.1,
 }
+
+
+# The spec sites of option sites=k, in the order k adds them.
+SITES = ("name", "setter", "text", "list")
+
+
+def has_sites(spec: Spec, k: int) -> bool:
+    """Whether `spec` contains the first k SITES (name and setter are always there)."""
+    need_text = k >= 3 and first_text_child(spec) is None
+    need_list = k >= 4 and all(c.kind != "list" for c in spec.children)
+    return not (need_text or need_list)
 
 
 @dataclass(frozen=True)
@@ -41,8 +62,8 @@ def _is_eval(spec: Spec) -> bool:
     return hashlib.sha256(spec.prompt().encode()).digest()[0] < 26  # about 10%
 
 
-def draw_specs(seed: int, n: int, split: str) -> list[Spec]:
-    """`n` distinct specs of one split, in a seeded order."""
+def draw_specs(seed: int, n: int, split: str, sites: int = 0) -> list[Spec]:
+    """`n` distinct specs of one split, in a seeded order (only those holding `sites` SITES)."""
     rng = random.Random(f"react_synth/{split}/{seed}")
     want_eval = split == "eval"
     seen: set[str] = set()
@@ -50,7 +71,7 @@ def draw_specs(seed: int, n: int, split: str) -> list[Spec]:
     for _ in range(n * 400):
         spec = sample_spec(rng)
         key = spec.prompt()
-        if _is_eval(spec) == want_eval and key not in seen:
+        if _is_eval(spec) == want_eval and key not in seen and has_sites(spec, sites):
             seen.add(key)
             out.append(spec)
             if len(out) == n:
@@ -64,32 +85,50 @@ def draw_faults(rng: random.Random, spec: Spec, rates: dict[str, float]) -> froz
 
 
 class ReactSynthTask(SyntheticTask):
-    """Options: n_train (default 2000), n_eval (256), fault_scale (multiplies FAULT_RATES, 1.0)."""
+    """Options: n_train (default 2000), n_eval (256), fault_scale (multiplies FAULT_RATES, 1.0),
+    sites (0 = the syntax faults; 1-4 = that many spec sites instead), site_rate (see above)."""
 
     name = "react_synth"
     service = "react"
-    service_options: dict[str, Any] = {}
-    success_metric = "syntax_ok"
+    service_options: dict[str, Any] = {"spec": True}
+    success_metric = "all_ok"
     step_separator = None
     stop = ()  # completions end with the model's EOS
     max_new_tokens = 96
-    eval_metrics = ("syntax_ok", "types_ok")
+    eval_metrics = ("all_ok", "syntax_ok", "types_ok", "spec_ok")
+
+    def __init__(self, seed: int = 0, **options: Any):
+        super().__init__(seed=seed, **options)
+        sites = options.get("sites", 0)
+        if isinstance(sites, bool) or not isinstance(sites, int) or not 0 <= sites <= len(SITES):
+            raise TaskError(f"task 'react_synth': sites must be an integer from 0 to {len(SITES)}, got {sites!r}")
+        rate = options.get("site_rate", 1 - 0.25 ** (1 / sites) if sites else 0.0)
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
+            raise TaskError(f"task 'react_synth': site_rate must be a number in [0, 1], got {rate!r}")
+        self.sites, self.site_rate = sites, float(rate)
+        if sites:  # a longer warm start, so the tiny model copies names and texts from the prompt
+            self.bootstrap_sft = {"tiny": {"steps": 1500}}
 
     def _examples(self, split: str, n: int) -> list[Example]:
         return [
-            Example(f"react_synth/{split}/{i}", s.prompt(), {"spec": s.prompt(), "reference_code": render(s)})
-            for i, s in enumerate(draw_specs(self.seed, n, split))
+            Example(f"react_synth/{split}/{i}", s.prompt(),
+                    {"spec": s.prompt(), "reference_code": render(s), "requirements": requirements(s)})
+            for i, s in enumerate(draw_specs(self.seed, n, split, self.sites))
         ]
 
     def corpus_items(self, n: int, seed: int = 0) -> list[CorpusItem]:
-        """Training-split specs with their programs, a share of them faulty (see FAULT_RATES)."""
+        """Training-split specs with their programs, a share of them faulty (FAULT_RATES, or with
+        sites=k each of the first k SITES at site_rate)."""
         scale = float(self.options.get("fault_scale", 1.0))
         rates = {k: min(1.0, v * scale) for k, v in FAULT_RATES.items()}
         rng = random.Random(f"react_synth/corpus/{seed}")
-        specs = draw_specs(seed, n, "train")
+        specs = draw_specs(seed, n, "train", self.sites)
         items = []
         for spec in specs:
-            faults = draw_faults(rng, spec, rates)
+            if self.sites:
+                faults = frozenset(site for site in SITES[: self.sites] if rng.random() < self.site_rate)
+            else:
+                faults = draw_faults(rng, spec, rates)
             items.append(CorpusItem(spec, faults, spec.prompt(), render(spec, faults)))
         return items
 

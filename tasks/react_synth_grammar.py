@@ -53,8 +53,18 @@ class Spec:
         return "\n".join(lines) + "\n"
 
 
-def _setter(name: str) -> str:
-    return "set" + name[0].upper() + name[1:]
+def _setter(name: str, wrong: bool = False) -> str:
+    return ("update" if wrong else "set") + name[0].upper() + name[1:]
+
+
+def _other_name(name: str) -> str:
+    """The same adjective with the next noun: the `name` site fault."""
+    noun = next(n for n in NOUNS if name.endswith(n))
+    return name[: -len(noun)] + NOUNS[(NOUNS.index(noun) + 1) % len(NOUNS)]
+
+
+def _other_word(word: str) -> str:
+    return WORDS[(WORDS.index(word) + 1) % len(WORDS)]
 
 
 def _number_prop(spec: Spec) -> str | None:
@@ -129,15 +139,17 @@ FAULTS = {  # fault -> the construct it needs
 
 
 def render(spec: Spec, faults: frozenset[str] = frozenset()) -> str:
-    """The program for `spec` with the given faults applied."""
+    """The program for `spec` with the given faults applied (FAULTS break the syntax, SITE_FAULTS
+    keep it valid and break the spec)."""
     state, stype = spec.state
-    setter = _setter(state)
+    setter = _setter(state, "setter" in faults)
     names = (" " if "props_comma" in faults else ", ").join(n for n, _ in spec.props)
     types = "; ".join(f"{n}: {t}" for n, t in spec.props)
     sep = " " if "state_comma" in faults else ", "
+    name = _other_name(spec.name) if "name" in faults else spec.name
     lines = [
         'import { useState } from "react";',
-        f"export function {spec.name}({{ {names} }}: {{ {types} }}) {{",
+        f"export function {name}({{ {names} }}: {{ {types} }}) {{",
         f"  const [{state}{sep}{setter}] = useState({STATES[stype][1]});",
         "  return (",
         "    <div>",
@@ -149,7 +161,9 @@ def render(spec: Spec, faults: frozenset[str] = frozenset()) -> str:
 
 def _child(c: Child, spec: Spec, faults: frozenset[str]) -> str:
     state, stype = spec.state
-    setter = _setter(state)
+    setter = _setter(state, "setter" in faults)
+    if "text" in faults and c == first_text_child(spec):
+        c = Child(c.kind, c.tag, _other_word(c.text), c.ref)
     if c.kind == "heading":
         close = HEADINGS[(HEADINGS.index(c.tag) + 1) % 3] if "tag_mismatch" in faults else c.tag
         return f"<{c.tag}>{{{c.ref}}}</{close}>"
@@ -162,6 +176,8 @@ def _child(c: Child, spec: Spec, faults: frozenset[str]) -> str:
     if c.kind == "input":
         return f"<input value={{{state}}} onChange={{(e) => {setter}(e.target.value)}} />"
     if c.kind == "list":
+        if "list" in faults:
+            return f'<ul>{{{c.ref}.join(", ")}}</ul>'
         li = "{item})" if "li_unclosed" in faults else "{item}</li>)"
         close = "" if "map_brace" in faults else "}"
         return f"<ul>{{{c.ref}.map((item) => <li key={{item}}>{li}{close}</ul>"
@@ -177,3 +193,28 @@ def constructs(spec: Spec) -> set[str]:
     if len(spec.props) > 1:
         found.add("props")
     return found
+
+
+def first_text_child(spec: Spec) -> Child | None:
+    """The child whose literal text the `text` site fault changes."""
+    return next((c for c in spec.children if c.kind in ("text", "button", "cond")), None)
+
+
+def requirements(spec: Spec) -> dict:
+    """What the react service's spec check (option spec) must find: rewards/react/spec.py."""
+    state, _ = spec.state
+    elements = []
+    for c in spec.children:
+        if c.kind == "heading":
+            elements.append([c.tag, "{" + c.ref + "}"])
+        elif c.kind in ("text", "cond"):
+            elements.append(["p", c.text])
+        elif c.kind == "button":
+            elements.append(["button", c.text])
+        elif c.kind == "show":
+            elements.append(["span", "{" + state + "}"])
+        elif c.kind == "input":
+            elements.append(["input", "value={" + state + "}"])
+    lists = [c.ref for c in spec.children if c.kind == "list"]
+    out = {"component": spec.name, "props": [list(p) for p in spec.props], "state": state, "elements": elements}
+    return out | ({"list": lists[0]} if lists else {})

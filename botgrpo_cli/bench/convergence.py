@@ -53,6 +53,7 @@ class Settings:
     eval_prompts: int
     eval_samples: int
     sets: list = field(default_factory=list)  # config overrides for every pair
+    algo_sets: dict = field(default_factory=dict)  # algo -> config overrides for its pairs only (e.g. its lr)
     eval_service_options: dict = field(default_factory=dict)
     parallel: int = 1
     threads: int = 1
@@ -62,7 +63,8 @@ class Settings:
     def identity(self) -> dict:
         """What must not change between invocations sharing a work directory."""
         keep = ("task", "steps", "eval_every", "eval_prompts", "eval_samples", "sets", "eval_service_options")
-        return {k: getattr(self, k) for k in keep}
+        mine = {k: getattr(self, k) for k in keep}
+        return mine | ({"algo_sets": self.algo_sets} if self.algo_sets else {})  # older work dirs stay valid
 
     def eval_spec(self) -> EvalSpec:
         """Held-out sampling with the training runs' task options, temperature and length limit."""
@@ -175,7 +177,8 @@ def run_pairs(settings: Settings, base: Path, work: Path, echo: Echo) -> None:
 def _start(settings: Settings, base: Path, work: Path, algo: str, seed: int) -> subprocess.Popen:
     d = pair_dir(work, algo, seed)
     spec = PairSpec(algo=algo, seed=seed, steps=settings.steps, eval_every=settings.eval_every,
-                    base_model=str(base), threads=settings.threads, sets=list(settings.sets),
+                    base_model=str(base), threads=settings.threads,
+                    sets=[*settings.sets, *settings.algo_sets.get(algo, [])],
                     eval=asdict(settings.eval_spec()))
     path = write_spec(spec, d)
     env = {**os.environ, "OMP_NUM_THREADS": str(settings.threads)}
@@ -208,8 +211,10 @@ def run_benchmark(settings: Settings, echo: Echo) -> dict:
     """Run (or continue) every pair, then write convergence.json, .md and .png into settings.out."""
     from botgrpo_cli.bootstrap import bootstrap
 
+    from botgrpo_tasks import get_task
+
     work = check_work_dir(settings)
-    base = bootstrap(settings.task)
+    base = bootstrap(get_task(settings.task, **settings.eval_spec().task_options))  # a variant's own warm start
     check_base_model(base, work)
     run_pairs(settings, base, work, echo)
     summary = summarize(settings, base, work)

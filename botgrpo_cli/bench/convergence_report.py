@@ -144,14 +144,15 @@ def table_rows(summary: dict) -> list[list[str]]:
     header = ["algorithm"]
     for t in targets:
         header += [f"steps to {t}", f"speed-up vs {summary['baseline']} ({t})"]
-    header += [f"final {summary['metric']}", "train wall s/run"]
+    header += [f"final {summary['metric']}", "train wall s/run", "train s/step"]
     rows = [header]
     for algo, s in summary["algorithms"].items():
         row = [algo]
         for t in targets:
             row += [_steps(s["targets"][t], max_step), _ratio(s["targets"][t]["speedup"])]
         f = s["final"]
-        row += [f"{f['median']:.3f} ({f['min']:.3f}-{f['max']:.3f})", f"{s['train_seconds']['median']:.0f}"]
+        row += [f"{f['median']:.3f} ({f['min']:.3f}-{f['max']:.3f})", f"{s['train_seconds']['median']:.0f}",
+                f"{s['train_seconds']['median'] / max_step:.2f}"]
         rows.append(row)
     return rows
 
@@ -175,7 +176,9 @@ def render_markdown(summary: dict, png_name: str = PNG_NAME) -> str:
             lines.append(f"| {algo} | {window.removeprefix('steps ')} | "
                          + " | ".join("n/a" if c is None else f"{c:.3f}" for c in cells) + " |")
     lines += ["", f"![{summary['metric']} vs step]({png_name})", "",
-              f"Config overrides for every run: {', '.join(st['sets']) or 'none'}.", ""]
+              f"Config overrides for every run: {', '.join(st['sets']) or 'none'}."]
+    lines += [f"Overrides for {algo}'s runs: {', '.join(extra)}." for algo, extra in st.get("algo_sets", {}).items()]
+    lines += [""]
     return "\n".join(lines)
 
 

@@ -31,9 +31,15 @@ RECIPES = {  # size -> corpus, tokenizer and warm-start settings
 
 
 def _recipe(task: Task, size: str) -> dict[str, Any]:
+    """Everything the build depends on; its hash names the cache entry, so a task's options (and
+    its own warm-start settings, `Task.bootstrap_sft`) give a variant its own model."""
     r = dict(RECIPES[size])
-    r["sft"] = dataclasses.asdict(r["sft"])
-    return {"build": BUILD_VERSION, "task": task.name, "options": task.options, "size": size, "model": SIZES[size], **r}
+    sft_overrides = getattr(task, "bootstrap_sft", {}).get(size, {})
+    r["sft"] = dataclasses.asdict(dataclasses.replace(r["sft"], **sft_overrides))
+    recipe = {"build": BUILD_VERSION, "task": task.name, "options": task.options, "size": size, "model": SIZES[size], **r}
+    version = getattr(task, "corpus_version", 1)
+    recipe |= {"task_sft": sft_overrides} if sft_overrides else {}  # (the other tasks keep their keys)
+    return recipe | ({"corpus_version": version} if version != 1 else {})
 
 
 def bootstrap(

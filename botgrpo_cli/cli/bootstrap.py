@@ -22,15 +22,22 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int, typer.Option("--seed", help="seed for corpus, initialisation and sampling")] = 0,
         force: Annotated[bool, typer.Option("--force", help="rebuild even when a cached build exists")] = False,
         size: Annotated[str, typer.Option("--size", help="tiny or small")] = "tiny",
+        task_option: Annotated[Optional[list[str]], typer.Option(
+            "--task-option", help="key=value passed to the task, e.g. sites=2 (repeatable); a variant "
+                                  "gets its own cached model")] = None,
     ) -> None:
         """Build a tiny warm-started model for a task, locally (no hub needed), and print its base
         success rate. Cached under $BOTGRPO_CACHE or ~/.cache/botgrpo."""
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         from botgrpo_cli.bootstrap import RECIPES, bootstrap as build, describe, read_info
+        from botgrpo_cli.cli.evaluate import parse_task_options
         from botgrpo_tasks import get_task
 
-        task_obj = get_task(task, seed=seed)
+        try:
+            task_obj = get_task(task, seed=seed, **parse_task_options(task_option or []))
+        except (TypeError, ValueError) as err:
+            raise UserError(f"--task-option does not fit task {task!r}: {err}") from None
         if size not in RECIPES:
             raise UserError(f"unknown size {size!r}; choose one of: {', '.join(RECIPES)}")
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())

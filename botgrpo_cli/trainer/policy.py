@@ -15,14 +15,16 @@ from botgrpo_cli.errors import UserError
 from botgrpo_cli.trainer.gguf import is_gguf, resolve_gguf
 
 
-def resolve_model_path(cfg: ModelConfig, task: str) -> str:
-    """The configured model, or the task's bootstrapped tiny model (built once, cached); a GGUF
-    file becomes a cached HF folder dequantised to cfg.dtype."""
+def resolve_model_path(cfg: ModelConfig, task: str, task_options: dict[str, Any] | None = None) -> str:
+    """The configured model, or the task's bootstrapped tiny model (built once, cached; a task
+    variant, task_options, has its own); a GGUF file becomes a cached HF folder dequantised to
+    cfg.dtype."""
     if cfg.name_or_path is None:
         from botgrpo_cli.bootstrap import bootstrap
+        from botgrpo_tasks import get_task
 
         console.print(f"model: the bootstrapped tiny {task} model (built on first use, then cached)")
-        return str(bootstrap(task))
+        return str(bootstrap(get_task(task, **(task_options or {}))))
     name = cfg.name_or_path
     if is_gguf(name):
         return resolve_gguf(name, cfg.dtype)

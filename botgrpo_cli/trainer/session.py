@@ -185,7 +185,7 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     if ckpt is not None and cfg.run.distributed == "fsdp" and dist.world > 1:
         raise UserError("--resume with run.distributed=fsdp is not supported yet (checkpoints hold the model, "
                         "not the sharded optimizer); resume with run.distributed=ddp or start a new run")
-    base = resolve_model_path(cfg.model, cfg.run.task)
+    base = resolve_model_path(cfg.model, cfg.run.task, cfg.run.task_options)
     tok = load_tokenizer(base)
     lora_resume = ckpt is not None and cfg.model.lora_r > 0
     model = load_model(str(ckpt / "model") if ckpt and not lora_resume else base, cfg.model,

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import time
 
-from botgrpo_rewards.backend import Backend, BackendTimeout, ScoreResult
+from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult
 from botgrpo_rewards.protocol import ScoreRequest
 from botgrpo_rewards.react.checker import NodeChecker
 from botgrpo_rewards.react.extract import answer_code
+from botgrpo_rewards.react.spec import Requirements, with_spec
 from botgrpo_rewards.react.verdict import ReactOptions, truncated_reasoning, verdict
 from botgrpo_rewards.thinking import strip_think_options
 
@@ -48,15 +49,25 @@ class ReactBackend(Backend):
         self._checker.start()
 
     def score(self, request: ScoreRequest, deadline: float) -> ScoreResult:
-        opts = ReactOptions.parse(strip_think_options(request.options))
+        options = strip_think_options(request.options)
+        spec = options.pop("spec", False)  # spec.py's option; the rest are the verdict's
+        if not isinstance(spec, bool):
+            raise BackendError("option 'spec' must be true or false", "bad_request")
+        opts = ReactOptions.parse(options)
+        req = Requirements.parse((request.reference or {}).get("requirements")) if spec else None
         found_code = answer_code(request.completion, request.options)
         if found_code is None:
-            return truncated_reasoning(opts)
+            result = truncated_reasoning(opts)
+            return result if req is None else with_spec(result, request.completion, "", 0, req, opts.types,
+                                                        opts.type_penalty)
         code, offset = found_code  # offset in the whole completion: spans never land in the reasoning
         if time.monotonic() >= deadline:
             raise BackendTimeout("deadline passed before the react check started")
         found = self._checker.check(code, opts.types, opts.max_type_errors, deadline)
-        return verdict(request.completion, code, offset, found, opts)
+        result = verdict(request.completion, code, offset, found, opts)
+        if req is None:
+            return result
+        return with_spec(result, request.completion, code, offset, req, opts.types, opts.type_penalty)
 
     def close(self) -> None:
         self._checker.close()

@@ -84,9 +84,9 @@ def test_reloads_with_identical_token_ids(fixture, request):
     assert model.generation_config.eos_token_id == tok.eos_token_id
 
 
-# react_synth is built to compile 30-50% of the time; the tiny model gets few arith_synth problems
-# fully right (about 5%: it has not learnt the sums in its short warm start), which the band records.
-@pytest.mark.parametrize(("fixture", "band"), [("tiny_model_dir", (0.25, 0.6)), ("tiny_arith_model_dir", (0.02, 0.5))])
+# react_synth compiles 30-50% of the time and follows the whole spec less often (all_ok about 12%
+# measured); arith_synth's warm start is tuned to a base pass@1 of 10-30% (about 16% measured).
+@pytest.mark.parametrize(("fixture", "band"), [("tiny_model_dir", (0.05, 0.4)), ("tiny_arith_model_dir", (0.1, 0.35))])
 def test_base_success_rate_in_band(fixture, band, request):
     info = read_info(request.getfixturevalue(fixture))
     assert info["n_measured"] >= 200
@@ -103,7 +103,7 @@ def test_second_call_is_cached(tiny_model_dir):
 def test_cli_reports_the_cached_model(tiny_model_dir):
     result = CliRunner().invoke(app, ["bootstrap", "--task", "react_synth"])
     assert result.exit_code == 0, result.output
-    assert str(tiny_model_dir) in result.output and "base syntax_ok: " in result.output
+    assert str(tiny_model_dir) in result.output and "base all_ok: " in result.output
 
 
 def test_cli_unknown_task_is_one_line_listing_tasks(capsys):
@@ -140,3 +140,17 @@ def test_out_refuses_a_directory_that_is_not_a_build(tmp_path):
     with pytest.raises(UserError, match="not a bootstrapped model"):
         bootstrap("react_synth", out=tmp_path)
     assert keep.read_text() == "mine"
+
+
+def test_task_options_give_a_variant_its_own_model_key(tmp_path, monkeypatch):
+    from botgrpo_cli.bootstrap.build import _recipe
+    from botgrpo_cli.bootstrap.cache import model_dir
+
+    default, variant = (_recipe(get_task("react_synth", **o), "tiny") for o in ({}, {"sites": 2}))
+    assert variant["options"] == {"sites": 2} and variant["sft"]["steps"] == 1500 and "task_sft" not in default
+    assert model_dir("react_synth", "tiny", 0, default) != model_dir("react_synth", "tiny", 0, variant)
+    # the CLI passes --task-option through to the task (a bad one is one clear line, nothing built)
+    monkeypatch.setenv("BOTGRPO_CACHE", str(tmp_path))
+    bad = CliRunner().invoke(app, ["bootstrap", "--task", "react_synth", "--task-option", "sites=9"])
+    assert bad.exit_code != 0 and "sites must be an integer from 0 to 4" in str(bad.exception)
+    assert not (tmp_path / "models").exists()

@@ -42,14 +42,14 @@ def test_react_and_render_combine_to_the_weighted_sum_of_their_own_answers():
 
 
 def test_services_score_concurrently():
-    """Two services that each take 1.5 s answer together in well under the 3 s one after the other would take."""
-    specs = [ServiceSpec("slow_a", 1.0, {"sleep_ms": 1500}, command=ECHO),
-             ServiceSpec("slow_b", 1.0, {"sleep_ms": 1500}, command=ECHO)]
+    """Two services that each take 3 s answer together in well under the 6 s one after the other would take."""
+    specs = [ServiceSpec("slow_a", 1.0, {"sleep_ms": 3000}, command=ECHO),
+             ServiceSpec("slow_b", 1.0, {"sleep_ms": 3000}, command=ECHO)]
     with CombinedPool(specs, lambda s: RewardPool(s.name, command=s.command)) as pool:
         t0 = time.monotonic()
         resp = pool.submit(_request("x", "abc")).result()
         elapsed = time.monotonic() - t0
-    assert resp.ok and resp.score == pytest.approx(1.0) and elapsed < 2.7, elapsed
+    assert resp.ok and resp.score == pytest.approx(1.0) and elapsed < 5.0, elapsed
 
 
 def _train(model_dir: Path, out: Path, services: str, steps: int = 2):

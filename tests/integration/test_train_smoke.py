@@ -73,8 +73,8 @@ def test_bot_grpo_without_token_rewards_equals_grpo(model_dir, pool, tmp_path):
         runs[algo] = train(cfg, pool=pool)
     a, b = _final_weights(runs["grpo"].run_dir), _final_weights(runs["bot_grpo"].run_dir)
     assert any(not torch.equal(a[k], _weights(model_dir)[k]) for k in a)
-    for k in a:
-        torch.testing.assert_close(a[k], b[k], rtol=1e-5, atol=1e-6)
+    for k in a:  # fractional spec scores (5/7, ...) round differently in the two estimators' float32 sums
+        torch.testing.assert_close(a[k], b[k], rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("updates", [[], ["algo.mini_batches=2", "algo.epochs=2"]], ids=["one-update", "2x2-updates"])

@@ -243,3 +243,91 @@ def test_shape_errors_say_what_is_expected():
         run("bot_grpo", r, s, m[:, :-1], g)
     with pytest.raises(ValueError, match="scores and group_ids must be"):
         run("grpo", r, s[:-1], m, g)
+
+
+# ---------- bot_grpo baseline=outcome: the run-on-free variant (ALGORITHMS.md §2) ----------
+
+def run_outcome(r, s, m, g, **opts):
+    return run("bot_grpo", r, s, m, g, baseline="outcome", **opts)
+
+
+def test_outcome_baseline_by_hand_pays_no_clean_token_of_a_failing_completion():
+    # One group: a success (score 1, no span) and two failures (score 0) with one -1 span each.
+    s = torch.tensor([1.0, 0.0, 0.0])
+    rho = torch.tensor([[0.0, 0.0, 0.0], [0.0, -1.0, 0.0], [-1.0, 0.0, 0.0]])
+    m = torch.ones(3, 3, dtype=torch.bool)
+    r = s[:, None] + rho
+    g = torch.zeros(3, dtype=torch.long)
+    sd = math.sqrt(1 / 3) + 1e-4  # scores {1, 0, 0}: mean 1/3, std sqrt(1/3)
+    want = torch.tensor([[2 / 3, 2 / 3, 2 / 3], [-1 / 3, -1 / 3, -1 / 3], [-1 / 3, -1 / 3, -1 / 3]]) / sd + rho
+    torch.testing.assert_close(run_outcome(r, s, m, g), want, atol=1e-5, rtol=1e-5)
+    # The same group, all failing: the bag pays the clean tokens (mu_k < 0), the outcome baseline does not.
+    s0 = torch.zeros(3)
+    rho0 = torch.tensor([[0.0, 0.0, -1.0], [0.0, -1.0, 0.0], [-1.0, 0.0, 0.0]])
+    bag, outcome = run("bot_grpo", rho0, s0, m, g), run_outcome(rho0, s0, m, g)
+    assert bool((bag[rho0 == 0] > 0).all())  # the run-on bias
+    torch.testing.assert_close(outcome, rho0)  # clean tokens 0, each span keeps its -1
+
+
+def test_outcome_baseline_uses_process_rewards_when_given():
+    r, s, m, g = random_batch(1)
+    rho = torch.randn(r.shape)
+    want = run("grpo", r, s, m, g) + rho * m
+    torch.testing.assert_close(run_outcome(r, s, m, g, process_rewards=rho), want)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("scale", ["group", "batch", "none"])
+def test_outcome_baseline_drop_in_constant_rewards_equal_grpo(seed, scale):
+    _, s, m, g = random_batch(seed)
+    r = s[:, None] * m  # no token part: rho = r - s = 0 on valid tokens (even empty rows)
+    torch.testing.assert_close(run_outcome(r, s, m, g, scale=scale), run("grpo", r, s, m, g, scale=scale),
+                               atol=2e-5, rtol=2e-5)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_outcome_baseline_length_invariance_by_repetition(seed):
+    r, s, m, g = random_batch(seed)
+    t = r.shape[1]
+    row = int(torch.argmax(m.sum(1)))
+    length = int(m[row].sum())
+    r2 = torch.cat([r, torch.zeros(r.shape[0], t)], 1)
+    m2 = torch.cat([m, torch.zeros_like(m)], 1)
+    r2[row, length: 2 * length] = r[row, :length]
+    m2[row, length: 2 * length] = True
+    a, a2 = run_outcome(r, s, m, g), run_outcome(r2, s, m2, g)
+    torch.testing.assert_close(a2[:, :t] * m, a, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(a2[row, length: 2 * length], a[row, :length], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("a,b", [(3.0, 5.0), (0.5, -2.0), (20.0, 100.0)])
+def test_outcome_baseline_affine(seed, a, b):
+    """A shift of r and s together changes nothing; a scale keeps the outcome part and scales the
+    token part with it (rho is not normalised: a span of -1 is a penalty of one reward unit)."""
+    r, s, m, g = random_batch(seed)
+    base = run_outcome(r, s, m, g)
+    torch.testing.assert_close(run_outcome(r + b, s + b, m, g), base, atol=2e-3, rtol=2e-3)
+    outcome = run("grpo", r, s, m, g)
+    torch.testing.assert_close(run_outcome(a * r + b, a * s + b, m, g), outcome + a * (base - outcome),
+                               atol=2e-3, rtol=2e-3)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_outcome_baseline_padding_invariance(seed):
+    r, s, m, g = random_batch(seed)
+    r2 = torch.cat([r, 77.0 * torch.randn(r.shape[0], 5)], 1)
+    m2 = torch.cat([m, torch.zeros(r.shape[0], 5, dtype=torch.bool)], 1)
+    a, a2 = run_outcome(r, s, m, g), run_outcome(r2, s, m2, g)
+    torch.testing.assert_close(a2[:, : r.shape[1]], a)
+    assert bool((a2[~m2] == 0).all())
+
+
+def test_outcome_baseline_degenerate_groups_and_bad_option():
+    r = torch.tensor([[0.1, 0.1, 0.0], [0.1, 0.0, 0.0], [0.3, 0.3, 0.3], [0.0, 0.0, 0.0]])
+    m = torch.tensor([[1, 1, 0], [1, 0, 0], [1, 1, 1], [0, 0, 0]], dtype=torch.bool)
+    s = torch.tensor([0.1, 0.1, 0.3, 0.0])
+    a = run_outcome(r, s, m, torch.tensor([4, 4, 9, 2]))  # constant group, single member, empty row
+    assert torch.isfinite(a).all() and bool((a == 0).all())
+    with pytest.raises(ValueError, match="baseline='mean' is not valid; choose one of: bag, outcome"):
+        run("bot_grpo", r, s, m, torch.tensor([4, 4, 9, 2]), baseline="mean")

@@ -43,7 +43,8 @@ def test_presets_table():
     gspo = PRESETS["gspo"]
     assert (gspo.advantage, gspo.loss, gspo.loss_options) == ("grpo", "gspo", {"eps_low": 3e-4, "eps_high": 4e-4})
     assert (PRESETS["pure"].advantage, PRESETS["pure"].loss_agg) == ("pure", "token_mean")
-    assert set(PRESETS) == {"grpo", "bot_grpo", "dr_grpo", "dapo", "gspo", "pure"}
+    assert set(PRESETS) == {"grpo", "bot_grpo", "bot_grpo_outcome", "dr_grpo", "dapo", "gspo", "pure"}
+    assert PRESETS["bot_grpo_outcome"].advantage_options == {"baseline": "outcome"}
     assert not any(p.dynamic_sampling or p.overlong_shaping for name, p in PRESETS.items() if name != "dapo")
     with pytest.raises(AttributeError):
         PRESETS["grpo"].loss = "gspo"

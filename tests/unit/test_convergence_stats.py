@@ -59,6 +59,7 @@ def test_summary_speedups_and_table_come_from_the_same_numbers():
                "settings": {"steps": 15, "seeds": [0, 1], "eval_every": 5, "eval_prompts": 4, "eval_samples": 1,
                             "sets": []}}
     rows = table_rows(summary)
-    assert rows[2][:3] == ["bot_grpo", "7.5 (5 to 10)", "1.67x"] and rows[2][-2] == "0.925 (0.900-0.950)"
+    assert rows[2][:3] == ["bot_grpo", "7.5 (5 to 10)", "1.67x"] and rows[2][-3] == "0.925 (0.900-0.950)"
+    assert rows[0][-1] == "train s/step" and rows[2][-2:] == ["130", "8.67"]  # 130 s over 15 steps
     md = render_markdown(summary)
     assert "| bot_grpo | 7.5 (5 to 10) | 1.67x |" in md and "| bot_grpo | all | 0.500 |" in md

@@ -86,6 +86,7 @@ def test_arith_solutions_clean_steps_true_slipped_steps_false():
         steps = [_EQ.match(p) for p in paras[:-1]]
         assert all(steps), it.completion
         verdicts = [_true(int(m[1]), m[2], int(m[3]), int(m[4])) for m in steps]
+        assert all(int(m[4]) >= 0 for m in steps), it.completion  # slips never make a count negative
         for i, ok in enumerate(verdicts):
             if i in it.slips:
                 assert not ok
@@ -96,7 +97,7 @@ def test_arith_solutions_clean_steps_true_slipped_steps_false():
         if not it.slips:
             assert answer == it.problem.answer()
     clean = sum(not it.slips for it in items) / len(items)
-    assert 0.3 <= clean <= 0.65
+    assert 0.15 <= clean <= 0.35  # most problems invite a carry or borrow, and those slip nearly always
 
 
 def test_arith_reference_and_wiring():
@@ -110,7 +111,8 @@ def test_arith_reference_and_wiring():
 
 def test_react_wiring():
     task = get_task("react_synth")
-    assert task.service == "react" and task.success_metric == "syntax_ok"
-    assert set(task.eval_metrics) == {"syntax_ok", "types_ok"}
+    assert task.service == "react" and task.success_metric == "all_ok" and task.service_options == {"spec": True}
+    assert set(task.eval_metrics) == {"all_ok", "syntax_ok", "types_ok", "spec_ok"}
     ex = task.eval_examples()[0]
     assert ex.reference["spec"] == ex.prompt and "export function" in ex.reference["reference_code"]
+    assert ex.reference["requirements"]["component"] in ex.prompt

@@ -1,0 +1,251 @@
+"""Spec-following checks for the react service (request option `spec: true`), pure functions.
+
+The request's `reference.requirements` says what the component must contain:
+
+    {"component": "MainCard",                      # exported under this name
+     "props": [["title", "string"], ...],          # each declared with its type
+     "state": "count",                             # const [count, setCount] = useState(...)
+     "elements": [["h1", "{title}"], ["p", "Hello"], ["input", "value={text}"], ...],
+     "list": "items"}                              # rendered with items.map(...)
+
+Every key is optional. An element is (tag, content): the content must be the element's whole
+text (`<p>Hello</p>`, `<h1>{title}</h1>`, spaces around it free), or, when it has the form
+`attr={x}`, an attribute of the tag (`<input value={text} ... />`). The checks read the code as
+text with regular expressions (the code is never run) and each failed check puts one -1 span on
+the construct that violates it, or, when the construct is missing, on the line where it belongs
+(the component's declaration for the name, props and state; the `return` line for elements and
+the list).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from botgrpo_rewards.backend import BackendError, ScoreResult
+from botgrpo_rewards.protocol import Span
+from botgrpo_rewards.react.verdict import disjoint, line_end
+
+CHECKS = ("component", "props", "state", "elements", "list")
+_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
+_TAG = re.compile(r"[a-z][a-z0-9]*\Z")
+_TYPE = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(\[\])?\Z")
+# Attributes of a JSX opening tag: anything but > and braces, or a {...} holding one more level.
+_ATTRS = r"(?:[^<>{}]|\{(?:[^{}]|\{[^{}]*\})*\})*"
+_DECL = re.compile(r"^[ \t]*(?:export[ \t]+)?(?:default[ \t]+)?(?:function[ \t]+|(?:const|let)[ \t]+)([A-Z][A-Za-z0-9_$]*)",
+                   re.MULTILINE)
+_RETURN = re.compile(r"^[ \t]*return\b", re.MULTILINE)
+_USE_STATE = re.compile(r"const\s*\[[^\]]*\]\s*=\s*(?:React\s*\.\s*)?useState\b")
+
+
+@dataclass(frozen=True)
+class Requirements:
+    component: str | None = None
+    props: tuple[tuple[str, str], ...] = ()
+    state: str | None = None
+    elements: tuple[tuple[str, str], ...] = ()
+    list: str | None = None
+
+    @classmethod
+    def parse(cls, raw: Any) -> "Requirements":
+        """Validate `reference.requirements`; anything malformed is a bad request naming the field."""
+        if not isinstance(raw, dict):
+            raise _bad("reference.requirements must be an object (see the react service README)")
+        unknown = sorted(set(raw) - set(CHECKS))
+        if unknown:
+            raise _bad(f"reference.requirements: unknown key(s) {unknown}; known: {list(CHECKS)}")
+        return cls(
+            component=_opt_name(raw, "component"),
+            props=tuple(_pair(p, "props", _NAME, _TYPE) for p in _list(raw, "props")),
+            state=_opt_name(raw, "state"),
+            elements=tuple(_element(e) for e in _list(raw, "elements")),
+            list=_opt_name(raw, "list"),
+        )
+
+    def n_checks(self) -> int:
+        return (self.component is not None) + len(self.props) + (self.state is not None) + len(self.elements) \
+            + (self.list is not None)
+
+
+def _bad(message: str) -> BackendError:
+    return BackendError(message, "bad_request")
+
+
+def _opt_name(raw: dict, key: str) -> str | None:
+    value = raw.get(key)
+    if value is not None and not (isinstance(value, str) and _NAME.match(value)):
+        raise _bad(f"reference.requirements.{key} must be an identifier, got {value!r}")
+    return value
+
+
+def _list(raw: dict, key: str) -> list:
+    value = raw.get(key, [])
+    if not isinstance(value, list):
+        raise _bad(f"reference.requirements.{key} must be a list")
+    return value
+
+
+def _pair(item: Any, key: str, first: re.Pattern, second: re.Pattern) -> tuple[str, str]:
+    if not (isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item)
+            and first.match(item[0]) and second.match(item[1])):
+        raise _bad(f"reference.requirements.{key}: each entry must be a pair of names, got {item!r}")
+    return item[0], item[1]
+
+
+def _element(item: Any) -> tuple[str, str]:
+    if not (isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item)
+            and _TAG.match(item[0]) and item[1].strip() and "<" not in item[1] and len(item[1]) <= 200):
+        raise _bad(f"reference.requirements.elements: each entry must be [tag, content], got {item!r}")
+    return item[0], item[1]
+
+
+@dataclass(frozen=True)
+class Violation:
+    check: str  # one of CHECKS
+    start: int  # code points of the code
+    end: int
+    message: str
+
+
+def check_spec(code: str, req: Requirements) -> list[Violation]:
+    """Every failed check of `req` on `code`, with where it is (positions in `code`)."""
+    decl = _DECL.search(code)
+    home = _line(code, decl.start() if decl else _first_line(code))  # the declaration (or first) line
+    ret = _RETURN.search(code)
+    body = _line(code, ret.start()) if ret else home  # where elements belong
+    out: list[Violation] = []
+    if req.component is not None and not _exported(code, req.component):
+        where = (decl.start(1), decl.end(1)) if decl else home
+        out.append(Violation("component", *where, f"component {req.component} is not exported under that name"))
+    for name, type_ in req.props:
+        if not re.search(rf"(?<![\w$.]){re.escape(name)}\s*\??\s*:\s*{_type_re(type_)}(?![\w$\[<])", code):
+            wrong = re.search(rf"(?<![\w$.]){re.escape(name)}\s*\??\s*:\s*[^,;}}\n]+", code)
+            where = (wrong.start(), wrong.end()) if wrong else home
+            out.append(Violation("props", *where, f"prop {name} is not declared as {type_}"))
+    if req.state is not None:
+        setter = "set" + req.state[0].upper() + req.state[1:]
+        if not re.search(rf"const\s*\[\s*{re.escape(req.state)}\s*,\s*{re.escape(setter)}\s*\]\s*=\s*"
+                         rf"(?:React\s*\.\s*)?useState\b", code):
+            other = _USE_STATE.search(code)
+            where = (other.start(), other.end()) if other else home
+            out.append(Violation("state", *where, f"no state {req.state} with setter {setter} from useState"))
+    for tag, content in req.elements:
+        if not _element_re(tag, content).search(code):
+            out.append(Violation("elements", *_element_site(code, tag, content, body), f"no <{tag}> with {content}"))
+    if req.list is not None and not re.search(rf"(?<![\w$.]){re.escape(req.list)}\s*\.\s*map\s*\(", code):
+        ul = re.search(r"<(ul|ol)\b" + _ATTRS + r">", code)
+        where = (ul.start(), line_end(code, ul.start(), len(code))) if ul else body
+        out.append(Violation("list", *where, f"{req.list} is not rendered with {req.list}.map(...)"))
+    return out
+
+
+def _exported(code: str, name: str) -> bool:
+    n = re.escape(name)
+    patterns = (rf"\bexport\s+(?:default\s+)?(?:async\s+)?function\s+{n}\b",
+                rf"\bexport\s+(?:const|let)\s+{n}\b",
+                rf"\bexport\s+default\s+{n}\s*;?\s*$",
+                rf"\bexport\s*\{{[^}}]*(?<![\w$]){n}(?:\s+as\s+default)?\s*[,}}]")
+    return any(re.search(p, code, re.MULTILINE) for p in patterns)
+
+
+def _type_re(type_: str) -> str:
+    if type_.endswith("[]"):
+        inner = re.escape(type_[:-2])
+        return rf"(?:{inner}\s*\[\s*\]|(?:ReadonlyArray|Array)\s*<\s*{inner}\s*>|readonly\s+{inner}\s*\[\s*\])"
+    return re.escape(type_)
+
+
+def _content_re(content: str) -> str:
+    """A literal text, or {expr} with free spaces inside the braces."""
+    brace = re.fullmatch(r"\{\s*(.*?)\s*\}", content)
+    if brace:
+        return r"\{\s*" + re.escape(brace.group(1)) + r"\s*\}"
+    return re.escape(content)
+
+
+def _element_re(tag: str, content: str) -> re.Pattern:
+    attr = re.fullmatch(r"([A-Za-z][\w-]*)=(\{.*\})", content)
+    if attr:  # an attribute of the tag, e.g. value={text}
+        return re.compile(rf"<{tag}\b{_ATTRS}(?<![\w-]){re.escape(attr.group(1))}\s*=\s*{_content_re(attr.group(2))}")
+    return re.compile(rf"<{tag}\b{_ATTRS}>\s*{_content_re(content)}\s*</{tag}\s*>")
+
+
+def _element_site(code: str, tag: str, content: str, fallback: tuple[int, int]) -> tuple[int, int]:
+    """The construct a missing element was most likely meant to be: the same content under another
+    tag, else the first element with this tag, else the fallback line."""
+    if not re.fullmatch(r"[A-Za-z][\w-]*=\{.*\}", content):
+        same_content = re.search(rf"<([a-z][a-z0-9]*)\b{_ATTRS}>\s*{_content_re(content)}\s*</\1\s*>", code)
+        if same_content:
+            return same_content.start(), same_content.end()
+    same_tag = re.search(rf"<{tag}\b{_ATTRS}>?", code)
+    if same_tag:
+        return same_tag.start(), line_end(code, same_tag.start(), len(code))
+    return fallback
+
+
+def _first_line(code: str) -> int:
+    stripped = len(code) - len(code.lstrip())
+    return min(stripped, max(0, len(code) - 1))
+
+
+def _line(code: str, pos: int) -> tuple[int, int]:
+    """[pos without leading blanks, end of its line); at least one character when the code has one."""
+    while pos < len(code) and code[pos] in " \t":
+        pos += 1
+    end = line_end(code, pos, len(code))
+    return pos, max(end, min(pos + 1, len(code)))
+
+
+def with_spec(result: ScoreResult, completion: str, code: str, offset: int, req: Requirements,
+              types: bool, penalty: float) -> ScoreResult:
+    """`result` (the syntax/types verdict) with the spec folded in.
+
+    A positive score is multiplied by checks passed / checks (a no-attempt score stays as it is, so
+    no attempt stays the worst outcome); each violation is a span of -`penalty` (the service passes
+    its type_penalty, so spans stay bounded as the reward contract asks), trimmed so it never
+    overlaps the verdict's penalty spans or another, and cut out of any positive (pass-credit) span;
+    a no attempt gets no spans. Metrics: spec_ok, spec_checks, spec_failed, spec_<check>_failed per
+    check, and all_ok = syntax_ok x types_ok (with types) x spec_ok.
+    """
+    found = check_spec(code, req)
+    n = req.n_checks()
+    metrics = dict(result.metrics)
+    metrics["spec_ok"] = float(not found)
+    metrics["spec_checks"] = float(n)
+    metrics["spec_failed"] = float(len(found))
+    for check in CHECKS:
+        metrics[f"spec_{check}_failed"] = float(sum(v.check == check for v in found))
+    passed = metrics.get("syntax_ok", 0.0) * (metrics.get("types_ok", 0.0) if types else 1.0)
+    metrics["all_ok"] = passed * metrics["spec_ok"]
+    if result.score < 0:  # no attempt: nothing to mark
+        return ScoreResult(result.score, list(result.spans), metrics, dict(result.info))
+    negative = sorted((s.start, s.end) for s in result.spans if s.reward < 0)
+    ranges = disjoint([(offset + v.start, offset + v.end, f"spec_{v.check}") for v in found])
+    added = [Span(a, b, -penalty, label) for start, end, label in ranges for a, b in _outside(start, end, negative)]
+    taken = sorted((s.start, s.end) for s in added)
+    spans = [s for s in result.spans if s.reward < 0] + added
+    spans += [Span(a, b, s.reward, s.label) for s in result.spans if s.reward >= 0 for a, b in _outside(s.start, s.end, taken)]
+    spans.sort(key=lambda s: s.start)
+    score = result.score * (n - len(found)) / n if n and result.score > 0 else result.score
+    info = dict(result.info)
+    if found and not info:
+        first = found[0]
+        pos = offset + first.start
+        info = {"stage": "spec", "code": first.check, "message": first.message,
+                "line": completion.count("\n", 0, pos) + 1, "column": pos - completion.rfind("\n", 0, pos)}
+    return ScoreResult(score, spans, metrics, info)
+
+
+def _outside(start: int, end: int, taken: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The pieces of [start, end) not covered by the sorted ranges `taken`."""
+    pieces, pos = [], start
+    for a, b in taken:
+        if b <= pos or a >= end:
+            continue
+        if a > pos:
+            pieces.append((pos, a))
+        pos = max(pos, b)
+    if pos < end:
+        pieces.append((pos, end))
+    return pieces
