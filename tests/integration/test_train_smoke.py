@@ -69,12 +69,15 @@ def test_two_steps_of_every_preset_change_parameters(model_dir, pool, tmp_path, 
 def test_bot_grpo_without_token_rewards_equals_grpo(model_dir, pool, tmp_path):
     runs = {}
     for algo in ("grpo", "bot_grpo"):
-        cfg = _cfg(model_dir, tmp_path / algo, algo, 1, "reward.lambda_tok=0", "optim.lr=1e-2", "rollout.group_size=8")
+        # spec off: binary scores, so the two estimators' float32 sums agree to rounding (fractional
+        # spec scores like 5/7 round differently and Adam at lr 1e-2 amplifies that)
+        cfg = _cfg(model_dir, tmp_path / algo, algo, 1, "reward.lambda_tok=0", "optim.lr=1e-2",
+                   "rollout.group_size=8", "reward.options={spec: false}")
         runs[algo] = train(cfg, pool=pool)
     a, b = _final_weights(runs["grpo"].run_dir), _final_weights(runs["bot_grpo"].run_dir)
     assert any(not torch.equal(a[k], _weights(model_dir)[k]) for k in a)
-    for k in a:  # fractional spec scores (5/7, ...) round differently in the two estimators' float32 sums
-        torch.testing.assert_close(a[k], b[k], rtol=1e-5, atol=1e-5)
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("updates", [[], ["algo.mini_batches=2", "algo.epochs=2"]], ids=["one-update", "2x2-updates"])
