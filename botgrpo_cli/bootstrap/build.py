@@ -23,7 +23,8 @@ from botgrpo_tasks import Task, get_task
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
-BUILD_VERSION = 1  # bump when the build changes in a way the recipe does not show
+BUILD_VERSION = 2  # bump when the build changes in a way the recipe does not show
+# 2: react_synth's success metric became all_ok (spec checks); bootstrap.json records the base rate
 RECIPES = {  # size -> corpus, tokenizer and warm-start settings
     "tiny": dict(corpus=8000, vocab=1024, sft=SftConfig(steps=500, batch_size=16, lr=6e-3), n_measure=256),
     "small": dict(corpus=20000, vocab=2048, sft=SftConfig(steps=1500, lr=2e-3), n_measure=512),
