@@ -25,11 +25,17 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess:
 
 def test_sigterm_says_where_to_resume_and_resume_keeps_the_config(tiny_model_dir, tmp_path):
     out = tmp_path / "run"
-    proc = subprocess.Popen([*_argv(out, tiny_model_dir), "--steps", "500"], stdout=subprocess.PIPE,
+    # Steps can take 30 ms on a quiet machine and old checkpoints are pruned, so wait for *a* checkpoint
+    # past step 1 (not a named one) with far more steps than can finish before the signal.
+    proc = subprocess.Popen([*_argv(out, tiny_model_dir), "--steps", "100000"], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env={**os.environ, "COLUMNS": "300"})
     deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and not (out / "checkpoints" / "step-000002").is_dir():
-        time.sleep(0.2)
+
+    def past_step_one() -> bool:
+        return any(int(p.name.split("-")[1]) >= 2 for p in (out / "checkpoints").glob("step-*") if p.is_dir())
+
+    while time.monotonic() < deadline and proc.poll() is None and not past_step_one():
+        time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     output, _ = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGTERM, output
