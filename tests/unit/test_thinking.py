@@ -53,13 +53,9 @@ def _request(completion: str, **options) -> ScoreRequest:
 
 
 @pytest.fixture(scope="module")
-def react():
-    from botgrpo_rewards.react.service import ReactBackend
-
-    b = ReactBackend()
-    b.start()
-    yield b
-    b.close()
+def react(react_backend):
+    """The shared started react backend (tests/conftest.py), under a short name."""
+    return react_backend
 
 
 def test_react_reads_code_after_the_reasoning_only(react):
