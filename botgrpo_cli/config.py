@@ -106,7 +106,7 @@ class RewardConfig:
     span_noise: dict = opt({}, "training: noise on the span rewards before they reach the tokens, "
                                "{drop: P, flip: P, jitter: N}: each span dropped with probability drop, its sign "
                                "flipped with probability flip, each boundary moved by up to N characters (clamped to "
-                               "the text); seeded by run.seed, step and row; scores untouched; {} = off")
+                               "the text); seeded by run.seed, step, rank and row; scores untouched; {} = off")
     services: dict = opt({}, "several services scored at once, in order, NAME: WEIGHT or NAME: {weight, options, "
                              "workers, command}; score = weighted sum; the first takes the role of reward.service")
 
