@@ -105,6 +105,10 @@ class RewardConfig:
     lambda_seq: float = opt(1.0, "weight of the sequence score in each token's reward")
     lambda_tok: float = opt(1.0, "weight of the span rewards in each token's reward (0 = outcome only)")
     options: dict = opt({}, "options sent with each request, merged over the task's")
+    span_noise: dict = opt({}, "training: noise on the span rewards before they reach the tokens, "
+                               "{drop: P, flip: P, jitter: N}: each span dropped with probability drop, its sign "
+                               "flipped with probability flip, each boundary moved by up to N characters (clamped to "
+                               "the text); seeded by run.seed, step, rank and row; scores untouched; {} = off")
     services: dict = opt({}, "several services scored at once, in order, NAME: WEIGHT or NAME: {weight, options, "
                              "workers, command}; score = weighted sum; the first takes the role of reward.service")
 
