@@ -65,6 +65,9 @@ def register(app: typer.Typer) -> None:
         thinking_budget: Annotated[Optional[int], typer.Option("--thinking-budget", help="Reasoning models: at most "
                                                                "this many tokens in the thinking block, then its "
                                                                "close tag is forced.")] = None,
+        autocast: Annotated[str, typer.Option("--autocast", help="bf16 autocast while sampling: auto (on for float32 "
+                                              "models of 20M+ parameters on a CPU with AMX or AVX512-BF16, as in "
+                                              "training), bfloat16, or off (fp32).")] = "auto",
         threads: Threads = 0,
     ) -> None:
         """Evaluate a model on a task: unbiased Pass@k, compile/render rates, judged win rate."""
@@ -82,7 +85,7 @@ def register(app: typer.Typer) -> None:
                            task_options=parse_task_options(task_option or []), against=against, judge=judge,
                            render=render, batch_size=batch_size, system_prompt=system_prompt,
                            chat_template_kwargs=parse_task_options(chat_template_kwarg or [], "--chat-template-kwarg"),
-                           thinking_budget=thinking_budget)
+                           thinking_budget=thinking_budget, autocast=autocast)
         result = run_eval(opts)
         summary = (out / "eval.md").read_text(encoding="utf-8").split("\n## Per problem")[0].rstrip()
         stdout.print(summary, markup=False, soft_wrap=True)
