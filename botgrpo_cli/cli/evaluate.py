@@ -27,10 +27,14 @@ def parse_task_options(pairs: list[str], flag: str = "--task-option") -> dict[st
     return options
 
 
+# the registries whose names the help of these options lists
+EVAL_CHOICES = listing_choices(task="botgrpo_tasks:list_tasks", split="botgrpo_cli.evaluation.runner:SPLITS",
+                               judge="botgrpo_cli.evaluation.pairwise:JUDGES",
+                               autocast="botgrpo_cli.config:AUTOCAST_SETTINGS")
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("eval", cls=listing_choices(task="botgrpo_tasks:list_tasks", split="botgrpo_cli.evaluation.runner:SPLITS",
-                                             judge="botgrpo_cli.evaluation.pairwise:JUDGES",
-                                             autocast="botgrpo_cli.config:AUTOCAST_SETTINGS"))
+    @app.command("eval", cls=EVAL_CHOICES)
     def evaluate(
         task: Annotated[str, typer.Option("--task", help=f"One of {CHOICES} (installed tasks included).")],
         model: Annotated[str, typer.Option("--model", help="Hub id, model folder, .gguf file, checkpoint folder, or a "

@@ -138,10 +138,12 @@ class NodeChecker:
 
     def _restart(self) -> None:
         """Kill the current process and start a new one; it warms up while nobody waits on it."""
-        if self._node is not None:
-            self._node.kill()
         self.restarts += 1
-        self._spawn()
+        if self._node is None:
+            self._spawn()
+            return
+        self._node.kill()
+        self._node = self._node.fresh()
 
     def _next(self, deadline: float) -> dict[str, Any] | None:
         """Node's next JSON line, or None at the deadline; ChildExited when Node is gone."""

@@ -162,3 +162,12 @@ def test_cpu_seconds_counts_the_childs_own_work():
 def test_bad_stderr_setting_is_refused_before_starting_anything():
     with pytest.raises(ValueError, match="stderr must be one of"):
         LineChild([sys.executable, "-c", "pass"], "x", stderr="file")
+
+
+def test_a_ready_check_that_raises_counts_as_no_ready_line():
+    def choke(line: bytes) -> bool:
+        raise ValueError("garbled")
+
+    child = _child(ready=choke)
+    with pytest.raises(ChildExited, match="first line was not a ready line"):
+        child.wait_ready(30)
