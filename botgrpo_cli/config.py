@@ -16,6 +16,8 @@ import yaml
 
 from botgrpo_cli.errors import UnknownName, UserError, known_hint
 
+AUTOCAST_SETTINGS = ("auto", "bfloat16", "off")  # model.autocast and `botgrpo eval --autocast` (trainer/precision.py)
+
 
 def opt(default: Any, help: str, choices: tuple | Callable[[], list[str]] | None = None) -> Any:
     """A dataclass field with its help text (and allowed values, or a function returning a
@@ -63,7 +65,7 @@ class ModelConfig:
     dtype: str = opt("float32", "parameter dtype", ("float32", "bfloat16", "float16"))
     autocast: str = opt("auto", "bf16 autocast for generation, log-probs and forward/backward (fp32 master weights): "
                                 "auto = on for float32 models of 20M+ parameters on a CPU with AMX or AVX512-BF16",
-                        ("auto", "bfloat16", "off"))
+                        AUTOCAST_SETTINGS)
     gradient_checkpointing: bool = opt(False, "recompute activations in backward to save memory")
     lora_r: int = opt(0, "LoRA rank; 0 trains all parameters")
     lora_alpha: int = opt(16, "LoRA alpha (scale = alpha / r)")
@@ -103,6 +105,10 @@ class RewardConfig:
     lambda_seq: float = opt(1.0, "weight of the sequence score in each token's reward")
     lambda_tok: float = opt(1.0, "weight of the span rewards in each token's reward (0 = outcome only)")
     options: dict = opt({}, "options sent with each request, merged over the task's")
+    span_noise: dict = opt({}, "training: noise on the span rewards before they reach the tokens, "
+                               "{drop: P, flip: P, jitter: N}: each span dropped with probability drop, its sign "
+                               "flipped with probability flip, each boundary moved by up to N characters (clamped to "
+                               "the text); seeded by run.seed, step, rank and row; scores untouched; {} = off")
     services: dict = opt({}, "several services scored at once, in order, NAME: WEIGHT or NAME: {weight, options, "
                              "workers, command}; score = weighted sum; the first takes the role of reward.service")
 

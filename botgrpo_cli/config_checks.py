@@ -80,7 +80,13 @@ def _check_algo_options(cfg: Config, fail: Any) -> None:
 
 
 def _check_reward_options(cfg: Config, fail: Any) -> None:
+    from botgrpo_cli.reward_client.span_noise import parse_span_noise
     from botgrpo_rewards.protocol import server_setting
+
+    try:
+        parse_span_noise(cfg.reward.span_noise)
+    except ValueError as err:
+        fail("reward.span_noise", str(err))
 
     bad = server_setting(cfg.reward.options)
     if bad is not None:
