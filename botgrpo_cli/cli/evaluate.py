@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from botgrpo_cli.cli.options import Threads, Workers, set_threads
+from botgrpo_cli.cli.options import CHOICES, Threads, Workers, listing_choices, set_threads
 from botgrpo_cli.errors import UserError
 
 
@@ -28,9 +28,10 @@ def parse_task_options(pairs: list[str], flag: str = "--task-option") -> dict[st
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("eval")
+    @app.command("eval", cls=listing_choices(task="botgrpo_tasks:list_tasks", split="botgrpo_cli.evaluation.runner:SPLITS",
+                                             judge="botgrpo_cli.evaluation.pairwise:JUDGES"))
     def evaluate(
-        task: Annotated[str, typer.Option("--task", help="react_synth, arith_synth, react, aime, or an installed task.")],
+        task: Annotated[str, typer.Option("--task", help=f"One of {CHOICES} (installed tasks included).")],
         model: Annotated[str, typer.Option("--model", help="Hub id, model folder, .gguf file, checkpoint folder, or a "
                                                            "run directory of `botgrpo train` (every checkpoint, "
                                                            "plotted vs step).")],
@@ -42,15 +43,15 @@ def register(app: typer.Typer) -> None:
         max_new_tokens: Annotated[Optional[int], typer.Option("--max-new-tokens", help="Default: the task's.")] = None,
         seed: Annotated[int, typer.Option(help="Fixes the samples (and the bootstrap interval).")] = 0,
         workers: Workers = 1,
-        split: Annotated[str, typer.Option("--split", help="eval (the task's held-out problems), train, or all "
-                                           "(every problem; for aime the whole file).")] = "eval",
+        split: Annotated[str, typer.Option("--split", help=f"One of {CHOICES}: eval is the task's held-out "
+                                           "problems, all every problem (for aime the whole file).")] = "eval",
         limit: Annotated[Optional[int], typer.Option("--limit", help="Evaluate the first N problems only.")] = None,
         task_option: Annotated[Optional[list[str]], typer.Option("--task-option", help="Task option key=value "
                                                                  "(repeatable), e.g. path=aime.jsonl.")] = None,
         against: Annotated[Optional[str], typer.Option("--against", help="A second model: judged win rate "
                                                        "of --model over it on the same prompts.")] = None,
-        judge: Annotated[str, typer.Option("--judge", help="Pairwise judge for --against: auto, score, similarity, "
-                                           "vlm (auto: vlm when BOTGRPO_VLM_* is set, else similarity, for "
+        judge: Annotated[str, typer.Option("--judge", help=f"Pairwise judge for --against, one of {CHOICES} "
+                                           "(auto: vlm when BOTGRPO_VLM_* is set, else similarity, for "
                                            "React tasks; score otherwise).")] = "auto",
         render: Annotated[bool, typer.Option("--render/--no-render", help="React tasks: render every sample "
                                              "(screenshots, render rate, similarity).")] = True,

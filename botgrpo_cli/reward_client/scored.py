@@ -1,7 +1,7 @@
 """Reward responses -> one scored batch -> token rewards r[B,T]: the one path the trainer, the
 evaluation and the TRL/verl adapters all take.
 
-The rule for a usable answer is `ScoreResponse.usable` (rewards/protocol.py): status ok *and* a
+The rule for a usable answer is `ScoreResponse.usable` (botgrpo_rewards.protocol): status ok *and* a
 score. Anything else (error, timeout, an ok without a score) is a failed row: masked out of
 training, counted, and a failure in evaluation; never a silent 0.
 """
