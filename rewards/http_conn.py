@@ -3,8 +3,9 @@
 A connection is IDLE (waiting for a request: closed after --http-timeout-s of silence), then HEAD
 and BODY while a request arrives (all of it, head and body, must arrive within --http-timeout-s of
 its first byte: a client trickling one byte at a time cannot hold a connection), then BUSY while
-the runner's threads score it (reading paused: requests on one connection are answered in order,
-pipelined ones wait in the buffer), and CLOSING once its last answer is written. A client that
+the runner's threads score it (requests on one connection are answered in order: pipelined ones
+wait in the buffer, and reading pauses when they pile up), and CLOSING once its last answer is
+written. A client that
 stops reading its answers is closed after the same timeout. Each problem is one log line.
 """
 
@@ -62,6 +63,7 @@ def parse_head(raw: bytes) -> Head:
 
 
 _date = [0, ""]
+_ENCODER = json.JSONEncoder(ensure_ascii=True, allow_nan=False)  # made once: json.dumps with options builds one per call
 
 
 def http_date() -> str:
@@ -75,7 +77,7 @@ def http_date() -> str:
 def encode_reply(reply: Reply, keep_alive: bool, head: Head | None) -> bytes:
     """Status line, headers and JSON body as one buffer: one write, no Nagle / delayed-ACK stall."""
     try:
-        body = json.dumps(reply.body, ensure_ascii=True, allow_nan=False).encode()
+        body = _ENCODER.encode(reply.body).encode()
     except (TypeError, ValueError) as err:  # an unencodable answer costs this request, not the server
         reply = Reply(500, error_body("bad_result", f"the answer could not be encoded: {err}"))
         body = json.dumps(reply.body).encode()
@@ -102,6 +104,7 @@ class Connection(asyncio.Protocol):
         self.body_len = 0
         self.deadline: float | None = None  # the server's sweep closes the connection when passed
         self.blocked = False  # the client is not reading its answers (our write buffer is full)
+        self.paused = False  # reading paused: pipelined requests waiting while one is scored, or unread answers
         self.eof = False  # the client closed its sending side
 
     # asyncio callbacks ------------------------------------------------------------------------
@@ -128,6 +131,9 @@ class Connection(asyncio.Protocol):
         self.buf += data
         if self.state == IDLE:
             self._start_request()
+        elif self.state == BUSY and len(self.buf) > MAX_HEAD_BYTES and not self.paused:
+            self.paused = True  # pipelined requests pile up while one is scored: stop reading for now
+            self.transport.pause_reading()  # type: ignore[union-attr]
         self._advance()
 
     def eof_received(self) -> bool:
@@ -141,6 +147,9 @@ class Connection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self.blocked = True
+        if not self.paused:
+            self.paused = True  # no new requests while the client does not read the answers
+            self.transport.pause_reading()  # type: ignore[union-attr]
         limit = self.server.now() + self.settings.timeout_s
         self.deadline = limit if self.deadline is None else min(self.deadline, limit)
 
@@ -202,7 +211,6 @@ class Connection(asyncio.Protocol):
         body = bytes(self.buf[: self.body_len])
         del self.buf[: self.body_len]
         self.state, self.deadline = BUSY, None  # scoring is bounded by the runner's deadlines
-        self.transport.pause_reading()  # type: ignore[union-attr]
         respond(self.head, body, self.server.runner, self._done)  # type: ignore[arg-type]
 
     def _done(self, reply: Reply) -> None:
@@ -225,7 +233,9 @@ class Connection(asyncio.Protocol):
 
     def _next_request(self) -> None:
         self.deadline = self.server.now() + self.settings.timeout_s
-        self.transport.resume_reading()  # type: ignore[union-attr]
+        if self.paused:
+            self.paused = False
+            self.transport.resume_reading()  # type: ignore[union-attr]
         if self.buf:  # a pipelined request is already here
             self._start_request()
             self._advance()

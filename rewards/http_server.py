@@ -16,6 +16,7 @@ answer, never a traceback. Files: http_conn.py (a connection), http_routes.py (t
 from __future__ import annotations
 
 import asyncio
+import collections
 import ipaddress
 import logging
 import os
@@ -105,6 +106,9 @@ class HttpServer:
         self._loop_thread: int | None = None
         self._stop: asyncio.Event | None = None
         self._started = threading.Event()
+        self._inbox: collections.deque[tuple[Callable[..., Any], tuple]] = collections.deque()
+        self._inbox_lock = threading.Lock()
+        self._wake_pending = False
 
     @property
     def address(self) -> tuple[str, int]:
@@ -124,14 +128,27 @@ class HttpServer:
         return self.loop.time()  # type: ignore[union-attr]
 
     def post(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run fn(*args) on the loop's thread soon; dropped once the loop has stopped."""
+        """Run fn(*args) on the loop's thread soon; dropped once the loop has stopped. From other
+        threads calls go through an inbox: answers finishing together wake the loop once."""
         if threading.get_ident() == self._loop_thread:
             self.loop.call_soon(fn, *args)  # type: ignore[union-attr]
             return
+        self._inbox.append((fn, args))
+        with self._inbox_lock:
+            if self._wake_pending:
+                return
+            self._wake_pending = True
         try:
-            self.loop.call_soon_threadsafe(fn, *args)  # type: ignore[union-attr]
+            self.loop.call_soon_threadsafe(self._drain_inbox)  # type: ignore[union-attr]
         except RuntimeError:  # the loop is closed: shutting down, nobody is waiting for this answer
             pass
+
+    def _drain_inbox(self) -> None:
+        with self._inbox_lock:
+            self._wake_pending = False  # a call posted from now on wakes the loop again
+        while self._inbox:
+            fn, args = self._inbox.popleft()
+            fn(*args)
 
     def opened(self, conn: Connection) -> bool:
         """Whether a new connection may stay (under the cap); it is counted when it may."""
