@@ -16,6 +16,9 @@ import yaml
 
 from botgrpo_cli.errors import UnknownName, UserError, known_hint
 
+DTYPES = ("float32", "bfloat16", "float16")  # model.dtype and rollout.vllm_dtype
+AUTOCAST_SETTINGS = ("auto", "bfloat16", "off")  # model.autocast and `botgrpo eval --autocast` (trainer/precision.py)
+
 
 def opt(default: Any, help: str, choices: tuple | Callable[[], list[str]] | None = None) -> Any:
     """A dataclass field with its help text (and allowed values, or a function returning a
@@ -60,10 +63,10 @@ def choices_of(f: dataclasses.Field) -> list[str] | None:
 class ModelConfig:
     name_or_path: Optional[str] = opt(None, "HF hub id, local directory or .gguf file (dequantised to dtype); "
                                             "None = the task's bootstrapped tiny model")
-    dtype: str = opt("float32", "parameter dtype", ("float32", "bfloat16", "float16"))
+    dtype: str = opt("float32", "parameter dtype", DTYPES)
     autocast: str = opt("auto", "bf16 autocast for generation, log-probs and forward/backward (fp32 master weights): "
                                 "auto = on for float32 models of 20M+ parameters on a CPU with AMX or AVX512-BF16",
-                        ("auto", "bfloat16", "off"))
+                        AUTOCAST_SETTINGS)
     gradient_checkpointing: bool = opt(False, "recompute activations in backward to save memory")
     lora_r: int = opt(0, "LoRA rank; 0 trains all parameters")
     lora_alpha: int = opt(16, "LoRA alpha (scale = alpha / r)")
@@ -91,7 +94,7 @@ class RolloutConfig:
     vllm_sleep_mode: bool = opt(False, "vllm: free vLLM's GPU memory while the trainer updates (sleep / wake_up)")
     vllm_max_model_len: Optional[int] = opt(None, "vllm: prompt + completion tokens; None = the model's limit")
     vllm_enforce_eager: bool = opt(False, "vllm: no CUDA graphs or compilation (starts in seconds, decodes slower)")
-    vllm_dtype: Optional[str] = opt(None, "vllm: weight dtype float32 | bfloat16 | float16; None = model.dtype")
+    vllm_dtype: Optional[str] = opt(None, "vllm: weight dtype; None = model.dtype", DTYPES)
 
 
 @dataclass
@@ -103,6 +106,10 @@ class RewardConfig:
     lambda_seq: float = opt(1.0, "weight of the sequence score in each token's reward")
     lambda_tok: float = opt(1.0, "weight of the span rewards in each token's reward (0 = outcome only)")
     options: dict = opt({}, "options sent with each request, merged over the task's")
+    span_noise: dict = opt({}, "training: noise on the span rewards before they reach the tokens, "
+                               "{drop: P, flip: P, jitter: N}: each span dropped with probability drop, its sign "
+                               "flipped with probability flip, each boundary moved by up to N characters (clamped to "
+                               "the text); seeded by run.seed, step, rank and row; scores untouched; {} = off")
     services: dict = opt({}, "several services scored at once, in order, NAME: WEIGHT or NAME: {weight, options, "
                              "workers, command}; score = weighted sum; the first takes the role of reward.service")
 

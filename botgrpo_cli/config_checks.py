@@ -53,8 +53,6 @@ def check(cfg: Config) -> None:
         fail("optim.betas", f"must be two numbers in [0, 1), got {cfg.optim.betas}")
     if not 0 < cfg.rollout.vllm_gpu_memory_utilization <= 1:
         fail("rollout.vllm_gpu_memory_utilization", f"must be in (0, 1], got {cfg.rollout.vllm_gpu_memory_utilization}")
-    if cfg.rollout.vllm_dtype not in (None, "float32", "bfloat16", "float16"):
-        fail("rollout.vllm_dtype", f"must be float32, bfloat16 or float16, got {cfg.rollout.vllm_dtype!r}")
     if cfg.rollout.thinking_budget is not None and cfg.rollout.engine == "vllm":
         fail("rollout.thinking_budget", "works with rollout.engine fast or hf so far; unset it for vllm")
     _check_reward_options(cfg, fail)
@@ -80,7 +78,13 @@ def _check_algo_options(cfg: Config, fail: Any) -> None:
 
 
 def _check_reward_options(cfg: Config, fail: Any) -> None:
+    from botgrpo_cli.reward_client.span_noise import parse_span_noise
     from botgrpo_rewards.protocol import server_setting
+
+    try:
+        parse_span_noise(cfg.reward.span_noise)
+    except ValueError as err:
+        fail("reward.span_noise", str(err))
 
     bad = server_setting(cfg.reward.options)
     if bad is not None:

@@ -1,7 +1,8 @@
 """`python -m botgrpo_rewards NAME [--http HOST:PORT [--token T]] [--max-inflight N]`: run one reward service.
 
 Exit codes: 0 after shutdown; 1 when the service could not start or run; 2 for a bad name or
---http address. Errors are one line on stderr (see run.py).
+--http address. Errors are one line on stderr. Start-up is run.start_service, the one path every
+service start takes (`botgrpo reward serve` too).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import sys
 
 from botgrpo_rewards.http_server import DEFAULT_MAX_BODY_BYTES, TOKEN_ENV, HttpSettings
 from botgrpo_rewards.registry import SERVICES
-from botgrpo_rewards.run import EXIT_START_FAILED, EXIT_USAGE, check_http, one_line, run_service, setup_logging
+from botgrpo_rewards.run import run_service
 
 
 def add_http_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,23 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-inflight", type=int, default=None, metavar="N", help="requests scored at once")
     add_http_arguments(parser)
     args = parser.parse_args(argv)
-    setup_logging()
-    if args.name not in SERVICES:
-        print(f"error: unknown reward service {args.name!r}; known: {', '.join(sorted(SERVICES))}", file=sys.stderr)
-        return EXIT_USAGE
     settings = HttpSettings.from_env(token=args.token, allow_remote_without_token=args.allow_remote_without_token,
                                      max_body_bytes=args.max_body_bytes, timeout_s=args.http_timeout_s)
-    if args.http is not None:
-        try:
-            check_http(args.http, settings)
-        except ValueError as err:
-            print(f"error: {err}", file=sys.stderr)
-            return EXIT_USAGE
-    try:
-        return run_service(args.name, http=args.http, max_inflight=args.max_inflight, settings=settings)
-    except Exception as err:  # e.g. the backend's dependencies fail to import, the port is taken
-        print(f"error: reward service {args.name!r} failed: {one_line(err)}", file=sys.stderr)
-        return EXIT_START_FAILED
+    return run_service(args.name, http=args.http, max_inflight=args.max_inflight, settings=settings)
 
 
 if __name__ == "__main__":

@@ -1,35 +1,34 @@
 """The protocol over HTTP (stdlib only): POST /v1/score, GET /v1/health, GET /v1/info.
 
+One event-loop thread (asyncio) does all HTTP work for every connection; scoring runs on the
+service runner's bounded pool of threads, whose answers are handed back to the loop. So 16 busy
+keep-alive connections cost one thread, not 16 threads fighting over the GIL.
+
 Hardening, all in `HttpSettings`: a bearer token (`Authorization: Bearer T`, checked on every
 endpoint; a bind beyond loopback without one is refused unless explicitly allowed), a body size
-limit, a timeout for silent clients (idle keep-alive connections and stalled headers or bodies), a
-cap on open connections, a listen backlog of 1024, TCP_NODELAY and one buffered write per
-response (no Nagle / delayed-ACK stall on keep-alive connections). Client disconnects, timeouts
-and JSON nested too deep are one log line or one 400 answer, never a traceback.
+limit, a timeout (idle keep-alive connections; a whole request, head and body, must arrive within
+it of its first byte; answers a client does not read), a cap on open connections, a listen backlog
+of 1024, TCP_NODELAY and one write per response (no Nagle / delayed-ACK stall on keep-alive
+connections). Client disconnects, timeouts and JSON nested too deep are one log line or one 400
+answer, never a traceback. Files: http_conn.py (a connection), http_routes.py (the endpoints).
 """
 
 from __future__ import annotations
 
-import hmac
+import asyncio
+import collections
 import ipaddress
-import json
 import logging
 import os
 import signal
 import socket
 import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
-from botgrpo_rewards.protocol import (
-    MAX_LINE_BYTES,
-    ProtocolError,
-    ScoreRequest,
-    ScoreResponse,
-    error_response,
-    request_from_json,
-)
+from botgrpo_rewards.http_conn import CLOSED, Connection
+from botgrpo_rewards.http_routes import expected_authorization
+from botgrpo_rewards.protocol import MAX_LINE_BYTES
 from botgrpo_rewards.service import ServiceRunner
 
 log = logging.getLogger("botgrpo_rewards")
@@ -37,6 +36,7 @@ log = logging.getLogger("botgrpo_rewards")
 TOKEN_ENV = "BOTGRPO_REWARD_TOKEN"
 DEFAULT_MAX_BODY_BYTES = 8_000_000
 MAX_BODY_BYTES = 4 * MAX_LINE_BYTES  # the largest --max-body-bytes accepted
+BACKLOG = 1024
 
 
 @dataclass
@@ -92,171 +92,131 @@ def check_exposure(host: str, settings: HttpSettings) -> None:
         raise ValueError(f"--max-body-bytes must be in 1..{MAX_BODY_BYTES}, got {settings.max_body_bytes}")
 
 
-def _score_items(runner: ServiceRunner, items: list[Any]) -> list[dict]:
-    """Score many request objects at once; bad items get error responses in their place."""
-    answers: list[ScoreResponse | None] = [None] * len(items)
-    pending = []
-    for i, obj in enumerate(items):
-        try:
-            if not isinstance(obj, dict):
-                raise ProtocolError("each request must be a JSON object")
-            req = request_from_json(obj)
-            if not isinstance(req, ScoreRequest):
-                raise ProtocolError("only score requests are accepted on /v1/score", getattr(req, "id", None))
-        except ProtocolError as err:
-            answers[i] = error_response(err.id, err.type, str(err))
-            continue
-        done = threading.Event()
-        pending.append(done)
-        runner.submit(req, lambda resp, i=i, done=done: (answers.__setitem__(i, resp), done.set()))
-    for done in pending:
-        done.wait()
-    return [a.to_json() for a in answers]  # type: ignore[union-attr]
+class HttpServer:
+    """The service on one listening socket. A single event-loop thread does all HTTP work
+    (http_conn.py); scoring runs on the runner's threads, whose answers come back to the loop."""
 
+    def __init__(self, runner: ServiceRunner, sock: socket.socket, settings: HttpSettings):
+        self.runner = runner
+        self.settings = settings
+        self.expected = expected_authorization(settings.token)
+        self.sock = sock
+        self.conns: set[Connection] = set()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._stop: asyncio.Event | None = None
+        self._started = threading.Event()
+        self._inbox: collections.deque[tuple[Callable[..., Any], tuple]] = collections.deque()
+        self._inbox_lock = threading.Lock()
+        self._wake_pending = False
 
-def _error(code: str, message: str) -> dict:
-    return error_response(None, code, message).to_json()
+    @property
+    def address(self) -> tuple[str, int]:
+        host, port = self.sock.getsockname()[:2]
+        return host, port
 
+    def serve(self) -> None:
+        """Serve until `stop()` (or SIGTERM / SIGINT when run on the main thread)."""
+        asyncio.run(self._serve())
 
-def make_handler(runner: ServiceRunner, settings: HttpSettings) -> type[BaseHTTPRequestHandler]:
-    expected = f"Bearer {settings.token}".encode() if settings.token else None
+    def stop(self) -> None:
+        """From any thread, once `serve` is running."""
+        self._started.wait()
+        self.post(self._stop.set)  # type: ignore[union-attr]
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        timeout = settings.timeout_s  # socket timeout: idle keep-alive, stalled headers or body
-        disable_nagle_algorithm = True
-        wbufsize = 1 << 16  # headers and body leave in one write (flushed after each request)
+    def now(self) -> float:
+        return self.loop.time()  # type: ignore[union-attr]
 
-        def log_message(self, fmt: str, *args: Any) -> None:  # stdout stays clean; logs to stderr
-            log.debug("%s " + fmt, self.address_string(), *args)
-
-        def handle(self) -> None:
-            try:
-                super().handle()
-            except (ConnectionError, TimeoutError, OSError) as err:  # the client went away: one line
-                log.info("client %s disconnected: %s", self.address_string(), type(err).__name__)
-
-        def _send(self, code: int, obj: Any, close: bool = False) -> None:
-            body = json.dumps(obj, ensure_ascii=True, allow_nan=False).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            if code == 401:
-                self.send_header("WWW-Authenticate", 'Bearer realm="botgrpo-reward"')
-            if close:
-                self.close_connection = True
-                self.send_header("Connection", "close")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def _authorized(self) -> bool:
-            if expected is None:
-                return True
-            given = (self.headers.get("Authorization") or "").strip().encode("utf-8", "replace")
-            if hmac.compare_digest(given, expected):
-                return True
-            self._send(401, _error("unauthorized", "missing or wrong bearer token (Authorization: Bearer ...)"),
-                       close=True)
-            return False
-
-        def do_GET(self) -> None:
-            if not self._authorized():
-                return
-            if self.path == "/v1/health":
-                self._send(200, {"status": "ok", "service": runner.backend.name})
-            elif self.path == "/v1/info":
-                self._send(200, runner.hello().to_json())
-            else:
-                self._send(404, _error("not_found", f"no such endpoint {self.path}"))
-
-        def do_POST(self) -> None:
-            if not self._authorized():
-                return
-            if self.path != "/v1/score":
-                self._send(404, _error("not_found", f"no such endpoint {self.path}"), close=True)
-                return
-            body = self._read_body()
-            if body is None:
-                return
-            try:
-                obj = json.loads(body or b"null")
-            except RecursionError:
-                self._send(400, _error("bad_request", "invalid JSON: nested too deep"))
-                return
-            except ValueError as err:
-                self._send(400, _error("bad_request", f"invalid JSON: {err}"))
-                return
-            if isinstance(obj, dict) and isinstance(obj.get("requests"), list):
-                self._send(200, {"responses": _score_items(runner, obj["requests"])})
-            else:
-                self._send(200, _score_items(runner, [obj])[0])
-
-        def _read_body(self) -> bytes | None:
-            """The request body, or None after answering why it was refused (length, size)."""
-            if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-                self._send(411, _error("bad_request", "send a Content-Length; chunked bodies are not accepted"),
-                           close=True)
-                return None
-            raw = self.headers.get("Content-Length") or "0"
-            length = int(raw) if raw.strip().isdigit() else -1
-            if length < 0:
-                self._send(400, _error("bad_request", "Content-Length must be a byte count"), close=True)
-                return None
-            if length > settings.max_body_bytes:
-                self._send(413, _error("too_large", f"body of {length} bytes is over the {settings.max_body_bytes}"
-                                                    "-byte limit (--max-body-bytes); send fewer requests per POST"),
-                           close=True)
-                return None
-            return self.rfile.read(length)
-
-    return Handler
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 1024  # listen backlog: a burst of connects is queued, not retried after 1 s
-    allow_reuse_address = True
-
-    def __init__(self, address: tuple[str, int], handler: type, max_connections: int):
-        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        self._slots = threading.BoundedSemaphore(max_connections)
-        super().__init__(address, handler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):  # at the cap: refuse instead of one more thread
-            log.warning("refusing a connection from %s: %d connections are open", client_address[0],
-                        self._slots._initial_value)  # type: ignore[attr-defined]
-            self.shutdown_request(request)
+    def post(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run fn(*args) on the loop's thread soon; dropped once the loop has stopped. From other
+        threads calls go through an inbox: answers finishing together wake the loop once."""
+        if threading.get_ident() == self._loop_thread:
+            self.loop.call_soon(fn, *args)  # type: ignore[union-attr]
             return
-        super().process_request(request, client_address)
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        self._inbox.append((fn, args))
+        with self._inbox_lock:
+            if self._wake_pending:
+                return
+            self._wake_pending = True
         try:
-            super().process_request_thread(request, client_address)
+            self.loop.call_soon_threadsafe(self._drain_inbox)  # type: ignore[union-attr]
+        except RuntimeError:  # the loop is closed: shutting down, nobody is waiting for this answer
+            pass
+
+    def _drain_inbox(self) -> None:
+        with self._inbox_lock:
+            self._wake_pending = False  # a call posted from now on wakes the loop again
+        while self._inbox:
+            fn, args = self._inbox.popleft()
+            fn(*args)
+
+    def opened(self, conn: Connection) -> bool:
+        """Whether a new connection may stay (under the cap); it is counted when it may."""
+        if len(self.conns) >= self.settings.max_connections:
+            log.warning("refusing a connection from %s: %d connections are open", conn.peer, len(self.conns))
+            return False
+        self.conns.add(conn)
+        return True
+
+    def closed(self, conn: Connection) -> None:
+        self.conns.discard(conn)
+
+    async def _serve(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self.loop.set_exception_handler(_log_loop_error)
+        self._stop = asyncio.Event()
+        if threading.current_thread() is threading.main_thread():  # stop cleanly under process managers too
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                self.loop.add_signal_handler(sig, self._stop.set)
+        listener = await self.loop.create_server(lambda: Connection(self), sock=self.sock, backlog=BACKLOG)
+        sweeper = asyncio.create_task(self._sweep())
+        self._started.set()
+        try:
+            await self._stop.wait()
         finally:
-            self._slots.release()
+            sweeper.cancel()
+            listener.close()
+            for conn in list(self.conns):
+                conn.state = CLOSED
+                if conn.transport is not None:
+                    conn.transport.abort()
+            await asyncio.sleep(0)  # let the aborted connections finish
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        log.info("connection from %s failed: %s", client_address[0] if client_address else "?",
-                 _current_error())
+    async def _sweep(self) -> None:
+        """Close connections past their deadline (idle, a request arriving too slowly, answers unread)."""
+        tick = min(1.0, max(0.05, self.settings.timeout_s / 4))
+        while True:
+            await asyncio.sleep(tick)
+            now = self.now()
+            for conn in [c for c in self.conns if c.deadline is not None and c.deadline <= now]:
+                conn.expire()
 
 
-def _current_error() -> str:
-    import sys
-
-    err = sys.exc_info()[1]
-    return f"{type(err).__name__}: {err}" if err else "unknown error"
+def _log_loop_error(loop: asyncio.AbstractEventLoop, context: dict) -> None:
+    err = context.get("exception")
+    log.info("http: %s%s", context.get("message", "error"), f": {type(err).__name__}: {err}" if err else "")
 
 
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket (backlog 1024: a burst of connects is queued, not retried after 1 s)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(BACKLOG)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
-def bind(runner: ServiceRunner, host: str, port: int, settings: HttpSettings) -> ThreadingHTTPServer:
+def bind(runner: ServiceRunner, host: str, port: int, settings: HttpSettings) -> HttpServer:
     """A bound server. Raises ValueError (one line) for an exposure, settings or address problem."""
     check_exposure(host, settings)
     try:
-        return _Server((host, port), make_handler(runner, settings), settings.max_connections)
+        return HttpServer(runner, listen(host, port), settings)
     except OSError as err:
         raise ValueError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
 
@@ -270,17 +230,15 @@ def serve_http(runner: ServiceRunner, host: str, port: int, settings: HttpSettin
     except ValueError:
         runner.close()
         raise
-    bound_host, bound_port = server.server_address[:2]
+    bound_host, bound_port = server.address
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     log.info("serving %s on http://%s:%d%s", runner.backend.name, shown, bound_port,
              " (bearer token required)" if settings.token else "")
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _interrupt)  # stop cleanly under process managers too
     try:
-        server.serve_forever()
+        server.serve()
     except KeyboardInterrupt:
         pass
     finally:
-        server.server_close()
+        server.sock.close()
         runner.close()
     return 0

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from botgrpo_rewards.backend import Backend
 from botgrpo_rewards.protocol import ServiceStartError
-from botgrpo_rewards.registry import load_backend
+from botgrpo_rewards.registry import SERVICES, load_backend
 from botgrpo_rewards.service import ServiceRunner, serve_stdio
 
 if TYPE_CHECKING:
@@ -67,6 +67,27 @@ def check_http(http: str, settings: HttpSettings | None = None) -> tuple[str, in
     return host, port
 
 
+def start_service(backend: Backend | str, http: str | None = None, max_inflight: int | None = None,
+                  settings: HttpSettings | None = None) -> ServiceRunner:
+    """The one way a service starts (`python -m botgrpo_rewards`, `botgrpo reward serve`, and so every
+    RewardPool child): check the name and the --http address, set up logging, load the backend and
+    start it. Raises ValueError (a usage mistake: unknown name, an address that cannot be served)
+    before anything loads, or ServiceStartError when loading or starting fails; each one line."""
+    if isinstance(backend, str):
+        if backend not in SERVICES:
+            raise ValueError(f"unknown reward service {backend!r}; known: {', '.join(sorted(SERVICES))}")
+    if http is not None:
+        check_http(http, settings)
+    setup_logging()
+    if isinstance(backend, str):
+        name = backend
+        try:
+            backend = load_backend(name)
+        except Exception as err:  # a missing dependency or tool: say which, not a traceback
+            raise ServiceStartError(f"reward service {name!r} could not load: {one_line(err)}") from err
+    return start_runner(backend, max_inflight)
+
+
 def serve_runner(runner: ServiceRunner, http: str | None = None, settings: HttpSettings | None = None) -> int:
     """Serve a started runner until shutdown/EOF (stdio) or Ctrl-C (HTTP); the exit code.
     Raises ValueError (one line) when the HTTP address cannot be served."""
@@ -80,26 +101,23 @@ def serve_runner(runner: ServiceRunner, http: str | None = None, settings: HttpS
 
 def run_service(backend: Backend | str, http: str | None = None, max_inflight: int | None = None,
                 settings: HttpSettings | None = None) -> int:
-    """Serve `backend` (an instance or a registered name); the exit code. A failed start is one
-    line on stderr and EXIT_START_FAILED; an address that cannot be served is EXIT_USAGE.
-
-    Raises KeyError for an unknown name.
-    """
-    if isinstance(backend, str):
-        backend = load_backend(backend)
+    """Start (start_service) and serve `backend`, an instance or a registered name; the exit code.
+    Every failure is one line on stderr: EXIT_USAGE for an unknown name or an address that cannot
+    be served, EXIT_START_FAILED when the backend could not load, start or serve."""
     try:
-        if http is not None:
-            check_http(http, settings)  # a bad address fails before the backend starts
+        runner = start_service(backend, http, max_inflight, settings)
     except ValueError as err:
-        print(f"error: {err}", file=sys.stderr, flush=True)
-        return EXIT_USAGE
-    try:
-        runner = start_runner(backend, max_inflight)
+        return _fail(err, EXIT_USAGE)
     except ServiceStartError as err:
-        print(f"error: {err}", file=sys.stderr, flush=True)
-        return EXIT_START_FAILED
+        return _fail(err, EXIT_START_FAILED)
     try:
         return serve_runner(runner, http, settings)
     except ValueError as err:  # e.g. the port is taken
-        print(f"error: {err}", file=sys.stderr, flush=True)
-        return EXIT_START_FAILED
+        return _fail(err, EXIT_START_FAILED)
+    except Exception as err:  # serving failed for another reason: one line, not a traceback
+        return _fail(f"reward service {runner.backend.name!r} failed: {one_line(err)}", EXIT_START_FAILED)
+
+
+def _fail(err: BaseException | str, code: int) -> int:
+    print(f"error: {err}", file=sys.stderr, flush=True)
+    return code

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The #16 result set (docs/convergence.md): every setting here was fixed before any run was seen.
 # Each invocation takes the shared bench lock on its own, so other benchmarks can interleave.
-# Usage: scripts/evidence_runs.sh all | lr | rest | react | arith | sites  (finished pairs are kept
+# Usage: scripts/evidence_runs.sh all | lr | rest | react | arith | sites | noisy  (finished pairs are kept
 # and not re-run). Environment: PAR (runs at once, 5), LRS (the lrs of the sweep, "1e-3 3e-3"),
 # ALGOS (the presets of the react comparison, all seven by default), TAG (a suffix of its folders).
 set -euo pipefail
@@ -49,6 +49,11 @@ case "$1" in
       run --task react_synth --algos $TRIO --seeds 2 "${COMMON[@]}" --target 0.5,0.8 \
           --set "run.task_options={sites: $k}" $(lr_flags $TRIO) --out $R/react_synth_k$k --work runs/cv16/react-k$k
     done ;;
+  noisy)  # the k = 2 comparison with a noisier span reward (docs/convergence.md): 30% of spans dropped,
+    # 10% flipped, boundaries moved by up to 3 characters; grpo vs the two BoT-GRPO variants, 2 seeds
+    run --task react_synth --algos $TRIO --seeds 2 "${COMMON[@]}" --target 0.5,0.8,0.95 --set "$K2" \
+        --set "reward.span_noise={drop: 0.3, flip: 0.1, jitter: 3}" $(lr_flags $TRIO) \
+        --out $R/react_synth_k2_noisy --work runs/cv16/react-k2-noisy ;;
   rest) "$0" react; "$0" arith; "$0" sites ;;
   all) "$0" lr; "$0" rest ;;
 esac

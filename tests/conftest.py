@@ -7,6 +7,7 @@ every test in the suite: request `tiny_model_dir` (react_synth) or `tiny_arith_m
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,33 @@ def react_backend():
     backend.start()
     yield backend
     backend.close()
+
+
+def _dead(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:  # a zombie is dead too: only its parent (or init, for an orphan) has yet to reap it
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _gone(pid: int, within_s: float = 0.0) -> bool:
+    """True once process `pid` is dead (gone, or a zombie), waiting up to `within_s` seconds."""
+    end = time.monotonic() + within_s
+    while not _dead(pid):
+        if time.monotonic() >= end:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+@pytest.fixture
+def pid_gone():
+    """`pid_gone(pid, within_s=0)`: whether a process is dead, waiting up to within_s seconds."""
+    return _gone
 
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"

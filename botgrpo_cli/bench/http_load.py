@@ -2,27 +2,26 @@
 
 Starts `python -m botgrpo_rewards math --http 127.0.0.1:0` with a token, then sends `n` distinct
 score requests (each a different integer answer, so no verdict cache helps) over 1 and over 16
-keep-alive connections, and, for comparison, over a new connection per request. The 16
-connections are driven from several client processes (one Python client process is itself
-GIL-bound near the server's rate and would measure the client). Prints req/s and
-per-request latency p50 / p99 from send to parsed response; every answer is checked (status ok,
-score 1), so an error or a wrong answer is counted, never hidden by a fast figure.
+keep-alive connections, and, for comparison, over a new connection per request. The client is
+one thread driving every connection with a selector and raw HTTP/1.1 (an http.client thread per
+connection cost more CPU per request than the server and, on 2 cores, measured itself). Prints
+req/s and per-request latency p50 / p99 from send to parsed response; every answer is checked
+(status ok, score 1), so an error or a wrong answer is counted, never hidden by a fast figure.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import re
 import secrets
+import selectors
+import socket
 import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from multiprocessing import get_context
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -32,6 +31,7 @@ from rich.table import Table
 from botgrpo_cli.errors import UserError
 
 STARTUP_TIMEOUT_S = 120
+CLIENT_TIMEOUT_S = 30
 
 
 @dataclass
@@ -87,67 +87,117 @@ def http_service(service: str, token: str) -> Iterator[tuple[str, int]]:
             proc.kill()
 
 
-def _one(conn: http.client.HTTPConnection, body: bytes, headers: dict) -> bool:
-    conn.request("POST", "/v1/score", body=body, headers=headers)
-    resp = conn.getresponse()
-    answer = json.loads(resp.read())
-    return resp.status == 200 and answer.get("status") == "ok" and answer.get("score") == 1.0
+class _Conn:
+    """One client connection of `load`: at most one request in flight (a closed loop)."""
+
+    def __init__(self, address: tuple[str, int]):
+        self.sock = socket.create_connection(address, timeout=CLIENT_TIMEOUT_S)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock.setblocking(False)
+        self.buf = bytearray()
+        self.sent_at = 0.0
+
+    def send(self, request: bytes) -> None:
+        self.buf.clear()
+        self.sent_at = time.perf_counter()
+        self.sock.setblocking(True)  # a request is small: one blocking send, then back to the selector
+        self.sock.sendall(request)
+        self.sock.setblocking(False)
+
+    def answer(self) -> tuple[bool, bool] | None:
+        """Read what arrived: None until the whole answer is in, then (right, server_closes)."""
+        chunk = self.sock.recv(1 << 16)
+        if not chunk:
+            raise ConnectionError("the server closed the connection")
+        self.buf += chunk
+        end = self.buf.find(b"\r\n\r\n")
+        if end < 0:
+            return None
+        head = bytes(self.buf[:end]).lower()
+        length = re.search(rb"\r\ncontent-length: *(\d+)", head)
+        if length is None or len(self.buf) < end + 4 + int(length.group(1)):
+            return None
+        answer = json.loads(bytes(self.buf[end + 4:]))
+        right = head.startswith(b"http/1.1 200 ") and answer.get("status") == "ok" and answer.get("score") == 1.0
+        return right, b"\r\nconnection: close" in head
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def score_request(i: int, token: str) -> bytes:
+    body = math_body(i)
+    return (f"POST /v1/score HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+            f"Authorization: Bearer {token}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+class _ClosedLoop:
+    """Drives `connections` connections from one thread: each sends its next request as soon as
+    its answer is in. Errors (a failed send, a wrong answer, a closed connection) are counted."""
+
+    def __init__(self, address: tuple[str, int], requests: list[bytes], keep_alive: bool):
+        self.address, self.requests, self.keep_alive = address, requests, keep_alive
+        self.sel = selectors.DefaultSelector()
+        self.latencies: list[float] = []
+        self.errors = self.sent = 0
+
+    def run(self, connections: int) -> None:
+        for _ in range(connections):
+            self._send_next(None)
+        while self.sel.get_map():
+            ready = self.sel.select(CLIENT_TIMEOUT_S)
+            if not ready:
+                raise UserError(f"the HTTP service did not answer within {CLIENT_TIMEOUT_S} s")
+            for key, _ in ready:
+                self._read(key.data)
+
+    def _read(self, conn: _Conn) -> None:
+        try:
+            got = conn.answer()
+        except (OSError, ValueError):
+            got = (False, True)
+        if got is None:
+            return
+        self.latencies.append((time.perf_counter() - conn.sent_at) * 1e3)
+        self.errors += not got[0]
+        self.sel.unregister(conn.sock)
+        if got[1] or not self.keep_alive:
+            conn.close()
+            self._send_next(None)
+        else:
+            self._send_next(conn)
+
+    def _send_next(self, conn: _Conn | None) -> None:
+        """Send the next request on conn (a new connection when None); a failed send is an error."""
+        while self.sent < len(self.requests):
+            request = self.requests[self.sent]
+            self.sent += 1
+            try:
+                conn = conn or _Conn(self.address)
+                conn.send(request)
+            except OSError:
+                self.errors += 1
+                if conn is not None:
+                    conn.close()
+                conn = None
+                continue
+            self.sel.register(conn.sock, selectors.EVENT_READ, conn)
+            return
+        if conn is not None:
+            conn.close()
 
 
 def load(address: tuple[str, int], token: str, n: int, connections: int, keep_alive: bool = True,
          first: int = 0) -> LoadResult:
-    """n requests split over `connections` client threads (each its own connection, reused when
-    keep_alive, else a new one per request)."""
-    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
-    latencies: list[float] = []
-    errors = [0]
-    lock = threading.Lock()
-
-    def client(k: int) -> None:
-        conn = http.client.HTTPConnection(*address, timeout=30)
-        mine, bad = [], 0
-        for i in range(first + k, first + n, connections):
-            t0 = time.perf_counter()
-            try:
-                ok = _one(conn, math_body(i), headers)
-            except (OSError, http.client.HTTPException, ValueError):
-                ok = False
-                conn.close()
-            mine.append((time.perf_counter() - t0) * 1e3)
-            bad += not ok
-            if not keep_alive:
-                conn.close()
-        conn.close()
-        with lock:
-            latencies.extend(mine)
-            errors[0] += bad
-
-    threads = [threading.Thread(target=client, args=(k,)) for k in range(connections)]
-    start = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    """n requests over `connections` connections (a new connection per request unless keep_alive),
+    all driven from this one thread by a selector: one thread and no HTTP library keep the
+    client's own cost per request small beside the server's on a machine with few cores."""
+    loop = _ClosedLoop(address, [score_request(i, token) for i in range(first, first + n)], keep_alive)
+    start = time.perf_counter()  # the requests are built before the clock starts
+    loop.run(connections)
     seconds = time.perf_counter() - start
     label = f"{connections} keep-alive" if keep_alive else f"{connections}, new connection each"
-    return LoadResult(label, connections, n, errors[0], seconds, latencies)
-
-
-def _part(args: tuple) -> LoadResult:
-    return load(*args)
-
-
-def load_processes(pool: ProcessPoolExecutor, processes: int, address: tuple[str, int], token: str, n: int,
-                   connections: int, keep_alive: bool = True, first: int = 0) -> LoadResult:
-    """`load` split over `processes` client processes (each its share of connections and requests)."""
-    parts = [(address, token, n // processes + (k < n % processes), connections // processes, keep_alive,
-              first + k * n) for k in range(processes)]
-    start = time.perf_counter()
-    results = list(pool.map(_part, parts))
-    seconds = time.perf_counter() - start
-    label = f"{connections} keep-alive ({processes} client processes)" if keep_alive else f"{connections}, new connection each"
-    return LoadResult(label, connections, n, sum(r.errors for r in results), seconds,
-                      [x for r in results for x in r.latencies_ms])
+    return LoadResult(label, connections, n, loop.errors, seconds, loop.latencies)
 
 
 def run(console: Console, service: str = "math", n: int = 2000, repeats: int = 3) -> list[LoadResult]:
@@ -157,15 +207,11 @@ def run(console: Console, service: str = "math", n: int = 2000, repeats: int = 3
     token = secrets.token_hex(16)
     setups = [(1, True), (16, True), (1, False)]
     results: dict[tuple[int, bool], list[LoadResult]] = {s: [] for s in setups}
-    processes = 2 if (os.cpu_count() or 1) <= 2 else 4
-    with http_service(service, token) as address, ProcessPoolExecutor(processes, mp_context=get_context("spawn")) as pool:
-        # warm-up: starts the client processes and the service's caches (its own answers, in no figure)
-        load_processes(pool, processes, address, token, 400, 2 * processes, first=10_000_000)
+    with http_service(service, token) as address:
+        load(address, token, 400, 4, first=10_000_000)  # warm-up (its own answers, in no figure)
         for r in range(repeats):
             for conns, keep in setups:
-                first = (r + 1) * 1_000_000
-                results[(conns, keep)].append(load_processes(pool, processes, address, token, n, conns, keep, first)
-                                              if conns > 1 else load(address, token, n, conns, keep, first))
+                results[(conns, keep)].append(load(address, token, n, conns, keep, first=(r + 1) * 1_000_000))
     medians = [sorted(runs, key=lambda x: x.rate)[len(runs) // 2] for runs in results.values()]
     _print(console, medians, n, repeats)
     return medians

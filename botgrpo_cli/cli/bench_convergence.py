@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from botgrpo_cli.cli.options import Threads, comma_list
+from botgrpo_cli.cli.options import CHOICES, Threads, comma_list, listing_choices
 from botgrpo_cli.console import console, out
 from botgrpo_cli.errors import UserError
 
@@ -65,10 +65,10 @@ def _check_prompts(task: str, options: dict, wanted: int) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("convergence")
+    @app.command("convergence", cls=listing_choices(algos="botgrpo_cli.algos:PRESETS"))
     def bench_convergence(
         task: Annotated[str, typer.Option(help="Synthetic task (its bootstrapped tiny model is the start).")] = "react_synth",
-        algos: Annotated[str, typer.Option(help="Comma-separated presets; speed-ups are against grpo (or the first).")] = "grpo,bot_grpo",
+        algos: Annotated[str, typer.Option(help=f"Comma-separated presets ({CHOICES}); speed-ups are against grpo (or the first).")] = "grpo,bot_grpo",
         seeds: Annotated[int, typer.Option(help="Seeds per algorithm (seed-start .. seed-start+N-1).")] = 3,
         seed_start: Annotated[int, typer.Option(help="First seed (e.g. a seed kept apart for tuning).")] = 0,
         steps: Annotated[int, typer.Option(help="Training steps per run.")] = 80,

@@ -10,14 +10,14 @@ from typing import Annotated
 
 import typer
 
-from botgrpo_cli.cli.options import Workers
+from botgrpo_cli.cli.options import CHOICES, Workers, listing_choices
 from botgrpo_cli.errors import UserError
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("rewards")
+    @app.command("rewards", cls=listing_choices(service="botgrpo_rewards.registry:SERVICES"))
     def bench_rewards(
-        service: Annotated[str, typer.Option("--service", "-s", help="Reward service to benchmark (math, react, render).")],
+        service: Annotated[str, typer.Option("--service", "-s", help=f"Reward service to benchmark: {CHOICES}.")],
         workers: Workers = 2,
         n: Annotated[int, typer.Option("--n", min=1, help="Requests to score.")] = 200,
         http: Annotated[bool, typer.Option("--http", help="Load the service's HTTP server instead: req/s and "

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from botgrpo_cli.cli.options import CHOICES, listing_choices
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
 
@@ -15,13 +16,13 @@ STAGES = {"tokenizer": "training the tokenizer", "train": "supervised warm start
 
 
 def register(app: typer.Typer) -> None:
-    @app.command()
+    @app.command(cls=listing_choices(size="botgrpo_cli.bootstrap.build:RECIPES"))
     def bootstrap(
         task: Annotated[str, typer.Option("--task", help="task name, e.g. react_synth or arith_synth")],
         out_dir: Annotated[Optional[Path], typer.Option("--out", help="write the model here, not in the cache")] = None,
         seed: Annotated[int, typer.Option("--seed", help="seed for corpus, initialisation and sampling")] = 0,
         force: Annotated[bool, typer.Option("--force", help="rebuild even when a cached build exists")] = False,
-        size: Annotated[str, typer.Option("--size", help="tiny or small")] = "tiny",
+        size: Annotated[str, typer.Option("--size", help=f"model size: {CHOICES}")] = "tiny",
         task_option: Annotated[Optional[list[str]], typer.Option(
             "--task-option", help="key=value passed to the task, e.g. sites=2 (repeatable); a variant "
                                   "gets its own cached model")] = None,

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from botgrpo_cli.cli.options import Threads, Workers, set_threads
+from botgrpo_cli.cli.options import CHOICES, Threads, Workers, listing_choices, set_threads
 from botgrpo_cli.errors import UserError
 
 
@@ -27,10 +27,16 @@ def parse_task_options(pairs: list[str], flag: str = "--task-option") -> dict[st
     return options
 
 
+# the registries whose names the help of these options lists
+EVAL_CHOICES = listing_choices(task="botgrpo_tasks:list_tasks", split="botgrpo_cli.evaluation.runner:SPLITS",
+                               judge="botgrpo_cli.evaluation.pairwise:JUDGES",
+                               autocast="botgrpo_cli.config:AUTOCAST_SETTINGS")
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("eval")
+    @app.command("eval", cls=EVAL_CHOICES)
     def evaluate(
-        task: Annotated[str, typer.Option("--task", help="react_synth, arith_synth, react, aime, or an installed task.")],
+        task: Annotated[str, typer.Option("--task", help=f"One of {CHOICES} (installed tasks included).")],
         model: Annotated[str, typer.Option("--model", help="Hub id, model folder, .gguf file, checkpoint folder, or a "
                                                            "run directory of `botgrpo train` (every checkpoint, "
                                                            "plotted vs step).")],
@@ -42,15 +48,15 @@ def register(app: typer.Typer) -> None:
         max_new_tokens: Annotated[Optional[int], typer.Option("--max-new-tokens", help="Default: the task's.")] = None,
         seed: Annotated[int, typer.Option(help="Fixes the samples (and the bootstrap interval).")] = 0,
         workers: Workers = 1,
-        split: Annotated[str, typer.Option("--split", help="eval (the task's held-out problems), train, or all "
-                                           "(every problem; for aime the whole file).")] = "eval",
+        split: Annotated[str, typer.Option("--split", help=f"One of {CHOICES}: eval is the task's held-out "
+                                           "problems, all every problem (for aime the whole file).")] = "eval",
         limit: Annotated[Optional[int], typer.Option("--limit", help="Evaluate the first N problems only.")] = None,
         task_option: Annotated[Optional[list[str]], typer.Option("--task-option", help="Task option key=value "
                                                                  "(repeatable), e.g. path=aime.jsonl.")] = None,
         against: Annotated[Optional[str], typer.Option("--against", help="A second model: judged win rate "
                                                        "of --model over it on the same prompts.")] = None,
-        judge: Annotated[str, typer.Option("--judge", help="Pairwise judge for --against: auto, score, similarity, "
-                                           "vlm (auto: vlm when BOTGRPO_VLM_* is set, else similarity, for "
+        judge: Annotated[str, typer.Option("--judge", help=f"Pairwise judge for --against, one of {CHOICES} "
+                                           "(auto: vlm when BOTGRPO_VLM_* is set, else similarity, for "
                                            "React tasks; score otherwise).")] = "auto",
         render: Annotated[bool, typer.Option("--render/--no-render", help="React tasks: render every sample "
                                              "(screenshots, render rate, similarity).")] = True,
@@ -64,6 +70,9 @@ def register(app: typer.Typer) -> None:
         thinking_budget: Annotated[Optional[int], typer.Option("--thinking-budget", help="Reasoning models: at most "
                                                                "this many tokens in the thinking block, then its "
                                                                "close tag is forced.")] = None,
+        autocast: Annotated[str, typer.Option("--autocast", help=f"bf16 autocast while sampling, one of {CHOICES}: "
+                                              "auto is on for float32 models of 20M+ parameters on a CPU with AMX or "
+                                              "AVX512-BF16 (as in training), off is fp32.")] = "auto",
         threads: Threads = 0,
     ) -> None:
         """Evaluate a model on a task: unbiased Pass@k, compile/render rates, judged win rate."""
@@ -81,7 +90,7 @@ def register(app: typer.Typer) -> None:
                            task_options=parse_task_options(task_option or []), against=against, judge=judge,
                            render=render, batch_size=batch_size, system_prompt=system_prompt,
                            chat_template_kwargs=parse_task_options(chat_template_kwarg or [], "--chat-template-kwarg"),
-                           thinking_budget=thinking_budget)
+                           thinking_budget=thinking_budget, autocast=autocast)
         result = run_eval(opts)
         summary = (out / "eval.md").read_text(encoding="utf-8").split("\n## Per problem")[0].rstrip()
         stdout.print(summary, markup=False, soft_wrap=True)

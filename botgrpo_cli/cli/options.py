@@ -3,9 +3,12 @@ picks its own default where it needs one (`threads: Threads = 2`)."""
 
 from __future__ import annotations
 
+import importlib
 from typing import Annotated, Callable, TypeVar
 
+import click
 import typer
+from typer.core import TyperCommand
 
 from botgrpo_cli.errors import UserError
 
@@ -41,3 +44,34 @@ def set_threads(threads: int) -> None:
         import torch
 
         torch.set_num_threads(threads)
+
+
+# --------------------------------------------------------------------------------------------
+# Choice lists in help, read from the registries (never written by hand, so never stale)
+
+CHOICES = "{choices}"  # in a parameter's help: replaced by the names its registry holds
+
+
+def registry_names(where: str) -> list[str]:
+    """The names in the registry at `where`, "module:attribute": a dict's keys, a sequence's items,
+    or what a function returns, in the registry's own order."""
+    module, _, attr = where.partition(":")
+    registry = getattr(importlib.import_module(module), attr)
+    return [str(name) for name in (registry() if callable(registry) else registry)]
+
+
+def listing_choices(**registries: str) -> type[TyperCommand]:
+    """A command class for `app.command(cls=...)`: in the help of the parameter called NAME, CHOICES
+    becomes the names in `registries[NAME]` (see registry_names), comma-separated. They are read only
+    when the help is shown: a registry may import torch, and `botgrpo --help` must not."""
+
+    class ListingChoices(TyperCommand):
+        def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+            for param in self.params:
+                help_text = getattr(param, "help", None)
+                if param.name in registries and help_text and CHOICES in help_text:
+                    names = ", ".join(registry_names(registries[param.name]))
+                    param.help = help_text.replace(CHOICES, names)  # type: ignore[attr-defined]
+            super().format_help(ctx, formatter)
+
+    return ListingChoices

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from botgrpo_cli.cli.options import Workers
+from botgrpo_cli.cli.options import CHOICES, Workers, listing_choices
 from botgrpo_cli.errors import UserError
 
 reward_app = typer.Typer(help="Run reward services (serve) and score rollout files (score).", no_args_is_help=True)
@@ -22,9 +22,9 @@ def _check_service(name: str) -> None:
         raise UserError(f"unknown reward service {name!r}; known services: {', '.join(sorted(SERVICES))}")
 
 
-@reward_app.command()
+@reward_app.command(cls=listing_choices(name="botgrpo_rewards.registry:SERVICES"))
 def serve(
-    name: Annotated[str, typer.Argument(help="Service to run: math, react or render.")],
+    name: Annotated[str, typer.Argument(help=f"Service to run: {CHOICES}.")],
     http: Annotated[Optional[str], typer.Option("--http", metavar="HOST:PORT", help="Serve over HTTP (host defaults to 127.0.0.1; IPv6 as [::1]:PORT) instead of stdin/stdout.")] = None,
     max_inflight: Annotated[Optional[int], typer.Option("--max-inflight", min=1, help="Requests scored at once.")] = None,
     token: Annotated[Optional[str], typer.Option("--token", envvar="BOTGRPO_REWARD_TOKEN", show_envvar=True, help="HTTP: bearer token every client must send (Authorization: Bearer TOKEN).")] = None,
@@ -39,26 +39,13 @@ def serve(
     BOTGRPO_RENDER_SAVE_DIR.
     """
     from botgrpo_rewards.http_server import HttpSettings
-    from botgrpo_rewards.run import ServiceStartError, check_http, serve_runner, setup_logging, start_runner
+    from botgrpo_rewards.run import serve_runner, start_service
 
-    _check_service(name)
     settings = HttpSettings.from_env(token=token, allow_remote_without_token=allow_remote_without_token,
                                      max_body_bytes=max_body_bytes, timeout_s=http_timeout_s)
-    if http is not None:
-        try:
-            check_http(http, settings)
-        except ValueError as err:
-            raise UserError(str(err)) from None
-    from botgrpo_rewards.registry import load_backend
-
-    setup_logging()
-    try:
-        backend = load_backend(name)
-    except Exception as err:  # a missing dependency or tool: say which, not a traceback
-        raise UserError(f"reward service {name!r} could not load: {type(err).__name__}: {err}") from None
-    try:
-        runner = start_runner(backend, max_inflight)
-    except ServiceStartError as err:  # e.g. no Chromium: the backend's message says what to install
+    try:  # the one start-up path (python -m botgrpo_rewards takes it too); a failed start is a
+        runner = start_service(name, http, max_inflight, settings)  # ServiceStartError: one line
+    except ValueError as err:  # unknown name, or an address that cannot be served
         raise UserError(str(err)) from None
     try:
         code = serve_runner(runner, http, settings)
@@ -67,10 +54,10 @@ def serve(
     raise typer.Exit(code)
 
 
-@reward_app.command()
+@reward_app.command(cls=listing_choices(service="botgrpo_rewards.registry:SERVICES"))
 def score(
     file: Annotated[Path, typer.Argument(help="JSONL rollout file (or .gz): one {id, prompt, completion, reference, options?} per line.")],
-    service: Annotated[list[str], typer.Option("--service", "-s", help="Reward service: math, react or render. Repeat as NAME=WEIGHT to score with several at once (their weighted sum; lines' options go to the first), e.g. -s react -s render=0.5.")],
+    service: Annotated[list[str], typer.Option("--service", "-s", help=f"Reward service: {CHOICES}. Repeat as NAME=WEIGHT to score with several at once (their weighted sum; lines' options go to the first), e.g. -s react -s render=0.5.")],
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where to write (default: FILE with .scored.jsonl); never the input.")] = None,
     workers: Workers = 1,
     deadline_ms: Annotated[Optional[int], typer.Option("--deadline-ms", min=1, help="Per-request deadline for every line (default: each line's, else 10000).")] = None,

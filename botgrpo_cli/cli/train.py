@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from botgrpo_cli.cli.options import CHOICES, listing_choices
 from botgrpo_cli.console import console, out
 from botgrpo_cli.errors import UserError
 
@@ -18,12 +19,11 @@ DEMO_SETS = ["run.task=react_synth", "run.threads=2", "run.steps=30", "run.eval_
 
 
 def register(app: typer.Typer) -> None:
-    @app.command()
+    @app.command(cls=listing_choices(algo="botgrpo_cli.algos:PRESETS"))
     def train(
         config: Annotated[Optional[Path], typer.Argument(help="YAML config (sections model, rollout, reward, "
                                                               "algo, optim, run, log); defaults when omitted")] = None,
-        algo: Annotated[Optional[str], typer.Option("--algo", help="preset: grpo, bot_grpo, dr_grpo, dapo, "
-                                                                   "gspo, pure")] = None,
+        algo: Annotated[Optional[str], typer.Option("--algo", help=f"preset: {CHOICES}")] = None,
         sets: Annotated[Optional[list[str]], typer.Option("--set", help="override SECTION.KEY=VALUE "
                                                                         "(repeatable), e.g. optim.lr=3e-4")] = None,
         resume: Annotated[bool, typer.Option("--resume", help="continue the run in --out from its "

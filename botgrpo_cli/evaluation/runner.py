@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from botgrpo_cli.config import AUTOCAST_SETTINGS
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.evaluation import models, pairwise, report, sheets, winrate
 from botgrpo_cli.evaluation.metrics import aggregate
@@ -45,6 +46,7 @@ class EvalOptions:
     system_prompt: str | None = None  # system message before each prompt (chat templates)
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # e.g. {"enable_thinking": False}
     thinking_budget: int | None = None  # reasoning tokens before the close tag is forced
+    autocast: str = "auto"  # bf16 autocast while sampling: the trainer's rule (trainer/precision.py)
 
 
 def check(opts: EvalOptions) -> None:
@@ -63,6 +65,8 @@ def check(opts: EvalOptions) -> None:
         raise UserError(f"--judge must be one of {', '.join(pairwise.JUDGES)}, got {opts.judge!r}")
     if min(opts.workers, opts.batch_size) < 1:
         raise UserError("--workers and --batch-size must be at least 1")
+    if opts.autocast not in AUTOCAST_SETTINGS:
+        raise UserError(f"--autocast must be one of {', '.join(AUTOCAST_SETTINGS)}, got {opts.autocast!r}")
     if opts.thinking_budget is not None and opts.thinking_budget < 1:
         raise UserError(f"--thinking-budget must be at least 1 token, got {opts.thinking_budget}")
 
@@ -125,9 +129,13 @@ def _figure_names(task: Any) -> list[str]:
 
 def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOptions, scoring: Scoring,
               shots_root: Path | None, progress: Any) -> tuple[dict, list[Problem]]:
+    from botgrpo_cli.console import console
     from botgrpo_cli.rollout import FastEngine, SamplingParams
+    from botgrpo_cli.trainer.precision import autocast, choose
 
     model, tok = models.load(target)
+    bf16, why = choose(opts.autocast, model)  # the same rule as training's, so both sample alike
+    console.print(f"{target.label}: precision: {why}", soft_wrap=True)
     params = SamplingParams(max_new_tokens=opts.max_new_tokens or task.max_new_tokens, temperature=opts.temperature,
                             top_p=opts.top_p, stop=tuple(task.stop), seed=opts.seed,
                             thinking_budget=opts.thinking_budget, think_tags=task.think_tags)
@@ -135,9 +143,10 @@ def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOption
     prompts = [task.format_prompt(ex, tok, opts.system_prompt, opts.chat_template_kwargs) for ex in examples]
     per_call = max(1, opts.batch_size // opts.n)  # problems per generate call: bounded rows, whole problems
     tick = progress_ticker(progress, target.label, len(examples))
-    problems = evaluate(FastEngine(model, tok), examples, prompts, opts.n, params, scoring, per_call, shots,
-                        opts.out, tick=tick)
-    entry = {"label": target.label, "model": target.path, "step": target.step,
+    with autocast(bf16):
+        problems = evaluate(FastEngine(model, tok), examples, prompts, opts.n, params, scoring, per_call, shots,
+                            opts.out, tick=tick)
+    entry = {"label": target.label, "model": target.path, "step": target.step, "precision": why,
              "aggregates": aggregate(problems, opts.ks, _figure_names(task)),
              "problems": report.problem_rows(problems, opts.ks)}
     if shots is not None:

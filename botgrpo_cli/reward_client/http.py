@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import http.client
 import json
 import os
-import urllib.error
-import urllib.request
+import threading
+import urllib.parse
 from typing import Any, Callable, Iterable
 
 from botgrpo_cli.errors import UserError
@@ -13,8 +15,13 @@ from botgrpo_rewards.http_server import TOKEN_ENV
 from botgrpo_rewards.protocol import Hello, ProtocolError, ScoreRequest, ScoreResponse, decode_message, error_response, response_from_json
 
 
+MAX_IDLE_CONNECTIONS = 8  # kept open for reuse; more threads at once still work (extra ones are closed after use)
+_STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
+
+
 class HttpRewardClient:
-    """Score requests over HTTP. Requests go in batches of `batch_size` per POST."""
+    """Score requests over HTTP. Requests go in batches of `batch_size` per POST, over keep-alive
+    connections from a small pool (thread-safe: each call takes its own connection)."""
 
     def __init__(self, base_url: str, timeout_s: float = 600.0, batch_size: int = 64, token: str | None = None):
         """token: the service's bearer token (default $BOTGRPO_REWARD_TOKEN; none when unset)."""
@@ -22,21 +29,76 @@ class HttpRewardClient:
         self.timeout_s = timeout_s
         self.batch_size = batch_size
         self._token = token if token is not None else os.environ.get(TOKEN_ENV) or None
+        url = urllib.parse.urlsplit(self.base_url)
+        try:
+            port = url.port
+        except ValueError:
+            port = -1
+        if url.scheme not in ("http", "https") or not url.hostname or port == -1:
+            raise UserError(f"reward service URL {base_url!r} is not http://HOST:PORT (e.g. http://127.0.0.1:8100)")
+        self._connect = functools.partial(http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection,
+                                          url.hostname, port, timeout=timeout_s)
+        self._prefix = url.path
+        self._idle: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Close the idle connections (a later call opens new ones)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    def _take(self) -> tuple[http.client.HTTPConnection, bool]:
+        """A connection and whether it has served a request before (so the server may have closed it)."""
+        with self._lock:
+            if self._idle:
+                return self._idle.pop(), True
+        return self._connect(), False
+
+    def _give_back(self, conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            if conn.sock is not None and len(self._idle) < MAX_IDLE_CONNECTIONS:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def _exchange(self, method: str, path: str, data: bytes | None, headers: dict) -> tuple[int, bytes]:
+        """(status, body) of one request. A kept-alive connection the server has closed meanwhile
+        (its idle timeout) is retried once on a new one: scoring is a pure function of the request."""
+        while True:
+            conn, reused = self._take()
+            try:
+                conn.request(method, self._prefix + path, body=data, headers=headers)
+                resp = conn.getresponse()
+                body = resp.read()
+            except _STALE:
+                conn.close()
+                if reused:
+                    continue
+                raise
+            except BaseException:
+                conn.close()
+                raise
+            self._give_back(conn)  # http.client has closed it already if the server said so
+            return resp.status, body
 
     def _call(self, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body, ensure_ascii=True, allow_nan=False).encode()
         headers = {"Content-Type": "application/json"}
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
-        req = urllib.request.Request(self.base_url + path, data=data, headers=headers)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                return json.loads(resp.read())
-        except urllib.error.HTTPError as err:
-            hint = f" (set {TOKEN_ENV} to the service's --token)" if err.code == 401 else ""
-            raise UserError(f"reward service at {self.base_url} answered {path} with HTTP {err.code}{hint}: {err.read()[:300]!r}") from None
-        except (urllib.error.URLError, OSError) as err:
+            status, payload = self._exchange("GET" if data is None else "POST", path, data, headers)
+        except (OSError, http.client.HTTPException) as err:
             raise UserError(f"cannot reach the reward service at {self.base_url} ({err}); is `botgrpo reward serve NAME --http ...` running?") from None
+        if status != 200:
+            hint = f" (set {TOKEN_ENV} to the service's --token)" if status == 401 else ""
+            raise UserError(f"reward service at {self.base_url} answered {path} with HTTP {status}{hint}: {payload[:300]!r}")
+        try:
+            return json.loads(payload)
+        except ValueError:
+            raise UserError(f"reward service at {self.base_url} answered {path} with something that is not JSON: {payload[:300]!r}") from None
 
     def health(self) -> dict:
         return self._call("/v1/health")

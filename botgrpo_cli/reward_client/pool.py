@@ -152,10 +152,7 @@ class RewardPool:
             w.close_stdin()
         end = time.monotonic() + timeout_s
         for w in workers:
-            try:
-                w.proc.wait(max(0.0, end - time.monotonic()))
-            except Exception:
-                w.kill()
+            w.stop(end - time.monotonic())
         with self._cond:  # each reader has handed over its last lines once its exit handler ran
             self._cond.wait_for(lambda: not any(self._workers), timeout=max(1.0, end - time.monotonic()))
 
@@ -168,9 +165,7 @@ class RewardPool:
     # ---------------------------------------------------------------- starting workers
 
     def _spawn(self, slot: int, generation: int) -> Worker:
-        w = Worker(self.service, self._argv, self._env, slot, generation)
-        w.begin(self._on_line, self._on_exit)
-        return w
+        return Worker(self.service, self._argv, self._env, slot, generation, self._on_line, self._on_exit)
 
     def _start_all(self, n: int) -> None:
         started: list[Worker] = []

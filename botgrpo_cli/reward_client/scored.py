@@ -1,7 +1,7 @@
 """Reward responses -> one scored batch -> token rewards r[B,T]: the one path the trainer, the
 evaluation and the TRL/verl adapters all take.
 
-The rule for a usable answer is `ScoreResponse.usable` (rewards/protocol.py): status ok *and* a
+The rule for a usable answer is `ScoreResponse.usable` (botgrpo_rewards.protocol): status ok *and* a
 score. Anything else (error, timeout, an ok without a score) is a failed row: masked out of
 training, counted, and a failure in evaluation; never a silent 0.
 """
@@ -16,9 +16,8 @@ import torch
 from torch import Tensor
 
 from botgrpo_cli.algos import project_spans, token_rewards
+from botgrpo_cli.reward_client.span_noise import SpanNoise, Spans, noise_seed, noisy_spans
 from botgrpo_rewards.protocol import ScoreRequest, ScoreResponse
-
-Spans = list[tuple[int, int, float]]  # (start, end, reward): code points, half-open
 
 
 @dataclass
@@ -106,17 +105,29 @@ def offsets_mask(offsets: Sequence[Sequence[tuple[int, int]]]) -> Tensor:
 
 def to_token_rewards(scored: Scored, offsets: Sequence[Sequence[tuple[int, int]]], mask: Tensor | None = None,
                      lambda_seq: float = 1.0, lambda_tok: float = 1.0,
-                     shaping: Tensor | None = None) -> TokenRewards:
+                     shaping: Tensor | None = None, span_noise: SpanNoise | None = None,
+                     noise_key: Sequence[int] = ()) -> TokenRewards:
     """Scores, ok-mask, projected spans and token rewards for a batch (ALGORITHMS.md §1).
 
     offsets[i]: code-point (start, end) of each generated token of row i; mask: (B, T) generated
     tokens (default: from the offsets); shaping: (B,) added to the scores of ok rows (DAPO's
-    overlong penalty). Tensors come back on mask's device."""
+    overlong penalty); span_noise (`reward.span_noise`): applied to row i's spans with the seed
+    noise_seed(*noise_key, i) (the trainer's key: run seed, step, rank). Tensors come back on
+    mask's device."""
     mask = offsets_mask(offsets) if mask is None else mask.bool()
     device = mask.device
     ok = scored.ok.to(device)
     scores = scored.scores.to(device) + (0.0 if shaping is None else shaping.to(device))
     scores = torch.where(ok, scores, 0.0)  # (B,)
     mask = mask & ok[:, None]  # (B, T) failed completions are masked out, and counted
-    rho = project_spans(scored.spans, list(offsets), mask.shape[1]).to(device)  # (B, T)
+    spans = scored.spans if span_noise is None else _noisy(scored, offsets, span_noise, noise_key)
+    rho = project_spans(spans, list(offsets), mask.shape[1]).to(device)  # (B, T)
     return TokenRewards(scores, ok, mask, rho, token_rewards(scores, rho, mask, lambda_seq, lambda_tok))
+
+
+def _noisy(scored: Scored, offsets: Sequence[Sequence[tuple[int, int]]], noise: SpanNoise,
+           key: Sequence[int]) -> list[Spans]:
+    """Each row's spans after `noise`, clamped to its text (or, texts unknown, to its last token's end)."""
+    lengths = [len(t) for t in scored.texts] if scored.texts else [max((e for _, e in o), default=0) for o in offsets]
+    return [noisy_spans(spans, n, noise, noise_seed(*key, i))
+            for i, (spans, n) in enumerate(zip(scored.spans, lengths))]

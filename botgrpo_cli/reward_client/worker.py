@@ -1,23 +1,26 @@
-"""One reward service child process: start it, read its hello, send lines, read lines."""
+"""One reward service child process: a LineChild whose first line is the hello, plus the pool's
+per-process bookkeeping (slot, generation, requests in flight, hung/isolated flags)."""
 
 from __future__ import annotations
 
-import collections
-import os
-import subprocess
-import threading
 from typing import Callable
 
-from botgrpo_rewards.protocol import Hello, ProtocolError, ServiceStartError, decode_message
+from botgrpo_rewards.protocol import ChildExited, Hello, LineChild, ProtocolError, ServiceStartError, decode_message
 
-STDERR_TAIL_LINES = 40
+
+def _is_hello(line: bytes) -> bool:
+    try:
+        return isinstance(decode_message(line), Hello)
+    except ProtocolError:
+        return False
 
 
 class Worker:
     """A started service process. `on_line(worker, line)` gets each stdout line after the hello,
     `on_exit(worker)` runs once when stdout closes (the process died or was killed)."""
 
-    def __init__(self, service: str, argv: list[str], env: dict[str, str] | None, slot: int, generation: int):
+    def __init__(self, service: str, argv: list[str], env: dict[str, str] | None, slot: int, generation: int,
+                 on_line: Callable[["Worker", bytes], None], on_exit: Callable[["Worker"], None]):
         self.service = service
         self.slot = slot
         self.generation = generation
@@ -25,63 +28,46 @@ class Worker:
         self.inflight: dict[str, object] = {}  # internal id -> job; guarded by the pool's lock
         self.hung = False  # set when the pool kills it for missing a deadline
         self.isolated = False  # running one suspect request alone; guarded by the pool's lock
-        self.exited = False  # stdout closed; set before on_exit runs
-        self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
-        self._write_lock = threading.Lock()
-        self._hello_ready = threading.Event()
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**os.environ, **(env or {})},  # `env` adds to (or overrides) the caller's environment
-        )
-        threading.Thread(target=self._drain_stderr, name=f"reward-{service}-{slot}-stderr", daemon=True).start()
+        self.child = LineChild(argv, f"reward-{service}-{slot}", env=env, ready=_is_hello, stderr="tail",
+                               on_line=lambda line: on_line(self, line), on_exit=lambda: on_exit(self))
 
     @property
     def pid(self) -> int:
-        return self.proc.pid
+        return self.child.pid
+
+    @property
+    def exited(self) -> bool:
+        """stdout closed and the process reaped; set before on_exit runs."""
+        return self.child.exited
 
     def stderr_tail(self) -> str:
-        return "\n".join(self._stderr)
-
-    def begin(self, on_line: Callable[["Worker", bytes], None], on_exit: Callable[["Worker"], None]) -> None:
-        """Start the stdout reader; the first line must be the hello."""
-        threading.Thread(target=self._read, args=(on_line, on_exit), name=f"reward-{self.service}-{self.slot}", daemon=True).start()
+        return self.child.stderr_tail()
 
     def wait_hello(self, timeout_s: float) -> Hello:
         """Block until the hello line arrived; ServiceStartError (with the stderr tail) otherwise."""
-        if not self._hello_ready.wait(timeout_s):
+        try:
+            line = self.child.wait_ready(timeout_s)
+        except ChildExited as err:
+            raise self._start_error(str(err).removeprefix(self.child.name + " ")) from None
+        if line is None:
             self.kill()
             raise self._start_error(f"sent no hello line within {timeout_s:.0f} s")
-        if self.hello is None:
-            self.proc.wait()
-            raise self._start_error(f"exited with code {self.proc.returncode} before it was ready")
-        return self.hello
+        self.hello = decode_message(line)  # type: ignore[assignment]  # _is_hello accepted it
+        return self.hello  # type: ignore[return-value]
 
     def send(self, line: str) -> bool:
         """Write one line; False when the process is gone (its exit handler re-sends what it had)."""
-        data = (line + "\n").encode("utf-8")
-        with self._write_lock:
-            try:
-                self.proc.stdin.write(data)  # type: ignore[union-attr]  # buffered: no partial writes
-                self.proc.stdin.flush()  # type: ignore[union-attr]
-                return True
-            except (BrokenPipeError, OSError, ValueError):
-                return False
+        return self.child.send(line)
 
     def kill(self) -> None:
-        try:
-            self.proc.kill()
-        except OSError:
-            pass
+        self.child.kill()
 
     def close_stdin(self) -> None:
-        with self._write_lock:
-            try:
-                self.proc.stdin.close()  # type: ignore[union-attr]
-            except OSError:
-                pass
+        self.child.close_stdin()
+
+    def stop(self, timeout_s: float) -> None:
+        """Close its input (after a shutdown line) and give it `timeout_s` to exit; then kill it."""
+        self.child.stop(timeout_s)
 
     def _start_error(self, what: str) -> ServiceStartError:
         tail = self.stderr_tail().strip() or "(nothing on stderr)"
@@ -89,33 +75,3 @@ class Worker:
             f"reward service {self.service!r} {what}. Its stderr ended with:\n{tail}\n"
             f"Run `botgrpo reward serve {self.service}` by hand to see the problem."
         )
-
-    def _read(self, on_line: Callable[["Worker", bytes], None], on_exit: Callable[["Worker"], None]) -> None:
-        stdout = self.proc.stdout
-        assert stdout is not None
-        try:
-            first = stdout.readline()
-            try:
-                msg = decode_message(first) if first else None
-            except ProtocolError as err:
-                self._stderr.append(f"(client) first line was not a hello: {err}")
-                msg = None
-            if isinstance(msg, Hello):
-                self.hello = msg
-            self._hello_ready.set()
-            if self.hello is None:
-                self.kill()
-            else:
-                for line in iter(stdout.readline, b""):
-                    on_line(self, line)
-        finally:
-            self._hello_ready.set()
-            self.kill()  # stdout closed: make sure the process is really gone before re-sending
-            self.proc.wait()
-            self.exited = True
-            on_exit(self)
-
-    def _drain_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        for raw in iter(self.proc.stderr.readline, b""):
-            self._stderr.append(raw.decode("utf-8", errors="replace").rstrip())

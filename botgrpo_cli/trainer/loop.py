@@ -123,7 +123,8 @@ def train_step(s: Session, step: int, page: SamplesPage | None) -> dict[str, flo
     scored = ro.wait()  # scores + spans; failed rows come back with ok = False
     t_rew = time.perf_counter()
     tr = to_token_rewards(scored, b.offsets, b.mask, cfg.reward.lambda_seq, cfg.reward.lambda_tok,
-                          shaping=score_shaping(b.lengths, a, s.params.max_new_tokens))  # failed rows: masked, counted
+                          shaping=score_shaping(b.lengths, a, s.params.max_new_tokens),  # failed rows: masked, counted
+                          span_noise=s.span_noise, noise_key=(cfg.run.seed, step, s.dist.rank))
     scores, mask, rho, r = tr.scores, tr.mask, tr.rho, tr.r  # (B,), (B, T), (B, T), (B, T)
     gids = isolate_failed(b.group_ids, scored.ok)  # (B,)
     adv = compute_advantages(a.advantage, token_rewards=r, scores=scores, mask=mask, group_ids=gids,
@@ -137,7 +138,7 @@ def train_step(s: Session, step: int, page: SamplesPage | None) -> dict[str, flo
              "update": t_end - t_rew}
     if page and cfg.log.samples_every and (step % cfg.log.samples_every == 0 or step == 1):
         page.add(step, sample_rows(ro, scored, r, adv, cfg.log.samples))
-    metrics = step_metrics(ro, scored, scores, mask, adv, upd, times, s.task.success_metric,
+    metrics = step_metrics(ro, scored, scores, mask, r, adv, upd, times, s.task.success_metric,
                            restarts=s.pool.stats.get("restarts", 0))
     if b.logp_old is not None:  # the engine's own behaviour log-probs (vLLM) against the trainer's
         metrics["rollout/logp_abs_diff"] = float(masked_mean((b.logp_old - logp_old).abs(), b.mask))

@@ -96,7 +96,7 @@ def zero_variance_fraction(scores: Tensor, group_ids: Tensor, ok: Tensor) -> flo
     return float(torch.isin(groups, gids[constant]).sum()) / len(groups)
 
 
-def step_metrics(ro, scored: Scored, scores: Tensor, mask: Tensor, adv: Tensor, upd: dict,
+def step_metrics(ro, scored: Scored, scores: Tensor, mask: Tensor, r: Tensor, adv: Tensor, upd: dict,
                  times: dict[str, float], success_metric: str, restarts: float) -> dict[str, float]:
     b = ro.batch
     ok_scores = scored.scores[scored.ok]
@@ -106,6 +106,7 @@ def step_metrics(ro, scored: Scored, scores: Tensor, mask: Tensor, adv: Tensor, 
         "reward/std": float(ok_scores.std()) if len(ok_scores) > 1 else 0.0,
         "reward/masked": float(scored.masked),
         "reward/restarts": float(restarts),
+        "reward/token_mean": float(masked_mean(r, mask)),  # what the estimator sees: scores and spans, projected
         "adv/mean": float(masked_mean(adv, mask)),
         "adv/std": float(adv[mask].std()) if int(mask.sum()) > 1 else 0.0,
         "groups/zero_variance_frac": zero_variance_fraction(scores, b.group_ids, scored.ok),

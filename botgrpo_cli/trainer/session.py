@@ -15,6 +15,7 @@ import torch
 from botgrpo_cli.config import Config
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
+from botgrpo_cli.reward_client.span_noise import SpanNoise, parse_span_noise
 from botgrpo_cli.rollout import Engine, FastEngine, HFEngine, SamplingParams
 from botgrpo_cli.trainer import checkpoint, defaults
 from botgrpo_cli.trainer.checkpoint import TrainState
@@ -59,6 +60,12 @@ class Session:
     def policy(self) -> Any:
         """The policy without its DDP wrapper: for generation, no-grad log-probs and saving."""
         return getattr(self.model, "module", self.model)
+
+    @property
+    def span_noise(self) -> SpanNoise | None:
+        """reward.span_noise, None when off (the spans then go to the projection untouched)."""
+        noise = parse_span_noise(self.cfg.reward.span_noise)
+        return None if noise.off else noise
 
     def prompt_texts(self, examples: list) -> list[str]:
         """The formatted prompts, with the run's system prompt and chat-template arguments."""

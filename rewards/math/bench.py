@@ -23,9 +23,8 @@ from rich.table import Table
 
 from botgrpo_rewards.math.cases import CASES
 from botgrpo_rewards.math.peer_cases import peer_rows
-from botgrpo_rewards.math.pool import cpu_seconds
 from botgrpo_rewards.math.service import MathBackend
-from botgrpo_rewards.protocol import ScoreRequest
+from botgrpo_rewards.protocol import ScoreRequest, cpu_seconds
 
 
 @dataclass(frozen=True)

@@ -5,34 +5,23 @@ killed and replaced in the background; no signals or alarms are used in the call
 The limit is on the worker's CPU time, not the wall clock: on a loaded machine a check gets less of
 a core per second, and a wall-clock limit would make the verdict depend on how busy the machine is.
 A wall-clock bound (the request's deadline) still applies on top. Thread-safe: callers share a
-queue of idle workers.
+queue of idle workers. Each worker is a LineChild (botgrpo_rewards.protocol), the one manager of
+child processes; this module adds the job lines, the CPU limit and the replacement policy.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import queue
-import select
-import subprocess
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
+
+from botgrpo_rewards.protocol import ChildExited, LineChild
 
 STARTUP_TIMEOUT_S = 60.0
 POLL_S = 0.02  # how often a running job's CPU time is read
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of a process (Linux /proc); None where /proc cannot say."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _TICK
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 class JobTimeout(Exception):
@@ -51,50 +40,33 @@ class WorkerDied(JobFailed):
     """The worker process exited (killed from outside, or crashed) while running the job."""
 
 
-class _Worker:
-    """One checker subprocess and its line-buffered reader."""
+def _is_ready(line: bytes) -> bool:
+    try:
+        return json.loads(line).get("result") == "ready"
+    except (ValueError, AttributeError):
+        return False
 
-    def __init__(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "botgrpo_rewards.math.worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        )
-        self._buffer = b""
 
-    def send(self, job: str, args: list) -> None:
-        line = json.dumps({"job": job, "args": args}, ensure_ascii=True) + "\n"
-        self.process.stdin.write(line.encode("ascii"))
-        self.process.stdin.flush()
+def _worker() -> LineChild:
+    """A checker subprocess; its first line says it has loaded sympy (worker.py)."""
+    return LineChild([sys.executable, "-m", "botgrpo_rewards.math.worker"], "math-checker", ready=_is_ready,
+                     stderr="discard")
 
-    def receive(self, timeout: float, cpu_limit: float | None = None) -> dict | None:
-        """The next result line, or None if none arrived within `timeout` wall seconds or the
-        worker used more than `cpu_limit` CPU seconds meanwhile."""
-        end = time.monotonic() + timeout
-        fd = self.process.stdout.fileno()
-        cpu_start = cpu_seconds(self.process.pid) if cpu_limit is not None else None
-        while b"\n" not in self._buffer:
-            left = end - time.monotonic()
-            if left <= 0:
-                return None
-            if not select.select([fd], [], [], left if cpu_start is None else min(left, POLL_S))[0]:
-                if cpu_start is not None and (cpu_seconds(self.process.pid) or cpu_start) - cpu_start > cpu_limit:
-                    return None
-                continue
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                raise EOFError("checker process exited")
-            self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return json.loads(line)
 
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.wait(5)
-        for stream in (self.process.stdin, self.process.stdout):
-            try:
-                stream.close()
-            except OSError:  # unflushed input to a dead process
-                pass
+def _receive(worker: LineChild, timeout: float, cpu_limit: float) -> dict | None:
+    """The job's result line, or None if none arrived within `timeout` wall seconds or the worker
+    used more than `cpu_limit` CPU seconds meanwhile. ChildExited when the worker died."""
+    end = time.monotonic() + timeout
+    cpu_start = worker.cpu_seconds()
+    while True:
+        left = end - time.monotonic()
+        if left <= 0:
+            return None
+        line = worker.receive(left if cpu_start is None else min(left, POLL_S))
+        if line is not None:
+            return json.loads(line)
+        if cpu_start is not None and (worker.cpu_seconds() or cpu_start) - cpu_start > cpu_limit:
+            return None
 
 
 class WorkerPool:
@@ -103,25 +75,31 @@ class WorkerPool:
     def __init__(self, size: int = 2):
         self.size = size
         self.replaced = 0  # workers killed for overrunning or found dead
-        self._idle: queue.Queue[_Worker] = queue.Queue()
+        self._idle: queue.Queue[LineChild] = queue.Queue()
         self._lock = threading.Lock()
         self._closed = False
 
     def start(self) -> None:
         """Start the workers and wait until each has loaded sympy."""
-        workers = [_Worker() for _ in range(self.size)]
+        workers = [_worker() for _ in range(self.size)]  # they load sympy in parallel
         for w in workers:
-            if w.receive(STARTUP_TIMEOUT_S) is None:
+            try:
+                ready = w.wait_ready(STARTUP_TIMEOUT_S)
+            except ChildExited:
+                ready = None
+            if ready is None:
+                for other in workers:
+                    other.kill()
                 raise RuntimeError("math checker process did not start")
             self._idle.put(w)
 
-    def _respawn(self, attempts: int = 3) -> None:
+    def _respawn(self, start: Callable[[], LineChild], attempts: int = 3) -> None:
         """Start a replacement worker; a failed start is retried so the pool does not shrink."""
         for attempt in range(attempts):
-            worker = _Worker()
+            worker = start()
             try:
-                ready = worker.receive(STARTUP_TIMEOUT_S)
-            except (EOFError, ValueError):
+                ready = worker.wait_ready(STARTUP_TIMEOUT_S)
+            except ChildExited:
                 ready = None
             if ready is not None and not self._closed:
                 self._idle.put(worker)
@@ -131,13 +109,13 @@ class WorkerPool:
                 return
             time.sleep(0.5 * (attempt + 1))
 
-    def _replace(self, worker: _Worker) -> None:
+    def _replace(self, worker: LineChild) -> None:
         """Kill `worker` and start a fresh one off the caller's thread."""
         with self._lock:
             self.replaced += 1
         worker.kill()
         if not self._closed:
-            threading.Thread(target=self._respawn, daemon=True).start()
+            threading.Thread(target=self._respawn, args=(worker.fresh,), daemon=True).start()
 
     def run(self, job: str, args: list, cpu_limit: float, wall_limit: float) -> Any:
         """Run `job(*args)` in a worker: wait for a free one, then let it run until it has used
@@ -148,9 +126,10 @@ class WorkerPool:
         except queue.Empty:
             raise NoWorker("no checker process was free in time") from None
         try:
-            worker.send(job, args)
-            reply = worker.receive(max(end - time.monotonic(), 0.0), cpu_limit)
-        except (EOFError, OSError, ValueError):
+            if not worker.send(json.dumps({"job": job, "args": args}, ensure_ascii=True)):
+                raise ChildExited("checker process gone")
+            reply = _receive(worker, max(end - time.monotonic(), 0.0), cpu_limit)
+        except (ChildExited, ValueError):  # died, or wrote a broken line while dying
             self._replace(worker)
             raise WorkerDied("checker process died") from None
         if reply is None:
@@ -163,7 +142,7 @@ class WorkerPool:
 
     def pids(self) -> list[int]:
         """Process ids of the idle workers (for tests and diagnostics)."""
-        return [w.process.pid for w in list(self._idle.queue)]
+        return [w.pid for w in list(self._idle.queue)]
 
     def close(self) -> None:
         self._closed = True

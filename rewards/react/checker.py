@@ -4,18 +4,16 @@ The channel to Node is private to this backend (JSON Lines, described at the top
 Checks that arrive while Node is busy wait and then go together as one batch: their snippets share
 one TypeScript program, so the expensive part of a type check is paid once per batch.
 The process is killed and restarted when a check overruns its deadline, when Node dies, and when
-its heap grows past a limit, so one hostile completion never wedges it.
+its heap grows past a limit, so one hostile completion never wedges it. A waiting check's deadline
+runs while it waits (README.md, "Deadlines and the batch queue", says why). The process itself is
+a LineChild (botgrpo_rewards.protocol), as every child of the client and the services is.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import queue
 import shutil
-import signal
-import subprocess
 import threading
 import time
 from itertools import count
@@ -23,55 +21,18 @@ from pathlib import Path
 from typing import Any
 
 from botgrpo_rewards.backend import BackendError, BackendTimeout
+from botgrpo_rewards.protocol import ChildExited, LineChild
 
 HERE = Path(__file__).resolve().parent
 NODE_MODULES = HERE / "node_modules"
 log = logging.getLogger("botgrpo_rewards.react")
 
-_DIED = object()  # the reader thread's end-of-stream marker
 
-
-class _NodeProcess:
-    """One Node child: a reader thread turns its stdout lines into queue items."""
-
-    def __init__(self, argv: list[str]):
-        self.proc = subprocess.Popen(
-            argv, cwd=HERE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
-        )  # stderr is inherited: Node's own crash messages land in the service log
-        self.lines: queue.Queue[Any] = queue.Queue()
-        self.ready = False
-        threading.Thread(target=self._read, name="react-node-reader", daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            try:
-                self.lines.put(json.loads(raw))
-            except ValueError:
-                log.warning("react checker wrote a non-JSON line: %r", raw[:200])
-        self.lines.put(_DIED)
-
-    def send(self, msg: dict) -> None:
-        assert self.proc.stdin is not None
-        # ASCII-escaped JSON: lone surrogates travel as \udXXX escapes and reach JS unchanged.
-        self.proc.stdin.write(json.dumps(msg, ensure_ascii=True).encode("ascii") + b"\n")
-        self.proc.stdin.flush()
-
-    def kill(self) -> None:
-        """Kill Node and its esbuild helper (same process group), without waiting long."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            log.warning("react checker pid %s did not exit after SIGKILL", self.proc.pid)
-        for stream in (self.proc.stdin, self.proc.stdout):
-            try:
-                stream.close()  # type: ignore[union-attr]
-            except OSError:
-                pass
+def _is_ready(line: bytes) -> bool:
+    try:
+        return json.loads(line).get("ready") is True
+    except (ValueError, AttributeError):
+        return False
 
 
 MAX_BATCH = 32  # checker.js's SLOTS: snippets one TypeScript program holds
@@ -115,8 +76,7 @@ class NodeChecker:
         self._waiting: list[_Ticket] = []
         self._sending = False
         self._ids = count(1)
-        self._node: _NodeProcess | None = None
-        self._spawned_at = 0.0
+        self._node: LineChild | None = None
 
     def start(self) -> None:
         """Spawn Node and wait until it has warmed up (lib files and @types/react parsed)."""
@@ -177,53 +137,62 @@ class NodeChecker:
         return batch
 
     @property
+    def busy(self) -> bool:
+        """A batch is with Node now (checks handed over meanwhile wait for the next one)."""
+        with self._turn:
+            return self._sending
+
+    @property
     def pid(self) -> int | None:
         """Process id of the current Node process (None before start or after close)."""
-        return None if self._node is None else self._node.proc.pid
+        return None if self._node is None else self._node.pid
 
     def cpu_seconds(self) -> float | None:
         """CPU time (user + system) the current Node process has used, where /proc exists (Linux)."""
         node = self._node
-        try:
-            fields = Path(f"/proc/{node.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()  # type: ignore[union-attr]
-        except (AttributeError, OSError):
-            return None
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return None if node is None else node.cpu_seconds()
 
     # -- internals (called with the lock held) ------------------------------------------------
 
     def _spawn(self) -> None:
-        self._node = _NodeProcess(self._argv)
-        self._spawned_at = time.monotonic()
+        # Its own process group, so a kill also ends the esbuild helper; stderr is inherited: Node's
+        # own crash messages land in the service log.
+        self._node = LineChild(self._argv, "react-node", cwd=HERE, ready=_is_ready, own_group=True)
 
     def _restart(self) -> None:
         """Kill the current process and start a new one; it warms up while nobody waits on it."""
-        if self._node is not None:
-            self._node.kill()
         self.restarts += 1
-        self._spawn()
+        if self._node is None:
+            self._spawn()
+            return
+        self._node.kill()
+        self._node = self._node.fresh()
 
-    def _next(self, deadline: float) -> Any:
-        try:
-            return self._node.lines.get(timeout=max(0.0, deadline - time.monotonic()))  # type: ignore[union-attr]
-        except queue.Empty:
-            return None
+    def _next(self, deadline: float) -> dict[str, Any] | None:
+        """Node's next JSON line, or None at the deadline; ChildExited when Node is gone."""
+        while True:
+            line = self._node.receive(deadline - time.monotonic())  # type: ignore[union-attr]
+            if line is None:
+                return None
+            try:
+                return json.loads(line)
+            except ValueError:
+                log.warning("react checker wrote a non-JSON line: %r", line[:200])
 
     def _await_ready(self, deadline: float) -> None:
         node = self._node
         assert node is not None
-        while not node.ready:
-            limit = min(deadline, self._spawned_at + self.startup_timeout_s)
-            msg = self._next(limit)
-            if msg is _DIED:
+        limit = node.started_at + self.startup_timeout_s
+        try:
+            ready = node.wait_ready(min(deadline, limit) - time.monotonic())
+        except ChildExited:
+            self._restart()
+            raise BackendError("the react checker (Node) exited while starting; see the service log") from None
+        if ready is None:
+            if time.monotonic() >= limit:
                 self._restart()
-                raise BackendError("the react checker (Node) exited while starting; see the service log")
-            if msg is None:
-                if time.monotonic() >= self._spawned_at + self.startup_timeout_s:
-                    self._restart()
-                    raise BackendError(f"the react checker did not start within {self.startup_timeout_s:.0f} s")
-                raise BackendTimeout("the react checker was still starting at the deadline")
-            node.ready = bool(msg.get("ready"))
+                raise BackendError(f"the react checker did not start within {self.startup_timeout_s:.0f} s")
+            raise BackendTimeout("the react checker was still starting at the deadline")
 
     def _send(self, batch: list[_Ticket]) -> None:
         """Send `batch` to Node as one request and settle every ticket in it (lock held)."""
@@ -241,11 +210,10 @@ class NodeChecker:
             self._await_ready(min(t.deadline for t in live))
             rid = next(self._ids)
             msgs = [{**t.msg, "id": f"{rid}.{k}"} for k, t in enumerate(live)]
-            try:
-                self._node.send({"batch": msgs})  # type: ignore[union-attr]
-            except OSError as err:  # Node died since the last check
-                self._restart()
-                raise BackendError(f"the react checker (Node) was gone ({err}); restarted") from None
+            # ASCII-escaped JSON: lone surrogates travel as \udXXX escapes and reach JS unchanged.
+            if not self._node.send(json.dumps({"batch": msgs}, ensure_ascii=True)):  # type: ignore[union-attr]
+                self._restart()  # Node died since the last check
+                raise BackendError("the react checker (Node) was gone; restarted")
             replies = self._await([m["id"] for m in msgs], deadline)
         except (BackendError, BackendTimeout) as err:
             for t in live:
@@ -267,14 +235,15 @@ class NodeChecker:
 
     def _await(self, ids: list[str], deadline: float) -> list[dict[str, Any]]:
         while True:
-            msg = self._next(deadline)
+            try:
+                msg = self._next(deadline)
+            except ChildExited as err:
+                self._restart()
+                raise BackendError(f"the react checker (Node) died during this check (exit {err.returncode}); "
+                                   "restarted") from None
             if msg is None:
                 self._restart()
                 raise BackendTimeout("the react check did not finish by the deadline (checker restarted)")
-            if msg is _DIED:
-                code = self._node.proc.poll()  # type: ignore[union-attr]
-                self._restart()
-                raise BackendError(f"the react checker (Node) died during this check (exit {code}); restarted")
             replies = msg.get("batch")
             if not isinstance(replies, list) or [r.get("id") for r in replies] != ids:
                 continue  # a stale reply cannot happen after a restart; skip it defensively

@@ -5,10 +5,12 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
-import subprocess
 import threading
+import time
 from concurrent.futures import Future
 from pathlib import Path
+
+from botgrpo_rewards.protocol import LineChild
 
 HERE = Path(__file__).resolve().parent
 NODE_MODULES = HERE.parent / "react" / "node_modules"
@@ -40,40 +42,51 @@ class Compiler:
 
     def _spawn(self) -> None:
         """Start a helper with its own table of waiting calls (so one that died fails only its own)."""
-        self._proc = subprocess.Popen(self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                      encoding="utf-8", bufsize=1)
-        self._pending: dict[int, Future] = {}
-        threading.Thread(target=self._read, args=(self._proc, self._pending), name="render-compiler", daemon=True).start()
+        pending: dict[int, Future] = {}
+        self._pending = pending
+        self._child = LineChild(self._argv, "render-compiler", on_line=lambda line: self._answer(pending, line),
+                                on_exit=lambda: self._fail(pending))
 
-    def _read(self, proc: subprocess.Popen, pending: dict[int, Future]) -> None:
-        for line in proc.stdout:  # type: ignore[union-attr]
-            msg = json.loads(line)
-            fut = pending.pop(msg["id"], None)
-            if fut is not None:
-                fut.set_result(msg)
+    @staticmethod
+    def _answer(pending: dict[int, Future], line: bytes) -> None:
+        msg = json.loads(line)
+        fut = pending.pop(msg["id"], None)
+        if fut is not None:
+            fut.set_result(msg)
+
+    def _fail(self, pending: dict[int, Future]) -> None:
         with self._lock:  # the helper died: fail whatever still waits; the next call respawns it
             for fut in pending.values():
                 fut.set_exception(CompilerUnavailable("the esbuild helper exited"))
             pending.clear()
 
     def _ask(self, msg: dict, timeout: float) -> dict:
+        """Send `msg` and wait for its reply. A call in flight when the helper died is sent once
+        more, to a fresh helper (compiling is pure, so a re-send cannot change the answer)."""
+        end = time.monotonic() + timeout
+        try:
+            return self._send(msg).result(timeout=timeout)
+        except CompilerUnavailable:  # the helper died with this call in flight
+            return self._send(msg).result(timeout=max(0.0, end - time.monotonic()))
+
+    def _send(self, msg: dict) -> Future:
         fut: Future = Future()
         with self._lock:
             msg["id"] = next(self._ids)
             for attempt in range(2):
-                if self._proc.poll() is not None or attempt:
+                if attempt or self._child.exited or self._child.proc.poll() is not None:
                     self.restarts += 1
                     self._spawn()
                 self._pending[msg["id"]] = fut
-                try:
-                    self._proc.stdin.write(json.dumps(msg) + "\n")  # type: ignore[union-attr]
-                    self._proc.stdin.flush()  # type: ignore[union-attr]
-                    break
-                except OSError:  # the helper is dying but poll() did not see it yet
-                    self._pending.pop(msg["id"], None)
-            else:
-                raise CompilerUnavailable("the esbuild helper cannot be started")
-        return fut.result(timeout=timeout)
+                if self._child.send(json.dumps(msg)):
+                    return fut
+                self._pending.pop(msg["id"], None)  # the helper is dying but poll() did not see it yet
+        raise CompilerUnavailable("the esbuild helper cannot be started")
+
+    @property
+    def pid(self) -> int:
+        """Process id of the current helper (for tests and diagnostics)."""
+        return self._child.pid
 
     def runtime(self) -> str:
         """React 18 + ReactDOM as one IIFE defining `__botgrpoRequire`; built once and cached."""
@@ -92,9 +105,4 @@ class Compiler:
         return reply["js"]
 
     def close(self) -> None:
-        if self._proc.poll() is None:
-            self._proc.stdin.close()  # type: ignore[union-attr]
-            try:
-                self._proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
+        self._child.stop(timeout=5)  # end of input: compiler.js exits once its replies are written

@@ -6,7 +6,9 @@ parsed per render). A render is one evaluate (page.js undoes the previous render
 listeners and globals, then mounts) and one screenshot. After an error, or every RECYCLE renders,
 the page is reloaded for a fresh JavaScript realm. Every request other than that document is
 aborted. A render past its deadline gets its slot's context closed and rebuilt in the background;
-if that hangs, the browser is restarted.
+if that hangs, the browser is restarted. Chromium is the one child here that is not a LineChild
+(botgrpo_rewards.protocol): Playwright starts it and speaks its own pipe protocol to it, so its
+life cycle is Playwright's launch/close plus the slot resets below. The esbuild helper is a LineChild.
 """
 
 from __future__ import annotations

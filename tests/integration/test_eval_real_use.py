@@ -76,3 +76,20 @@ def test_system_prompt_and_template_kwargs_are_recorded(tiny_arith_model_dir, tm
     cfg = json.loads((tmp_path / "d" / "eval.json").read_text())["config"]
     assert (cfg["system_prompt"], cfg["chat_template_kwargs"], cfg["thinking_budget"]) == \
         ("Answer briefly.", {"enable_thinking": False}, 8)
+
+
+def test_eval_samples_under_the_trainers_precision_rule(tiny_arith_model_dir, tmp_path):
+    """auto keeps a 0.1M-parameter model in fp32 (bf16 is slower there); bfloat16 forces autocast and
+    the samples still score; the choice is printed and recorded per evaluated model."""
+    model = str(tiny_arith_model_dir)
+    auto = _run("--task", "arith_synth", "--model", model, "--limit", "2", "--out", str(tmp_path / "auto"))
+    assert auto.exit_code == 0, auto.output
+    assert "precision: fp32 (" in " ".join(auto.output.split())
+    forced = _run("--task", "arith_synth", "--model", model, "--limit", "2", "--autocast", "bfloat16",
+                  "--out", str(tmp_path / "bf16"))
+    assert forced.exit_code == 0, forced.output
+    report = json.loads((tmp_path / "bf16" / "eval.json").read_text())
+    assert report["evaluations"][0]["precision"].startswith("bf16 autocast")
+    assert report["config"]["autocast"] == "bfloat16" and report["scope"]["problems"] == 2
+    bad = _run("--task", "arith_synth", "--model", model, "--autocast", "fp8", "--out", str(tmp_path / "bad"))
+    assert bad.exit_code == 1 and "--autocast must be one of auto, bfloat16, off" in " ".join(str(bad.exception).split())

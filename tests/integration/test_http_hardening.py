@@ -185,3 +185,180 @@ def test_math_service_under_2000_requests_over_16_keep_alive_connections():
     with http_service("math", TOKEN) as address:
         result = load(address, TOKEN, 2000, 16)
     assert result.errors == 0 and len(result.latencies_ms) == 2000
+
+
+def _answer(sock: socket.socket) -> tuple[bytes, dict | None]:
+    """One whole HTTP answer from a raw socket: (head, JSON body); (b"", None) when the server closed.
+    Reads through the socket's buffered file, so pipelined answers arriving together are kept apart."""
+    reader = _readers.setdefault(sock, sock.makefile("rb"))
+    lines = []
+    while not lines or lines[-1] not in (b"\r\n", b""):
+        lines.append(reader.readline())
+    head = b"".join(lines).strip()
+    if not head:
+        return b"", None
+    length = int(re.search(rb"Content-Length: (\d+)", head).group(1))
+    body = reader.read(length)
+    assert len(body) == length
+    return head, json.loads(body)
+
+
+_readers: dict[socket.socket, object] = {}
+
+
+def _closed_within(sock: socket.socket, seconds: float) -> bool:
+    sock.settimeout(seconds)
+    try:
+        return sock.recv(100) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+def _score_head(length: int) -> bytes:
+    return (b"POST /v1/score HTTP/1.1\r\nAuthorization: Bearer " + TOKEN.encode()
+            + b"\r\nContent-Length: " + str(length).encode() + b"\r\n\r\n")
+
+
+def test_a_request_trickled_one_byte_at_a_time_is_cut_off_at_the_timeout(server):
+    """--http-timeout-s (1 s here) is a deadline for the whole request from its first byte, not per
+    receive: bytes every 0.3 s never reach the end of the head, and the server closes anyway."""
+    head, body = _score_head(20), b'{"id": 1, "completion": ""}'
+    for what, payload in (("head", head), ("body", head + body)):
+        sock = socket.create_connection((server.host, int(server.port)), timeout=10)
+        start = time.monotonic()
+        closed = False
+        for k in range(len(payload) if what == "head" else len(head) + 5):
+            try:
+                sock.sendall(payload[k:k + 1])
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            if _closed_within(sock, 0.3):
+                closed = True
+                break
+        took = time.monotonic() - start
+        assert closed and 0.9 < took < 3.5, (what, took)
+        sock.close()
+    assert any("request head incomplete" in line for line in server.stderr)
+    assert any("request body incomplete" in line for line in server.stderr)
+    assert _post(server.conn(), b'{"id": "after", "completion": ""}')[0] == 200
+
+
+def test_pipelined_requests_are_answered_in_order_on_one_connection(server):
+    bodies = [json.dumps({"id": i, "completion": "p" * i}).encode() for i in range(5)]
+    sock = socket.create_connection((server.host, int(server.port)), timeout=10)
+    sock.sendall(b"\r\n" + b"".join(_score_head(len(b)) + b for b in bodies))  # a blank line before is allowed
+    for i in range(5):
+        head, body = _answer(sock)
+        assert head.startswith(b"HTTP/1.1 200 OK") and body["id"] == i and body["metrics"] == {"length": float(i)}
+    sock.close()
+
+
+def test_http_1_0_closes_unless_asked_to_keep_alive(server):
+    get = b"GET /v1/health HTTP/1.0\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\n"
+    sock = socket.create_connection((server.host, int(server.port)), timeout=10)
+    sock.sendall(get + b"\r\n")
+    head, body = _answer(sock)
+    assert b"Connection: close" in head and body["status"] == "ok" and _closed_within(sock, 5)
+    sock = socket.create_connection((server.host, int(server.port)), timeout=10)
+    for _ in range(2):
+        sock.sendall(get + b"Connection: keep-alive\r\n\r\n")
+        head, body = _answer(sock)
+        assert b"Connection: keep-alive" in head and body["status"] == "ok"
+    sock.close()
+
+
+@pytest.mark.parametrize("request_bytes, code", [
+    (b"GARBAGE\r\n\r\n", b"400"),
+    (b"POST /v1/score HTTP/2.0\r\n\r\n", b"505"),
+    (b"PUT /v1/score HTTP/1.1\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\n\r\n", b"501"),
+    (b"POST /v1/score HTTP/1.1\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\nContent-Length: \xb2\r\n\r\n", b"400"),
+    (b"POST /v1/score HTTP/1.1\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\nContent-Length: 2\r\n"
+     b"Content-Length: 30\r\n\r\n{}", b"400"),
+    (b"POST /v1/score HTTP/1.1\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\nTransfer-Encoding: chunked\r\n\r\n"
+     b"2\r\n{}\r\n0\r\n\r\n", b"411"),
+    (b"POST /v1/score HTTP/1.1\r\n folded: header\r\n\r\n", b"400"),
+    (b"GET /v1/health HTTP/1.1\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n", b"431"),
+    (b"POST /v2/score HTTP/1.1\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\nContent-Length: 2\r\n\r\n{}", b"404"),
+])
+def test_malformed_requests_get_one_json_answer_and_a_closed_connection(server, request_bytes, code):
+    sock = socket.create_connection((server.host, int(server.port)), timeout=10)
+    sock.sendall(request_bytes)
+    head, body = _answer(sock)
+    assert head.startswith(b"HTTP/1.1 " + code) and b"Connection: close" in head
+    assert body["status"] == "error" and body["error"]["message"]
+    assert _closed_within(sock, 5)
+
+
+def test_expect_100_continue_is_honoured(server):
+    body = b'{"id": "c", "completion": "abcd"}'
+    sock = socket.create_connection((server.host, int(server.port)), timeout=10)
+    sock.sendall(_score_head(len(body))[:-2] + b"Expect: 100-continue\r\n\r\n")
+    assert sock.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
+    sock.sendall(body)
+    head, answer = _answer(sock)
+    assert head.startswith(b"HTTP/1.1 200") and answer["metrics"] == {"length": 4.0}
+
+
+def test_a_client_leaving_while_scored_costs_nothing(server):
+    sock = socket.create_connection((server.host, int(server.port)), timeout=10)
+    body = b'{"id": "gone", "completion": "x", "options": {"sleep_ms": 300}}'
+    sock.sendall(_score_head(len(body)) + body)
+    sock.close()
+    time.sleep(0.6)  # the answer comes after the client left
+    assert _post(server.conn(), b'{"id": "next", "completion": ""}')[0] == 200
+    assert not [line for line in server.stderr if "Traceback" in line or "exception" in line.lower()]
+
+
+@pytest.fixture
+def echo_in_process():
+    """An HttpServer on this process's own thread around the echo backend, with a cap of 3 connections."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures"))
+    from echo_service import EchoBackend
+
+    from botgrpo_rewards.http_server import HttpSettings, bind
+    from botgrpo_rewards.service import ServiceRunner
+
+    runner = ServiceRunner(EchoBackend())
+    runner.start()
+    server = bind(runner, "127.0.0.1", 0, HttpSettings(token=TOKEN, max_connections=3, timeout_s=5))
+    thread = threading.Thread(target=server.serve, daemon=True)
+    thread.start()
+    yield server
+    server.stop()
+    thread.join(10)
+    assert not thread.is_alive()
+    server.sock.close()
+    runner.close()
+
+
+def test_connections_over_the_cap_are_closed_and_a_freed_slot_is_reused(echo_in_process):
+    host, port = echo_in_process.address
+    conns = [http.client.HTTPConnection(host, port, timeout=10) for _ in range(3)]
+    for c in conns:
+        assert _post(c, b'{"id": "in", "completion": ""}')[0] == 200
+    extra = socket.create_connection((host, port), timeout=10)
+    assert _closed_within(extra, 5)  # refused at once: the 4th connection gets no thread, no answer
+    conns[0].close()
+    deadline = time.monotonic() + 5
+    while len(echo_in_process.conns) > 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    again = http.client.HTTPConnection(host, port, timeout=10)
+    assert _post(again, b'{"id": "freed", "completion": ""}')[0] == 200
+    for c in (*conns[1:], again):
+        c.close()
+
+
+def test_bench_rewards_http_prints_every_setup_with_no_errors():
+    from typer.testing import CliRunner
+
+    from botgrpo_cli.cli import app
+
+    result = CliRunner().invoke(app, ["bench", "rewards", "--service", "math", "--http", "--n", "64"])
+    assert result.exit_code == 0, result.output
+    rows = {line.split("│")[1].strip(): line for line in result.output.splitlines() if line.count("│") == 6}
+    assert {"1 keep-alive", "16 keep-alive", "1, new connection each"} <= set(rows), result.output
+    assert all(rows[k].split("│")[5].strip() == "0" for k in ("1 keep-alive", "16 keep-alive", "1, new connection each"))
+    assert "16 vs 1 keep-alive connections" in result.output

@@ -80,7 +80,11 @@ def test_bot_grpo_without_token_rewards_equals_grpo(model_dir, pool, tmp_path):
         torch.testing.assert_close(a[k], b[k], rtol=1e-5, atol=1e-4)
 
 
-@pytest.mark.parametrize("updates", [[], ["algo.mini_batches=2", "algo.epochs=2"]], ids=["one-update", "2x2-updates"])
+NOISE = "reward.span_noise={drop: 0.3, flip: 0.1, jitter: 3}"
+
+
+@pytest.mark.parametrize("updates", [[], ["algo.mini_batches=2", "algo.epochs=2"], [NOISE]],
+                         ids=["one-update", "2x2-updates", "span-noise"])
 def test_resume_continues_exactly(model_dir, pool, tmp_path, updates):
     full = train(_cfg(model_dir, tmp_path / "full", "bot_grpo", 6, "run.save_every=3", *updates), pool=pool)
     part = _cfg(model_dir, tmp_path / "part", "bot_grpo", 3, "run.save_every=3", *updates)
@@ -93,10 +97,27 @@ def test_resume_continues_exactly(model_dir, pool, tmp_path, updates):
 
     assert [r["step"] for r in resumed.metrics] == [1, 2, 3, 4, 5, 6]
     assert strip(resumed.metrics) == strip(full.metrics)
-    assert all(r["update/steps"] == (4 if updates else 1) for r in full.metrics)
+    assert all(r["update/steps"] == (4 if "algo.epochs=2" in updates else 1) for r in full.metrics)
     final_a, final_b = _final_weights(full.run_dir), _final_weights(resumed.run_dir)
     assert all(torch.equal(final_a[k], final_b[k]) for k in final_a)
     assert [p.name for p in sorted((resumed.run_dir / "checkpoints").iterdir())] == ["step-000003", "step-000006"]
+
+
+def test_span_noise_changes_token_rewards_and_never_scores(model_dir, pool, tmp_path):
+    """The same first step (same model, seed, completions) with and without reward.span_noise."""
+    sets = {"clean": [], "flipped": ["reward.span_noise={flip: 1.0}"], "noisy": [NOISE]}
+    runs = {name: train(_cfg(model_dir, tmp_path / name, "bot_grpo", 1, *extra), pool=pool)
+            for name, extra in sets.items()}
+    first = {name: run.metrics[0] for name, run in runs.items()}
+    clean = first["clean"]
+    assert clean["reward/token_mean"] < clean["reward/mean"]  # the react service's spans are penalties
+    for name in ("flipped", "noisy"):
+        assert first[name]["reward/mean"] == clean["reward/mean"]
+        assert first[name]["reward/syntax_ok"] == clean["reward/syntax_ok"]
+        assert first[name]["reward/token_mean"] != clean["reward/token_mean"], name
+        assert first[name]["adv/std"] != clean["adv/std"], name
+    assert first["flipped"]["reward/token_mean"] > first["clean"]["reward/token_mean"]  # penalties became credit
+    assert "jitter: 3" in (runs["noisy"].run_dir / "config.yaml").read_text()
 
 
 @pytest.mark.parametrize("lora", [0, 4], ids=["full-copy", "lora-adapters-off"])

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from botgrpo_rewards import protocol as P
+from botgrpo_rewards.protocol import codec  # where the size caps are read (patched below)
 
 
 def test_score_request_round_trip_keeps_every_field():
@@ -62,14 +63,14 @@ def test_bad_requests_name_the_problem_and_keep_a_readable_id(line, rid, type_, 
 
 
 def test_text_too_large_is_a_too_large_error(monkeypatch):
-    monkeypatch.setattr(P, "MAX_COMPLETION_CHARS", 10)
+    monkeypatch.setattr(codec, "MAX_COMPLETION_CHARS", 10)
     with pytest.raises(P.ProtocolError) as err:
         P.decode_request(json.dumps({"id": "big", "completion": "x" * 11}))
     assert (err.value.id, err.value.type) == ("big", "too_large")
 
 
 def test_line_too_large_is_rejected_before_parsing(monkeypatch):
-    monkeypatch.setattr(P, "MAX_LINE_BYTES", 20)
+    monkeypatch.setattr(codec, "MAX_LINE_BYTES", 20)
     with pytest.raises(P.ProtocolError) as err:
         P.decode_request(b'{"id":"a","completion":"' + b"x" * 30 + b'"}')
     assert err.value.type == "too_large" and err.value.id is None
@@ -145,3 +146,24 @@ def test_ordinary_options_pass_the_server_setting_guard():
     for options in ({"steps": True}, {"judge": "vlm", "mode": "pairwise", "vlm_model": "m", "save_group": "a/png"},
                     {"max_type_errors": 5, "syntax_weight": 0.5}):
         assert P.decode_request(json.dumps({"id": 1, "completion": "c", "options": options})).options == options
+
+
+def test_code_outside_the_protocol_package_imports_only_its_surface():
+    """One protocol module: clients and services import `botgrpo_rewards.protocol`, never the files
+    behind it (wire, checks, codec), so those can be reorganised without touching a caller."""
+    import ast
+    from pathlib import Path
+
+    root = Path(P.__file__).resolve().parents[2]
+    inside = Path(P.__file__).resolve().parent
+    files = [["botgrpo_rewards", "protocol", p.stem] for p in inside.glob("*.py") if p.stem != "__init__"]
+    leaks = []
+    for top in ("botgrpo_cli", "rewards", "tasks"):
+        for path in sorted((root / top).rglob("*.py")):
+            if inside in path.parents or "node_modules" in path.parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                    [f"{node.module}.{a.name}" for a in node.names] if isinstance(node, ast.ImportFrom) else [])
+                leaks += [f"{path.relative_to(root)}: {n}" for n in names if n.split(".")[:3] in files]
+    assert leaks == []

@@ -240,6 +240,31 @@ def test_overrun_is_a_timeout_and_node_restarts(backend):
     assert score(backend, COUNTER).score == 1.0  # the new Node process warms up and answers
 
 
+def test_a_check_queued_behind_an_overrunning_batch_times_out_by_its_own_deadline(backend):
+    """The deadline counts from when the service starts the request, and a check waiting for Node is
+    started (README "Deadlines and the batch queue"): behind a batch that runs to its deadline, a
+    queued check is answered `timeout` by its own deadline (so a client's hang bound holds), with a
+    message saying it never reached Node; it is never sent late, and Node restarts once."""
+    import threading
+
+    slow = fenced("const s0: string = 'a';\n" * 60_000 + COUNTER)
+    before = backend.restarts
+    first: list = []
+    ahead = threading.Thread(target=lambda: first.append(timed(backend, slow, 3.0)))
+    ahead.start()
+    end = time.monotonic() + 10
+    while not backend._checker.busy and time.monotonic() < end:  # the slow batch is with Node
+        time.sleep(0.005)
+    t0 = time.monotonic()
+    queued = timed(backend, COUNTER, 0.8)
+    waited = time.monotonic() - t0
+    ahead.join()
+    assert isinstance(queued, BackendTimeout) and "busy with earlier requests" in str(queued)
+    assert 0.75 <= waited < 2.5  # answered at its own deadline, not when the batch ahead ends (3 s)
+    assert isinstance(first[0], BackendTimeout) and backend.restarts == before + 1
+    assert score(backend, COUNTER).score == 1.0
+
+
 def test_node_death_is_an_error_then_node_restarts(backend):
     os.kill(backend._checker.pid, signal.SIGKILL)
     before = backend.restarts

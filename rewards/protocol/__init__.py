@@ -1,0 +1,66 @@
+"""Reward protocol v1: the one module services, the reward client and `botgrpo reward score` share.
+
+Import everything from here (`from botgrpo_rewards.protocol import ScoreRequest`); the files
+behind it split the work by job and are not an interface of their own:
+- wire.py: the messages (ScoreRequest, ScoreResponse, Span, Hello, ...), size caps, statuses, errors;
+- checks.py: field and value checks (spans, scores, metrics, info, request options);
+- codec.py: objects to lines and lines to checked objects;
+- child.py: the stdio transport's other end, a child process speaking lines (LineChild), which
+  the client's service pool and the services' own helpers (checkers, compilers) all run on.
+
+Transport: one JSON object per line (UTF-8) over stdin/stdout, or the same objects over HTTP.
+See PROTOCOL.md beside this package for the prose version with worked examples.
+Offsets are Unicode code points of the completion (Python `str` indices), half-open [start, end).
+"""
+
+from botgrpo_rewards.protocol.checks import (
+    check_options,
+    clean_info,
+    server_setting,
+    validate_metrics,
+    validate_score,
+    validate_spans,
+)
+from botgrpo_rewards.protocol.child import ChildExited, LineChild, cpu_seconds
+from botgrpo_rewards.protocol.codec import (
+    decode_message,
+    decode_request,
+    encode,
+    read_lines,
+    request_from_json,
+    response_from_json,
+)
+from botgrpo_rewards.protocol.wire import (
+    DEFAULT_DEADLINE_MS,
+    MAX_COMPLETION_CHARS,
+    MAX_DEADLINE_MS,
+    MAX_LINE_BYTES,
+    MAX_PROMPT_CHARS,
+    STATUS_ERROR,
+    STATUS_OK,
+    STATUS_TIMEOUT,
+    STATUSES,
+    VERSION,
+    ErrorInfo,
+    Hello,
+    Message,
+    Ping,
+    Pong,
+    ProtocolError,
+    Request,
+    ScoreRequest,
+    ScoreResponse,
+    ServiceStartError,
+    Shutdown,
+    Span,
+    error_response,
+)
+
+__all__ = [
+    "ChildExited", "DEFAULT_DEADLINE_MS", "ErrorInfo", "Hello", "LineChild", "MAX_COMPLETION_CHARS",
+    "MAX_DEADLINE_MS", "MAX_LINE_BYTES", "MAX_PROMPT_CHARS", "Message", "Ping", "Pong", "ProtocolError",
+    "Request", "STATUSES", "STATUS_ERROR", "STATUS_OK", "STATUS_TIMEOUT", "ScoreRequest", "ScoreResponse",
+    "ServiceStartError", "Shutdown", "Span", "VERSION", "check_options", "clean_info", "cpu_seconds",
+    "decode_message", "decode_request", "encode", "error_response", "read_lines", "request_from_json",
+    "response_from_json", "server_setting", "validate_metrics", "validate_score", "validate_spans",
+]

@@ -1,0 +1,230 @@
+"""The stdio transport's other end: a child process that reads lines on stdin and writes lines on stdout.
+
+Every child the client and the services drive is one of these: the reward client's service
+processes, the math checker workers, the react Node checker and render's esbuild compiler. This
+class owns the process's life: start it, wait for its ready line, send lines, hand over each line
+it writes (to a callback or a queue), notice that it exited, kill it, start a fresh copy. What the
+lines mean, how work is batched, which deadline applies and what is re-sent after a crash stay
+with each caller, which knows its own protocol.
+
+A child that exits, is killed or closes its stdout is gone for good: the reader thread then makes
+sure the process is dead (so nothing still runs when the caller re-sends its work elsewhere),
+reaps it, and only then reports the exit.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+STDERR_TAIL_LINES = 40
+KILL_WAIT_S = 5.0
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_EXITED = object()  # queued after the last line when no on_line callback is given
+
+
+class ChildExited(Exception):
+    """The child's stdout closed (it exited, crashed or was killed); `returncode` says how."""
+
+    def __init__(self, message: str, returncode: int | None = None):
+        super().__init__(message)
+        self.returncode = returncode
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a process (Linux /proc); None where /proc cannot say."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICK
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class LineChild:
+    """One started child process speaking lines (see the module docstring).
+
+    - `ready`: when given, the child's first line is its handshake (a hello, a "ready" object):
+      it is kept as `ready_line` and not delivered; a first line `ready` rejects kills the child.
+    - `on_line(line)` gets every other stdout line (bytes, newline included) on the reader thread;
+      without it lines queue up for `receive`.
+    - `on_exit()` runs once, on the reader thread, after the process has been reaped.
+    - `stderr`: "inherit" (the parent's stderr: a service log), "tail" (kept: `stderr_tail()`) or "discard".
+    - `own_group`: start it in its own process group so `kill` also ends its helpers (esbuild).
+    """
+
+    def __init__(self, argv: list[str], name: str, *, env: dict[str, str] | None = None, cwd: str | Path | None = None,
+                 ready: Callable[[bytes], bool] | None = None, on_line: Callable[[bytes], None] | None = None,
+                 on_exit: Callable[[], None] | None = None, stderr: str = "inherit", own_group: bool = False):
+        self.argv, self.name = list(argv), name
+        self._settings = dict(env=env, cwd=cwd, ready=ready, on_line=on_line, on_exit=on_exit, stderr=stderr,
+                              own_group=own_group)
+        self._ready_check = ready
+        self._on_line, self._on_exit = on_line, on_exit
+        self._own_group = own_group
+        self.ready_line: bytes | None = None
+        self._not_ready = ""  # why the child ended before its ready line, when it was rejected
+        self.started_at = time.monotonic()
+        self._ready = threading.Event()  # set at the ready line, or when the child exits before it
+        self._exited = threading.Event()
+        self._lines: queue.Queue = queue.Queue()
+        self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self._write_lock = threading.Lock()
+        pipes = {"inherit": None, "tail": subprocess.PIPE, "discard": subprocess.DEVNULL}
+        if stderr not in pipes:
+            raise ValueError(f"stderr must be one of {', '.join(pipes)}, not {stderr!r}")
+        self.proc = subprocess.Popen(  # OSError (no such program) goes to the caller
+            self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=pipes[stderr], cwd=cwd,
+            env=None if env is None else {**os.environ, **env},  # `env` adds to (or overrides) ours
+            start_new_session=own_group,
+        )
+        if stderr == "tail":
+            threading.Thread(target=self._drain_stderr, name=f"{name}-stderr", daemon=True).start()
+        threading.Thread(target=self._read, name=f"{name}-reader", daemon=True).start()
+
+    # ---------------------------------------------------------------- state
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def exited(self) -> bool:
+        """True once the process is gone and reaped (set before `on_exit` runs)."""
+        return self._exited.is_set()
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    def stderr_tail(self) -> str:
+        """The last lines the child wrote on stderr (with stderr="tail"; empty otherwise)."""
+        return "\n".join(self._stderr)
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time the child has used so far (Linux; None elsewhere or once it is reaped)."""
+        return cpu_seconds(self.proc.pid)
+
+    def fresh(self) -> "LineChild":
+        """A new child with the same program and settings (the caller kills this one, or it died)."""
+        return LineChild(self.argv, self.name, **self._settings)
+
+    # ---------------------------------------------------------------- talking to it
+
+    def wait_ready(self, timeout: float) -> bytes | None:
+        """The ready line; None if it has not come within `timeout` seconds (the child keeps
+        starting: the caller decides whether to wait again or kill it). Raises ChildExited when
+        the child exited first or its first line was not a ready line."""
+        self._ready.wait(max(0.0, timeout))
+        if self.ready_line is not None:
+            return self.ready_line
+        if self._ready.is_set():
+            self._exited.wait(KILL_WAIT_S)
+            why = self._not_ready or f"exited with code {self.returncode} before it was ready"
+            raise ChildExited(f"{self.name} {why}", self.returncode)
+        return None
+
+    def send(self, line: str | bytes) -> bool:
+        """Write one line (a newline is added); False when the child is gone. Thread-safe."""
+        data = line.encode("utf-8") if isinstance(line, str) else line
+        with self._write_lock:
+            try:
+                self.proc.stdin.write(data + b"\n")  # type: ignore[union-attr]
+                self.proc.stdin.flush()  # type: ignore[union-attr]
+                return True
+            except (OSError, ValueError):  # broken pipe, or stdin already closed
+                return False
+
+    def receive(self, timeout: float) -> bytes | None:
+        """The next line (without on_line); None when none came within `timeout` seconds.
+        Raises ChildExited once the child is gone and every line it wrote has been received."""
+        try:
+            item = self._lines.get(timeout=max(0.0, timeout))
+        except queue.Empty:
+            return None
+        if item is _EXITED:
+            self._lines.put(_EXITED)  # every later call says the same
+            raise ChildExited(f"{self.name} exited (code {self.returncode})", self.returncode)
+        return item
+
+    # ---------------------------------------------------------------- ending it
+
+    def kill(self) -> None:
+        """SIGKILL the child (its whole group with own_group) and reap it; never raises."""
+        try:
+            if self._own_group:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            else:
+                self.proc.kill()
+        except (ProcessLookupError, PermissionError, OSError):
+            pass  # already gone
+        try:
+            self.proc.wait(KILL_WAIT_S)
+        except subprocess.TimeoutExpired:
+            pass
+        self.close_stdin()
+
+    def close_stdin(self) -> None:
+        """End the child's input: a well-behaved child finishes what it has and exits."""
+        with self._write_lock:
+            try:
+                self.proc.stdin.close()  # type: ignore[union-attr]
+            except OSError:  # unflushed input to a dead process
+                pass
+
+    def stop(self, timeout: float) -> None:
+        """Close stdin and wait up to `timeout` seconds for the child to exit; then kill it."""
+        self.close_stdin()
+        try:
+            self.proc.wait(max(0.0, timeout))
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    # ---------------------------------------------------------------- threads
+
+    def _read(self) -> None:
+        stdout = self.proc.stdout
+        assert stdout is not None
+        try:
+            for line in iter(stdout.readline, b""):
+                if self._ready_check is not None and not self._ready.is_set():
+                    if self._accepts(line):
+                        self.ready_line = line
+                        self._ready.set()
+                        continue
+                    self._not_ready = f"its first line was not a ready line: {line[:200]!r}"
+                    self._stderr.append(f"({self.name}: {self._not_ready})")
+                    break
+                if self._on_line is None:
+                    self._lines.put(line)
+                else:
+                    self._on_line(line)
+        finally:
+            self.kill()  # stdout closed: the process must be really gone before anyone re-sends its work
+            try:
+                stdout.close()
+            except OSError:
+                pass
+            self._exited.set()
+            self._ready.set()
+            self._lines.put(_EXITED)
+            if self._on_exit is not None:
+                self._on_exit()
+
+    def _accepts(self, line: bytes) -> bool:
+        try:
+            return bool(self._ready_check(line))  # type: ignore[misc]
+        except Exception:  # a check that chokes on a garbled line has not seen a ready line
+            return False
+
+    def _drain_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for raw in iter(self.proc.stderr.readline, b""):
+            self._stderr.append(raw.decode("utf-8", errors="replace").rstrip())
+        self.proc.stderr.close()
