@@ -362,3 +362,25 @@ def test_bench_rewards_http_prints_every_setup_with_no_errors():
     assert {"1 keep-alive", "16 keep-alive", "1, new connection each"} <= set(rows), result.output
     assert all(rows[k].split("│")[5].strip() == "0" for k in ("1 keep-alive", "16 keep-alive", "1, new connection each"))
     assert "16 vs 1 keep-alive connections" in result.output
+
+
+def test_a_client_that_never_reads_its_answers_is_closed_after_the_timeout(server):
+    """Answers pile up unread (a small receive buffer, big batch answers): once the server's own
+    write buffer is full it waits --http-timeout-s, then closes the connection (one line)."""
+    batch = json.dumps({"requests": [{"id": i, "completion": "r" * 30} for i in range(500)]}).encode()
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((server.host, int(server.port)))
+
+    def send() -> None:  # blocks once the server stops reading; ends when the server closes
+        try:
+            sock.sendall((_score_head(len(batch)) + batch) * 60)
+        except OSError:
+            pass
+    threading.Thread(target=send, daemon=True).start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not any("not reading its answers" in line for line in server.stderr):
+        time.sleep(0.1)
+    assert any("not reading its answers" in line for line in server.stderr)
+    sock.close()
+    assert _post(server.conn(), b'{"id": "others", "completion": ""}')[0] == 200
