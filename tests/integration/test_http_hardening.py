@@ -384,3 +384,9 @@ def test_a_client_that_never_reads_its_answers_is_closed_after_the_timeout(serve
     assert any("not reading its answers" in line for line in server.stderr)
     sock.close()
     assert _post(server.conn(), b'{"id": "others", "completion": ""}')[0] == 200
+
+
+def test_a_timeout_of_zero_is_one_line():
+    proc = subprocess.run(ECHO + ["--http", "127.0.0.1:0", "--http-timeout-s", "0"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2 and "--http-timeout-s must be more than 0" in proc.stderr and "Traceback" not in proc.stderr
