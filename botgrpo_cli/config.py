@@ -16,6 +16,7 @@ import yaml
 
 from botgrpo_cli.errors import UnknownName, UserError, known_hint
 
+DTYPES = ("float32", "bfloat16", "float16")  # model.dtype and rollout.vllm_dtype
 AUTOCAST_SETTINGS = ("auto", "bfloat16", "off")  # model.autocast and `botgrpo eval --autocast` (trainer/precision.py)
 
 
@@ -62,7 +63,7 @@ def choices_of(f: dataclasses.Field) -> list[str] | None:
 class ModelConfig:
     name_or_path: Optional[str] = opt(None, "HF hub id, local directory or .gguf file (dequantised to dtype); "
                                             "None = the task's bootstrapped tiny model")
-    dtype: str = opt("float32", "parameter dtype", ("float32", "bfloat16", "float16"))
+    dtype: str = opt("float32", "parameter dtype", DTYPES)
     autocast: str = opt("auto", "bf16 autocast for generation, log-probs and forward/backward (fp32 master weights): "
                                 "auto = on for float32 models of 20M+ parameters on a CPU with AMX or AVX512-BF16",
                         AUTOCAST_SETTINGS)
@@ -93,7 +94,7 @@ class RolloutConfig:
     vllm_sleep_mode: bool = opt(False, "vllm: free vLLM's GPU memory while the trainer updates (sleep / wake_up)")
     vllm_max_model_len: Optional[int] = opt(None, "vllm: prompt + completion tokens; None = the model's limit")
     vllm_enforce_eager: bool = opt(False, "vllm: no CUDA graphs or compilation (starts in seconds, decodes slower)")
-    vllm_dtype: Optional[str] = opt(None, "vllm: weight dtype float32 | bfloat16 | float16; None = model.dtype")
+    vllm_dtype: Optional[str] = opt(None, "vllm: weight dtype; None = model.dtype", DTYPES)
 
 
 @dataclass

@@ -53,8 +53,6 @@ def check(cfg: Config) -> None:
         fail("optim.betas", f"must be two numbers in [0, 1), got {cfg.optim.betas}")
     if not 0 < cfg.rollout.vllm_gpu_memory_utilization <= 1:
         fail("rollout.vllm_gpu_memory_utilization", f"must be in (0, 1], got {cfg.rollout.vllm_gpu_memory_utilization}")
-    if cfg.rollout.vllm_dtype not in (None, "float32", "bfloat16", "float16"):
-        fail("rollout.vllm_dtype", f"must be float32, bfloat16 or float16, got {cfg.rollout.vllm_dtype!r}")
     if cfg.rollout.thinking_budget is not None and cfg.rollout.engine == "vllm":
         fail("rollout.thinking_budget", "works with rollout.engine fast or hf so far; unset it for vllm")
     _check_reward_options(cfg, fail)

@@ -5,8 +5,10 @@ Both sides: the same model (the task's bootstrapped tiny model, or --model), the
 service (two processes each), 8 prompts x 8 completions x 48 new tokens unless --shape says
 otherwise, temperature 1, beta 0, one update per batch, CPU, the same torch threads, and the same
 precision: fp32, or bf16 autocast for generation and forward/backward with fp32 weights on both
-(TRL's bf16=True, its generation wrapped in the same autocast); `auto` is botgrpo's start-up rule. Each side runs in its own subprocess (rounds alternate the order); its first step is a warm-up, not
-counted. Each step is split into generate / reward / rest (log-probs, loss, backward, optimizer), and
+(TRL's bf16=True, its generation wrapped in the same autocast); `auto` is botgrpo's start-up rule.
+Both processes import botgrpo_cli before torch, so both get its OpenMP wait policy (PASSIVE unless
+the environment sets one). Each side runs in its own subprocess (rounds alternate the order); its
+first step is a warm-up, not counted. Each step is split into generate / reward / rest (log-probs, loss, backward, optimizer), and
 its CPU seconds are reported too: on a shared machine they move less with load than wall time.
 """
 

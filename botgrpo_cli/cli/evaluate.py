@@ -27,9 +27,14 @@ def parse_task_options(pairs: list[str], flag: str = "--task-option") -> dict[st
     return options
 
 
+# the registries whose names the help of these options lists
+EVAL_CHOICES = listing_choices(task="botgrpo_tasks:list_tasks", split="botgrpo_cli.evaluation.runner:SPLITS",
+                               judge="botgrpo_cli.evaluation.pairwise:JUDGES",
+                               autocast="botgrpo_cli.config:AUTOCAST_SETTINGS")
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("eval", cls=listing_choices(task="botgrpo_tasks:list_tasks", split="botgrpo_cli.evaluation.runner:SPLITS",
-                                             judge="botgrpo_cli.evaluation.pairwise:JUDGES"))
+    @app.command("eval", cls=EVAL_CHOICES)
     def evaluate(
         task: Annotated[str, typer.Option("--task", help=f"One of {CHOICES} (installed tasks included).")],
         model: Annotated[str, typer.Option("--model", help="Hub id, model folder, .gguf file, checkpoint folder, or a "
@@ -65,9 +70,9 @@ def register(app: typer.Typer) -> None:
         thinking_budget: Annotated[Optional[int], typer.Option("--thinking-budget", help="Reasoning models: at most "
                                                                "this many tokens in the thinking block, then its "
                                                                "close tag is forced.")] = None,
-        autocast: Annotated[str, typer.Option("--autocast", help="bf16 autocast while sampling: auto (on for float32 "
-                                              "models of 20M+ parameters on a CPU with AMX or AVX512-BF16, as in "
-                                              "training), bfloat16, or off (fp32).")] = "auto",
+        autocast: Annotated[str, typer.Option("--autocast", help=f"bf16 autocast while sampling, one of {CHOICES}: "
+                                              "auto is on for float32 models of 20M+ parameters on a CPU with AMX or "
+                                              "AVX512-BF16 (as in training), off is fp32.")] = "auto",
         threads: Threads = 0,
     ) -> None:
         """Evaluate a model on a task: unbiased Pass@k, compile/render rates, judged win rate."""

@@ -16,7 +16,7 @@ import queue
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from botgrpo_rewards.protocol import ChildExited, LineChild
 
@@ -93,10 +93,10 @@ class WorkerPool:
                 raise RuntimeError("math checker process did not start")
             self._idle.put(w)
 
-    def _respawn(self, attempts: int = 3) -> None:
+    def _respawn(self, start: Callable[[], LineChild], attempts: int = 3) -> None:
         """Start a replacement worker; a failed start is retried so the pool does not shrink."""
         for attempt in range(attempts):
-            worker = _worker()
+            worker = start()
             try:
                 ready = worker.wait_ready(STARTUP_TIMEOUT_S)
             except ChildExited:
@@ -115,7 +115,7 @@ class WorkerPool:
             self.replaced += 1
         worker.kill()
         if not self._closed:
-            threading.Thread(target=self._respawn, daemon=True).start()
+            threading.Thread(target=self._respawn, args=(worker.fresh,), daemon=True).start()
 
     def run(self, job: str, args: list, cpu_limit: float, wall_limit: float) -> Any:
         """Run `job(*args)` in a worker: wait for a free one, then let it run until it has used

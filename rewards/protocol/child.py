@@ -194,7 +194,7 @@ class LineChild:
         try:
             for line in iter(stdout.readline, b""):
                 if self._ready_check is not None and not self._ready.is_set():
-                    if self._ready_check(line):
+                    if self._accepts(line):
                         self.ready_line = line
                         self._ready.set()
                         continue
@@ -216,6 +216,12 @@ class LineChild:
             self._lines.put(_EXITED)
             if self._on_exit is not None:
                 self._on_exit()
+
+    def _accepts(self, line: bytes) -> bool:
+        try:
+            return bool(self._ready_check(line))  # type: ignore[misc]
+        except Exception:  # a check that chokes on a garbled line has not seen a ready line
+            return False
 
     def _drain_stderr(self) -> None:
         assert self.proc.stderr is not None

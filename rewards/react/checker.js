@@ -22,7 +22,7 @@ const readline = require('readline');
 const esbuild = require('esbuild');
 const ts = require('typescript');
 
-const SLOTS = 8; // files one program holds: the most snippets that share a checker
+const SLOTS = 32; // files one program holds: the most snippets that share a checker (checker.py's MAX_BATCH)
 const slotFile = (k) => path.join(__dirname, `__botgrpo_check_${k}__.tsx`); // virtual: never written to disk
 const FILES = Array.from({ length: SLOTS }, (_, k) => slotFile(k));
 const SLOT_OF = new Map(FILES.map((f, k) => [f, k]));

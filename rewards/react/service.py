@@ -25,7 +25,7 @@ class ReactBackend(Backend):
     capabilities = ("spans",)
     # Requests handed over while Node is busy wait and then go to it together as one batch
     # (checker.MAX_BATCH): they share one TypeScript checker, which is most of a type check's cost.
-    max_inflight = 8
+    max_inflight = 32
     max_completion_chars = 200_000  # ~1.5 s of type checking (270k chars, loaded 2-core machine); longer is refused
 
     def __init__(self, heap_limit_mb: int = 768, max_old_space_mb: int = 1536, startup_timeout_s: float = 60.0):

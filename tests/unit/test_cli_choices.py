@@ -23,6 +23,7 @@ LISTED = [
     (["eval"], "task", "botgrpo_tasks:list_tasks"),
     (["eval"], "split", "botgrpo_cli.evaluation.runner:SPLITS"),
     (["eval"], "judge", "botgrpo_cli.evaluation.pairwise:JUDGES"),
+    (["eval"], "autocast", "botgrpo_cli.config:AUTOCAST_SETTINGS"),
     (["bootstrap"], "size", "botgrpo_cli.bootstrap.build:RECIPES"),
 ]
 

@@ -162,3 +162,34 @@ def test_cpu_seconds_counts_the_childs_own_work():
 def test_bad_stderr_setting_is_refused_before_starting_anything():
     with pytest.raises(ValueError, match="stderr must be one of"):
         LineChild([sys.executable, "-c", "pass"], "x", stderr="file")
+
+
+def test_a_ready_check_that_raises_counts_as_no_ready_line():
+    def choke(line: bytes) -> bool:
+        raise ValueError("garbled")
+
+    child = _child(ready=choke)
+    with pytest.raises(ChildExited, match="first line was not a ready line"):
+        child.wait_ready(30)
+
+
+def test_services_and_the_client_start_long_lived_children_only_as_line_children():
+    """One manager of child processes: in the services and the reward client, only child.py calls
+    Popen (one-shot commands through subprocess.run, e.g. a benchmark's baseline, are not managed)."""
+    import ast
+    from pathlib import Path
+
+    import botgrpo_cli.reward_client
+    import botgrpo_rewards
+
+    roots = [Path(botgrpo_rewards.__file__).parent, Path(botgrpo_cli.reward_client.__file__).parent]
+    found = []
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            if "node_modules" in path.parts or path.name == "child.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+                if name in ("Popen", "create_subprocess_exec", "create_subprocess_shell"):
+                    found.append(f"{path.name}:{node.lineno}")
+    assert found == []

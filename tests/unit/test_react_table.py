@@ -10,6 +10,7 @@ import pytest
 
 from botgrpo_rewards.backend import BackendError, BackendTimeout
 from botgrpo_rewards.protocol import ScoreRequest
+from botgrpo_rewards.react.checker import MAX_BATCH
 from botgrpo_rewards.react.service import ReactBackend
 
 F = "```"
@@ -293,7 +294,7 @@ def test_checks_in_one_batch_give_the_verdicts_they_get_alone(backend):
 
     completions = [row[1] for row in TABLE] + [JSX_AUGMENTATION, USES_BLINK]
     alone = [score(backend, c) for c in completions]
-    with ThreadPoolExecutor(16) as pool:
+    with ThreadPoolExecutor(MAX_BATCH + 8) as pool:  # enough waiters to fill a batch
         together = list(pool.map(lambda c: score(backend, c), completions * 2))
     assert backend.largest_batch > 1  # the requests really were batched
     for a, b in zip(alone * 2, together):

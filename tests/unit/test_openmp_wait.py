@@ -1,0 +1,31 @@
+"""botgrpo_cli sets OpenMP's wait policy to PASSIVE before torch loads libgomp, unless the user chose.
+
+Checked against libgomp itself: OMP_DISPLAY_ENV=verbose makes it print its settings when torch
+loads it, and PASSIVE means a spin count of 0 (libgomp's default is 300000)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+PROBE = "import botgrpo_cli, torch; torch.ones(4).sum()"
+
+
+def _spin_count(**env: str) -> str:
+    clean = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    proc = subprocess.run([sys.executable, "-c", PROBE], env={**clean, "OMP_DISPLAY_ENV": "verbose", **env},
+                          capture_output=True, text=True, timeout=120, check=True)
+    line = next(x for x in proc.stderr.splitlines() if x.strip().startswith("GOMP_SPINCOUNT"))
+    return line.split("=")[1].strip().strip("'")
+
+
+@pytest.mark.parametrize(("env", "expected"), [
+    ({}, "0"),  # ours: threads sleep as soon as they run out of work
+    ({"OMP_WAIT_POLICY": "ACTIVE"}, "30000000000"),  # the user's choice is kept
+    ({"GOMP_SPINCOUNT": "5000"}, "5000"),
+])
+def test_wait_policy_reaches_libgomp(env, expected):
+    assert _spin_count(**env) == expected

@@ -1,0 +1,55 @@
+"""How the react checker forms batches: at most MAX_BATCH checks and MAX_BATCH_CHARS of code, and a
+check that finds Node idle waits LINGER_S for the rest of a burst (real Node for the latter)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from botgrpo_rewards.react import checker
+from botgrpo_rewards.react.checker import MAX_BATCH, MAX_BATCH_CHARS, NodeChecker, _Ticket
+
+COMPONENT = "export function A() { return <div>{%d}</div>; }\n"
+
+
+def _tickets(sizes: list[int]) -> list[_Ticket]:
+    return [_Ticket("x" * n, True, 5, time.monotonic() + 60) for n in sizes]
+
+
+def test_a_batch_takes_waiting_checks_up_to_the_count_and_the_code_budget():
+    nc = NodeChecker.__new__(NodeChecker)  # the batching bookkeeping only: no Node process
+    nc._waiting = _tickets([10] * (MAX_BATCH + 5))
+    first = nc._waiting[3]
+    batch = nc._take_batch(first)
+    assert batch[0] is first and len(batch) == MAX_BATCH and len(nc._waiting) == 5
+    assert all(t not in batch for t in nc._waiting)
+
+    big = MAX_BATCH_CHARS // 2 + 1
+    nc._waiting = _tickets([big, big, 100, big])  # the second and fourth would overrun the budget
+    batch = nc._take_batch(nc._waiting[0])
+    assert [len(t.msg["code"]) for t in batch] == [big, 100]
+    assert [len(t.msg["code"]) for t in nc._waiting] == [big, big]
+
+    nc._waiting = _tickets([MAX_BATCH_CHARS * 3, 10])  # an oversized first check still goes, alone
+    assert [len(t.msg["code"]) for t in nc._take_batch(nc._waiting[0])] == [MAX_BATCH_CHARS * 3]
+
+
+def test_a_check_finding_node_idle_waits_for_the_rest_of_a_burst(monkeypatch):
+    monkeypatch.setattr(checker, "LINGER_S", 0.5)  # wide, so a loaded machine cannot miss it
+    nc = NodeChecker()
+    nc.start()
+    try:
+        replies: list[dict] = []
+
+        def one(k: int) -> None:
+            replies.append(nc.check(COMPONENT % k, True, 5, time.monotonic() + 60))
+
+        first = threading.Thread(target=one, args=(1,))
+        first.start()
+        time.sleep(0.05)  # arrives while the first lingers
+        one(2)
+        first.join()
+        assert nc.largest_batch == 2
+        assert [r["n_type_errors"] for r in replies] == [0, 0] and all(r["component"] for r in replies)
+    finally:
+        nc.close()
