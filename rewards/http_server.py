@@ -150,7 +150,10 @@ class HttpServer:
             self._wake_pending = False  # a call posted from now on wakes the loop again
         while self._inbox:
             fn, args = self._inbox.popleft()
-            fn(*args)
+            try:
+                fn(*args)
+            except Exception as err:  # a bug costs one answer, in one line; the others still go out
+                log.error("http: answering failed: %s: %s", type(err).__name__, err)
 
     def opened(self, conn: Connection) -> bool:
         """Whether a new connection may stay (under the cap); it is counted when it may."""
