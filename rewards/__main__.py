@@ -20,7 +20,7 @@ def add_http_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-remote-without-token", action="store_true",
                         help="serve beyond loopback with no token (anyone who can connect may use it)")
     parser.add_argument("--max-body-bytes", type=int, default=None, help=f"largest POST body (default {DEFAULT_MAX_BODY_BYTES})")
-    parser.add_argument("--http-timeout-s", type=float, default=None, help="close connections silent this long (default 30)")
+    parser.add_argument("--http-timeout-s", type=float, default=None, help="close idle connections, and requests not received in full, after this long (default 30)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -59,7 +59,7 @@ def parse_head(raw: bytes) -> Head:
             raise Refused(400, "bad_request", f"malformed header line {line[:100]!r}")
         key, value = name.lower(), value.strip()
         headers[key] = f"{headers[key]}, {value}" if key in headers else value  # a repeated Content-Length is then invalid
-    return Head(method.upper(), path, version, headers)
+    return Head(method, path, version, headers)  # methods are case-sensitive: "get" is not GET
 
 
 _date = [0, ""]
@@ -186,9 +186,8 @@ class Connection(asyncio.Protocol):
             self._abort()
 
     def _read_head(self) -> None:
-        blank = len(self.buf) - len(self.buf.lstrip(b"\r\n"))  # blank lines before a request are ignored
-        if blank:
-            del self.buf[:blank]
+        if self.buf[:1] in (b"\r", b"\n"):  # blank lines before a request are ignored
+            del self.buf[: len(self.buf) - len(self.buf.lstrip(b"\r\n"))]
         end = _HEAD_END.search(self.buf, max(0, self.scanned - 3))
         if end is None:
             self.scanned = len(self.buf)

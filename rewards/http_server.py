@@ -46,7 +46,7 @@ class HttpSettings:
     token: str | None = None  # required bearer token; None = none required (loopback only)
     allow_remote_without_token: bool = False
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    timeout_s: float = 30.0  # a connection silent this long is closed
+    timeout_s: float = 30.0  # idle connections, requests not received in full and unread answers: closed after it
     max_connections: int = 512
 
     @classmethod
@@ -88,6 +88,8 @@ def check_exposure(host: str, settings: HttpSettings) -> None:
                          "--allow-remote-without-token")
     if settings.token is not None and not settings.token.strip():
         raise ValueError("--token is empty; give a secret string")
+    if not settings.timeout_s > 0:
+        raise ValueError(f"--http-timeout-s must be more than 0 seconds, got {settings.timeout_s}")
     if not 0 < settings.max_body_bytes <= MAX_BODY_BYTES:
         raise ValueError(f"--max-body-bytes must be in 1..{MAX_BODY_BYTES}, got {settings.max_body_bytes}")
 
@@ -148,7 +150,10 @@ class HttpServer:
             self._wake_pending = False  # a call posted from now on wakes the loop again
         while self._inbox:
             fn, args = self._inbox.popleft()
-            fn(*args)
+            try:
+                fn(*args)
+            except Exception as err:  # a bug costs one answer, in one line; the others still go out
+                log.error("http: answering failed: %s: %s", type(err).__name__, err)
 
     def opened(self, conn: Connection) -> bool:
         """Whether a new connection may stay (under the cap); it is counted when it may."""

@@ -63,9 +63,11 @@ class SideFigures:
 
 
 def _model_dir(task: Any, model: str) -> str:
-    from botgrpo_cli.bootstrap import bootstrap
+    """The trainer's own resolution (tiny model, folder, hub id, or a .gguf file dequantised once)."""
+    from botgrpo_cli.config import ModelConfig
+    from botgrpo_cli.trainer.policy import resolve_model_path
 
-    return model or str(bootstrap(task))
+    return resolve_model_path(ModelConfig(name_or_path=model or None), task.name)
 
 
 def _bf16(precision: str, model: Any) -> bool:

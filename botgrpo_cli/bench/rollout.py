@@ -40,11 +40,12 @@ class RolloutReport:
 def _setup(task_name: str, model: str | None, prompts: int) -> tuple[Any, Any, list[str], Any]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from botgrpo_cli.bootstrap import bootstrap
+    from botgrpo_cli.config import ModelConfig
+    from botgrpo_cli.trainer.policy import resolve_model_path
     from botgrpo_tasks import get_task
 
     task = get_task(task_name, seed=0)
-    path = model or str(bootstrap(task))
+    path = resolve_model_path(ModelConfig(name_or_path=model), task_name)  # a .gguf file works as in training
     tok = AutoTokenizer.from_pretrained(path)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token

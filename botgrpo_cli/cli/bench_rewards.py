@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -19,7 +19,8 @@ def register(app: typer.Typer) -> None:
     def bench_rewards(
         service: Annotated[str, typer.Option("--service", "-s", help=f"Reward service to benchmark: {CHOICES}.")],
         workers: Workers = 2,
-        n: Annotated[int, typer.Option("--n", min=1, help="Requests to score.")] = 200,
+        n: Annotated[Optional[int], typer.Option("--n", min=1, help="Requests to score (default 200; with --http 2000 "
+                                                                    "per run).")] = None,
         http: Annotated[bool, typer.Option("--http", help="Load the service's HTTP server instead: req/s and "
                                                           "p50/p99 over 1 and 16 keep-alive connections.")] = False,
     ) -> None:
@@ -32,8 +33,8 @@ def register(app: typer.Typer) -> None:
             from botgrpo_cli.bench.http_load import run
             from botgrpo_cli.console import out
 
-            run(console=out, service=service, n=n)
+            run(console=out, service=service, n=n or 2000)
             return
-        code = subprocess.call([sys.executable, "-m", "botgrpo_rewards.bench", service, str(workers), str(n)])
+        code = subprocess.call([sys.executable, "-m", "botgrpo_rewards.bench", service, str(workers), str(n or 200)])
         if code != 0:
             raise UserError(f"the {service} benchmark failed (exit code {code}); its message is above")

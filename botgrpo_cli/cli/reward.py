@@ -30,7 +30,7 @@ def serve(
     token: Annotated[Optional[str], typer.Option("--token", envvar="BOTGRPO_REWARD_TOKEN", show_envvar=True, help="HTTP: bearer token every client must send (Authorization: Bearer TOKEN).")] = None,
     allow_remote_without_token: Annotated[bool, typer.Option("--allow-remote-without-token", help="HTTP: serve beyond loopback with no token (anyone who can connect may use it).")] = False,
     max_body_bytes: Annotated[Optional[int], typer.Option("--max-body-bytes", min=1, help="HTTP: largest POST body (default 8000000).")] = None,
-    http_timeout_s: Annotated[Optional[float], typer.Option("--http-timeout-s", min=0.1, help="HTTP: close connections silent this long (default 30).")] = None,
+    http_timeout_s: Annotated[Optional[float], typer.Option("--http-timeout-s", min=0.1, help="HTTP: close idle connections, and requests not received in full, after this long (default 30).")] = None,
 ) -> None:
     """Run one reward service on stdin/stdout (JSON lines), or over HTTP with --http.
 

@@ -362,3 +362,66 @@ def test_bench_rewards_http_prints_every_setup_with_no_errors():
     assert {"1 keep-alive", "16 keep-alive", "1, new connection each"} <= set(rows), result.output
     assert all(rows[k].split("│")[5].strip() == "0" for k in ("1 keep-alive", "16 keep-alive", "1, new connection each"))
     assert "16 vs 1 keep-alive connections" in result.output
+
+
+def test_a_client_that_never_reads_its_answers_is_closed_after_the_timeout(server):
+    """Answers pile up unread (a small receive buffer, big batch answers): once the server's own
+    write buffer is full it waits --http-timeout-s, then closes the connection (one line)."""
+    batch = json.dumps({"requests": [{"id": i, "completion": "r" * 30} for i in range(500)]}).encode()
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((server.host, int(server.port)))
+
+    def send() -> None:  # blocks once the server stops reading; ends when the server closes
+        try:
+            sock.sendall((_score_head(len(batch)) + batch) * 60)
+        except OSError:
+            pass
+    threading.Thread(target=send, daemon=True).start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not any("not reading its answers" in line for line in server.stderr):
+        time.sleep(0.1)
+    assert any("not reading its answers" in line for line in server.stderr)
+    sock.close()
+    assert _post(server.conn(), b'{"id": "others", "completion": ""}')[0] == 200
+
+
+def test_a_timeout_of_zero_is_one_line():
+    proc = subprocess.run(ECHO + ["--http", "127.0.0.1:0", "--http-timeout-s", "0"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2 and "--http-timeout-s must be more than 0" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_real_clients_curl_and_node_fetch_are_served_over_kept_alive_connections(server, tmp_path):
+    """curl (asked for `Expect: 100-continue`, which it sends by itself for large bodies) reuses its
+    connection across the URLs of one command; Node's fetch (undici) keeps its connections alive and
+    writes lower-case headers."""
+    import shutil
+
+    if not shutil.which("curl") or not shutil.which("node"):
+        pytest.skip("needs curl and node")
+    body = tmp_path / "req.json"
+    body.write_text(json.dumps({"id": "curl", "completion": "c" * 2000}))
+    url = f"{server.url}/v1/score"
+    proc = subprocess.run(["curl", "-sSv", "-H", f"Authorization: Bearer {TOKEN}", "-H", "Content-Type: application/json",
+                           "-H", "Expect: 100-continue", "--data-binary", f"@{body}", "-w", "\n%{http_code} %{num_connects}\n", url, url],
+                          capture_output=True, text=True, timeout=60)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and lines[1] == "200 1" and lines[3] == "200 0", proc.stdout + proc.stderr
+    assert json.loads(lines[0])["metrics"] == {"length": 2000.0} and json.loads(lines[2])["id"] == "curl"
+    assert "> Expect: 100-continue" in proc.stderr and "< HTTP/1.1 100 Continue" in proc.stderr  # not curl's 1 s wait
+    script = """
+    const [url, token] = process.argv.slice(1);
+    (async () => {
+      const ids = [];
+      for (let i = 0; i < 20; i++) {
+        const r = await fetch(url, {method: "POST", headers: {authorization: "Bearer " + token, "content-type": "application/json"},
+                                    body: JSON.stringify({id: i, completion: "n".repeat(i)})});
+        const j = await r.json();
+        ids.push(r.status === 200 && j.status === "ok" && j.metrics.length === i ? j.id : -1);
+      }
+      console.log(JSON.stringify(ids));
+    })();
+    """
+    proc = subprocess.run(["node", "-e", script, url, TOKEN], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and json.loads(proc.stdout) == list(range(20)), proc.stdout + proc.stderr

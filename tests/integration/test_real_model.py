@@ -98,3 +98,18 @@ def test_eval_then_two_lora_bot_grpo_steps(smollm2_gguf, tmp_path):
                   "--max-new-tokens", "32")
     texts = [s["text"] for p in after["evaluations"][0]["problems"] for s in p["samples"]]
     assert all(_looks_like_text(t) for t in texts), texts
+
+
+def test_benchmarks_take_the_gguf_file_as_training_does(smollm2_gguf):
+    """`bench rollout --model x.gguf` (and `bench step --vs trl`, through the same resolution) load the
+    file the way training does, instead of handing its path to from_pretrained."""
+    from botgrpo_cli.bench.peer_trl import _model_dir
+    from botgrpo_cli.trainer.gguf import resolve_gguf
+    from botgrpo_tasks import get_task
+
+    gguf = str(smollm2_gguf)
+    assert _model_dir(get_task("arith_synth"), gguf) == resolve_gguf(gguf, "float32")
+    result = CliRunner().invoke(app, ["bench", "rollout", "--model", gguf, "--prompts", "1", "--group", "2",
+                                      "--new-tokens", "4", "--repeats", "1", "--threads", "2"])
+    assert result.exit_code == 0, result.output
+    assert "speed-up of the lean loop over HF generate" in " ".join(result.output.split())
