@@ -6,9 +6,10 @@ service (two processes each), 8 prompts x 8 completions x 48 new tokens unless -
 otherwise, temperature 1, beta 0, one update per batch, CPU, the same torch threads, and the same
 precision: fp32, or bf16 autocast for generation and forward/backward with fp32 weights on both
 (TRL's bf16=True, its generation wrapped in the same autocast); `auto` is botgrpo's start-up rule.
-Both processes import botgrpo_cli before torch, so both get its OpenMP spin count (GOMP_SPINCOUNT=1000
-unless the environment sets a policy or count). Each side runs in its own subprocess (rounds alternate the order); its
-first step is a warm-up, not counted. Each step is split into generate / reward / rest (log-probs, loss, backward, optimizer), and
+Both processes import botgrpo_cli before torch, so both get its OpenMP spin count
+(GOMP_SPINCOUNT=1000 unless the environment sets a policy or count). Each side runs in its own
+subprocess (rounds alternate the order); its first step is a warm-up, not counted. Each step is
+split into generate / reward / rest (log-probs, loss, backward, optimizer), and
 its CPU seconds are reported too: on a shared machine they move less with load than wall time.
 """
 
