@@ -143,6 +143,10 @@ def main(root: Path) -> None:
     noisy = load(root, "react_synth_k2_noisy")
     if noisy:
         lines += ["## Noisy spans (drop 0.3, flip 0.1, jitter 3), react_synth sites=2", "", *preset_table(noisy), ""]
+    horizon = load(root, "react_synth_k2_60steps")
+    if horizon:
+        lines += ["## Horizon (added after (a)): react_synth sites=2 over 60 steps", "", *preset_table(horizon), "",
+                  *curves_table([("60 steps", horizon)]), ""]
     lr = [(p.name, json.loads((p / "convergence.json").read_text())) for p in sorted((root / "lr_seed100").glob("lr-*"))]
     if lr:
         lines += ["## Learning-rate probe (seed 100, not reported as a result)", "", *curves_table(lr), ""]
