@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 TRIO = ("grpo", "bot_grpo", "bot_grpo_outcome")
+COLOURS = dict(zip(TRIO, ("C0", "C1", "C2")))  # one colour per preset in every panel
 SITES = {1: "react_synth_k1", 2: "react_synth_k2", 4: "react_synth_k4"}
 
 
@@ -89,8 +90,8 @@ def plot_sites(root: Path, runs: dict[int, dict]) -> Path | None:
             if entry is None:
                 continue
             c = entry["curve"]
-            ax.plot(c["steps"], c["median"], marker="o", label=algo)
-            ax.fill_between(c["steps"], c["min"], c["max"], alpha=0.18)
+            ax.plot(c["steps"], c["median"], marker="o", label=algo, color=COLOURS[algo])
+            ax.fill_between(c["steps"], c["min"], c["max"], alpha=0.18, color=COLOURS[algo])
         seeds = len(next(iter(data["algorithms"].values()))["seeds"])
         ax.set_title(f"react_synth sites={k} ({seeds} seeds)")
         ax.set_xlabel("step")
@@ -105,8 +106,8 @@ def plot_sites(root: Path, runs: dict[int, dict]) -> Path | None:
         if not all(gains):
             continue
         mid = [g[len(g) // 2] if len(g) % 2 else (g[len(g) // 2 - 1] + g[len(g) // 2]) / 2 for g in gains]
-        gain_ax.plot(ks, mid, marker="o", label=algo)
-        gain_ax.fill_between(ks, [g[0] for g in gains], [g[-1] for g in gains], alpha=0.18)
+        gain_ax.plot(ks, mid, marker="o", label=algo, color=COLOURS[algo])
+        gain_ax.fill_between(ks, [g[0] for g in gains], [g[-1] for g in gains], alpha=0.18, color=COLOURS[algo])
     gain_ax.axhline(0, color="grey", lw=0.8)
     gain_ax.set_xticks(ks)
     gain_ax.set_xlabel("k (independent spec sites)")
@@ -142,6 +143,10 @@ def main(root: Path) -> None:
     noisy = load(root, "react_synth_k2_noisy")
     if noisy:
         lines += ["## Noisy spans (drop 0.3, flip 0.1, jitter 3), react_synth sites=2", "", *preset_table(noisy), ""]
+    horizon = load(root, "react_synth_k2_60steps")
+    if horizon:
+        lines += ["## Horizon (added after (a)): react_synth sites=2 over 60 steps", "", *preset_table(horizon), "",
+                  *curves_table([("60 steps", horizon)]), ""]
     lr = [(p.name, json.loads((p / "convergence.json").read_text())) for p in sorted((root / "lr_seed100").glob("lr-*"))]
     if lr:
         lines += ["## Learning-rate probe (seed 100, not reported as a result)", "", *curves_table(lr), ""]
