@@ -16,6 +16,7 @@ import logging
 import shutil
 import threading
 import time
+from collections import deque
 from itertools import count
 from pathlib import Path
 from typing import Any
@@ -40,8 +41,11 @@ MAX_BATCH = 32  # checker.js's SLOTS: snippets one TypeScript program holds
 # character of type checking, so ~0.2 s here); the first check of a batch goes whatever its size.
 MAX_BATCH_CHARS = 32_000
 # A burst of requests (a training step's completions) reaches the backend within about this of
-# each other: a check that finds Node idle waits this long for company before it goes alone.
+# each other: a check that finds Node idle waits this long for company before it goes alone, but
+# only while checks have been overlapping lately (one of the last RECENT arrived to a busy or
+# queued checker), so one-at-a-time callers never pay it.
 LINGER_S = 0.001
+RECENT = 16
 
 
 class _Ticket:
@@ -75,6 +79,8 @@ class NodeChecker:
         self._turn = threading.Condition()  # guards _waiting and _sending; notified when a batch is done
         self._waiting: list[_Ticket] = []
         self._sending = False
+        self._overlapped: deque[bool] = deque(maxlen=RECENT)  # per arrival: was another check ahead of it?
+        self.lingered = 0  # how many checks waited for company (for tests and benchmarks)
         self._ids = count(1)
         self._node: LineChild | None = None
 
@@ -95,6 +101,7 @@ class NodeChecker:
         While Node is busy the check waits; the next caller to find Node free sends every waiting check."""
         ticket = _Ticket(code, types, max_errors, deadline)
         with self._turn:
+            self._overlapped.append(self._sending or bool(self._waiting))
             self._waiting.append(ticket)
             while self._sending and not ticket.done.is_set() and time.monotonic() < deadline:
                 self._turn.wait(max(0.0, deadline - time.monotonic()))
@@ -103,7 +110,8 @@ class NodeChecker:
                     self._waiting.remove(ticket)
                     raise BackendTimeout("the react checker was busy with earlier requests until the deadline")
                 self._sending = True
-                if len(self._waiting) == 1:  # Node was idle: gather the rest of a burst
+                if len(self._waiting) == 1 and any(self._overlapped):  # Node idle, bursts lately: gather
+                    self.lingered += 1
                     seen = 0
                     while seen < len(self._waiting) < MAX_BATCH:
                         seen = len(self._waiting)

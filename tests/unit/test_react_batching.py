@@ -1,5 +1,6 @@
 """How the react checker forms batches: at most MAX_BATCH checks and MAX_BATCH_CHARS of code, and a
-check that finds Node idle waits LINGER_S for the rest of a burst (real Node for the latter)."""
+check that finds Node idle waits LINGER_S for the rest of a burst, once checks have overlapped lately
+(real Node for the latter)."""
 
 from __future__ import annotations
 
@@ -44,12 +45,20 @@ def test_a_check_finding_node_idle_waits_for_the_rest_of_a_burst(monkeypatch):
         def one(k: int) -> None:
             replies.append(nc.check(COMPONENT % k, True, 5, time.monotonic() + 60))
 
-        first = threading.Thread(target=one, args=(1,))
+        for k in range(3):  # one at a time: nobody to wait for, so nobody waits
+            one(k)
+        assert nc.lingered == 0 and nc.largest_batch == 1
+        ahead = threading.Thread(target=one, args=(3,))  # two together: the second finds the first ahead
+        ahead.start()
+        one(4)
+        ahead.join()
+        lingered = nc.lingered
+        first = threading.Thread(target=one, args=(1,))  # now bursts are expected: the next lone check waits
         first.start()
         time.sleep(0.05)  # arrives while the first lingers
         one(2)
         first.join()
-        assert nc.largest_batch == 2
-        assert [r["n_type_errors"] for r in replies] == [0, 0] and all(r["component"] for r in replies)
+        assert nc.lingered == lingered + 1 and nc.largest_batch == 2
+        assert [r["n_type_errors"] for r in replies] == [0] * 7 and all(r["component"] for r in replies)
     finally:
         nc.close()
