@@ -106,14 +106,6 @@ MISSING = [
 TABLE = VALID + SYNTAX + TYPES + MISSING
 
 
-@pytest.fixture(scope="module")
-def backend():
-    b = ReactBackend()
-    b.start()
-    yield b
-    b.close()
-
-
 def score(backend: ReactBackend, completion: str, **options):
     return backend.score(ScoreRequest(id="t", completion=completion, options=options), time.monotonic() + 30)
 
@@ -130,8 +122,8 @@ def test_table_is_big_enough():
 
 
 @pytest.mark.parametrize("name,completion,syntax_ok,types_ok,line_text,span_text", TABLE, ids=[r[0] for r in TABLE])
-def test_table(backend, name, completion, syntax_ok, types_ok, line_text, span_text):
-    r = score(backend, completion)
+def test_table(react_backend, name, completion, syntax_ok, types_ok, line_text, span_text):
+    r = score(react_backend, completion)
     assert (r.metrics["syntax_ok"], r.metrics["types_ok"]) == (syntax_ok, types_ok), r.info
     missing = r.info.get("code") == "no_component"
     assert missing == (name in {row[0] for row in MISSING})
@@ -152,20 +144,20 @@ def test_table(backend, name, completion, syntax_ok, types_ok, line_text, span_t
 MANY_ERRORS = fenced("export function App() {\n" + "".join(f"  const v{i}: number = 's{i}';\n" for i in range(7)) + "  return <div />;\n}\n")
 
 
-def test_type_error_cap_and_order(backend):
-    r = score(backend, MANY_ERRORS, max_type_errors=3)
+def test_type_error_cap_and_order(react_backend):
+    r = score(react_backend, MANY_ERRORS, max_type_errors=3)
     assert r.metrics["n_errors"] == 7 and len(r.spans) == 3
     assert [MANY_ERRORS[s.start:s.end] for s in r.spans] == ["v0", "v1", "v2"]
     assert all(a.end <= b.start for a, b in zip(r.spans, r.spans[1:]))
 
 
-def test_syntax_only_ignores_type_errors(backend):
-    r = score(backend, MANY_ERRORS, types=False)
+def test_syntax_only_ignores_type_errors(react_backend):
+    r = score(react_backend, MANY_ERRORS, types=False)
     assert r.score == 1.0 and r.spans == [] and "types_ok" not in r.metrics
 
 
-def test_weights(backend):
-    r = score(backend, MANY_ERRORS, syntax_weight=0.2, types_weight=0.8, type_penalty=0.1)
+def test_weights(react_backend):
+    r = score(react_backend, MANY_ERRORS, syntax_weight=0.2, types_weight=0.8, type_penalty=0.1)
     assert r.score == pytest.approx(0.2) and {s.reward for s in r.spans} == {-0.1}
 
 
@@ -178,18 +170,18 @@ def test_weights(backend):
     ({"missing_score": 0.5}, "option 'missing_score' must be a number in [-1, 0]"),
     ({"K": 3}, "unknown react option(s) K;"),
 ])
-def test_bad_option_is_a_bad_request(backend, options, says):
+def test_bad_option_is_a_bad_request(react_backend, options, says):
     with pytest.raises(BackendError) as err:
-        score(backend, COUNTER, **options)
+        score(react_backend, COUNTER, **options)
     assert err.value.type == "bad_request" and says in str(err.value)
 
 
-def test_pass_credit_covers_the_code_outside_error_spans(backend):
-    r = score(backend, MANY_ERRORS, max_type_errors=2, pass_credit=0.2)
+def test_pass_credit_covers_the_code_outside_error_spans(react_backend):
+    r = score(react_backend, MANY_ERRORS, max_type_errors=2, pass_credit=0.2)
     got = [(s.label, s.reward, MANY_ERRORS[s.start:s.end]) for s in r.spans]
     assert [g[:2] for g in got] == [("pass", 0.2), ("TS2322", -0.25), ("pass", 0.2), ("TS2322", -0.25), ("pass", 0.2)]
     assert got[0][2] == "export function App() {\n  const" and got[-1][2].endswith("return <div />;\n}")
-    r = score(backend, fenced(COUNTER, before="Sure:\n"), pass_credit=0.2)
+    r = score(react_backend, fenced(COUNTER, before="Sure:\n"), pass_credit=0.2)
     [span] = r.spans
     assert r.score == 1.0 and r.spans[0].reward == 0.2 and fenced(COUNTER, before="Sure:\n")[span.start:span.end] == COUNTER.strip()
 
@@ -206,41 +198,41 @@ def timed(backend: ReactBackend, completion: str, deadline_s: float):
     return result
 
 
-def test_megabyte_completion(backend):
+def test_megabyte_completion(react_backend):
     big = fenced("export function Wall() {\n  return <p>" + "lorem ipsum " * 90_000 + "</p>;\n}\n", before="é😀\n")
     assert len(big) > 1_000_000
-    r = timed(backend, big, 30)
+    r = timed(react_backend, big, 30)
     assert r.metrics == {"syntax_ok": 1.0, "types_ok": 1.0, "n_errors": 0.0}
-    assert timed(backend, "word " * 210_000, 30).info["code"] == "no_component"
+    assert timed(react_backend, "word " * 210_000, 30).info["code"] == "no_component"
 
 
-def test_deep_nesting(backend):
+def test_deep_nesting(react_backend):
     depth = 10_000
     closed = "export function Deep() {\n  return " + "<div>" * depth + "</div>" * depth + ";\n}\n"
-    r = timed(backend, closed, 30)  # TypeScript's recursion gives out: an error answer, not a crash
+    r = timed(react_backend, closed, 30)  # TypeScript's recursion gives out: an error answer, not a crash
     assert isinstance(r, (BackendError, BackendTimeout)) or r.metrics["syntax_ok"] == 1.0
     unclosed = "export function Deep() {\n  return " + "<div>" * depth + ";\n}\n"
-    r = timed(backend, unclosed, 30)
+    r = timed(react_backend, unclosed, 30)
     assert r.metrics["syntax_ok"] == 0.0 and unclosed[r.spans[0].start:r.spans[0].end] == "}"
-    assert score(backend, COUNTER).score == 1.0
+    assert score(react_backend, COUNTER).score == 1.0
 
 
-def test_lone_surrogates(backend):
+def test_lone_surrogates(react_backend):
     code = "export function S() {\n  const s = '\udc00\ud800\ud83d';\n  const n: number = s;\n  return <b>{n}</b>;\n}\n"
     completion = fenced(code, before="\ud800 \U0001F600\n")
-    r = timed(backend, completion, 30)
+    r = timed(react_backend, completion, 30)
     assert r.metrics["types_ok"] == 0.0 and completion[r.spans[0].start:r.spans[0].end] == "n"
 
 
-def test_overrun_is_a_timeout_and_node_restarts(backend):
+def test_overrun_is_a_timeout_and_node_restarts(react_backend):
     slow = fenced("const s0: string = 'a';\n" * 60_000 + COUNTER)  # ~1.4 MB: the checker needs many seconds
-    before = backend.restarts
-    assert isinstance(timed(backend, slow, 1.5), BackendTimeout)
-    assert backend.restarts == before + 1
-    assert score(backend, COUNTER).score == 1.0  # the new Node process warms up and answers
+    before = react_backend.restarts
+    assert isinstance(timed(react_backend, slow, 1.5), BackendTimeout)
+    assert react_backend.restarts == before + 1
+    assert score(react_backend, COUNTER).score == 1.0  # the new Node process warms up and answers
 
 
-def test_a_check_queued_behind_an_overrunning_batch_times_out_by_its_own_deadline(backend):
+def test_a_check_queued_behind_an_overrunning_batch_times_out_by_its_own_deadline(react_backend):
     """The deadline counts from when the service starts the request, and a check waiting for Node is
     started (README "Deadlines and the batch queue"): behind a batch that runs to its deadline, a
     queued check is answered `timeout` by its own deadline (so a client's hang bound holds), with a
@@ -248,29 +240,29 @@ def test_a_check_queued_behind_an_overrunning_batch_times_out_by_its_own_deadlin
     import threading
 
     slow = fenced("const s0: string = 'a';\n" * 60_000 + COUNTER)
-    before = backend.restarts
+    before = react_backend.restarts
     first: list = []
-    ahead = threading.Thread(target=lambda: first.append(timed(backend, slow, 3.0)))
+    ahead = threading.Thread(target=lambda: first.append(timed(react_backend, slow, 3.0)))
     ahead.start()
     end = time.monotonic() + 10
-    while not backend._checker.busy and time.monotonic() < end:  # the slow batch is with Node
+    while not react_backend._checker.busy and time.monotonic() < end:  # the slow batch is with Node
         time.sleep(0.005)
     t0 = time.monotonic()
-    queued = timed(backend, COUNTER, 0.8)
+    queued = timed(react_backend, COUNTER, 0.8)
     waited = time.monotonic() - t0
     ahead.join()
     assert isinstance(queued, BackendTimeout) and "busy with earlier requests" in str(queued)
     assert 0.75 <= waited < 2.5  # answered at its own deadline, not when the batch ahead ends (3 s)
-    assert isinstance(first[0], BackendTimeout) and backend.restarts == before + 1
-    assert score(backend, COUNTER).score == 1.0
+    assert isinstance(first[0], BackendTimeout) and react_backend.restarts == before + 1
+    assert score(react_backend, COUNTER).score == 1.0
 
 
-def test_node_death_is_an_error_then_node_restarts(backend):
-    os.kill(backend._checker.pid, signal.SIGKILL)
-    before = backend.restarts
-    assert isinstance(timed(backend, COUNTER, 30), BackendError)
-    assert backend.restarts == before + 1
-    assert score(backend, COUNTER).score == 1.0
+def test_node_death_is_an_error_then_node_restarts(react_backend):
+    os.kill(react_backend._checker.pid, signal.SIGKILL)
+    before = react_backend.restarts
+    assert isinstance(timed(react_backend, COUNTER, 30), BackendError)
+    assert react_backend.restarts == before + 1
+    assert score(react_backend, COUNTER).score == 1.0
 
 
 JSX_AUGMENTATION = fenced("""declare global {
@@ -286,17 +278,17 @@ export function Old() {
 USES_BLINK = fenced("export function Uses() {\n  return <blink speed={2}>hi</blink>;\n}\n")
 
 
-def test_checks_in_one_batch_give_the_verdicts_they_get_alone(backend):
+def test_checks_in_one_batch_give_the_verdicts_they_get_alone(react_backend):
     """Concurrent requests share one TypeScript program (one checker); each must still see only its
     own file: same score, spans and findings as when checked alone; code that augments global or
     module scope is checked in a program of its own."""
     from concurrent.futures import ThreadPoolExecutor
 
     completions = [row[1] for row in TABLE] + [JSX_AUGMENTATION, USES_BLINK]
-    alone = [score(backend, c) for c in completions]
+    alone = [score(react_backend, c) for c in completions]
     with ThreadPoolExecutor(MAX_BATCH + 8) as pool:  # enough waiters to fill a batch
-        together = list(pool.map(lambda c: score(backend, c), completions * 2))
-    assert backend.largest_batch > 1  # the requests really were batched
+        together = list(pool.map(lambda c: score(react_backend, c), completions * 2))
+    assert react_backend.largest_batch > 1  # the requests really were batched
     for a, b in zip(alone * 2, together):
         assert (a.score, a.spans, a.metrics, a.info) == (b.score, b.spans, b.metrics, b.info)
     assert alone[-1].metrics["types_ok"] == 0  # <blink> is unknown without the other file's augmentation
