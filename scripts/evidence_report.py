@@ -10,6 +10,7 @@ steps to a target are first evaluated steps (evaluations every 10 steps), median
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -61,8 +62,9 @@ def curve_cell(entry: dict) -> str:
 
 def curves_table(sets: list[tuple[str, dict]]) -> list[str]:
     """Median value at each evaluated step, one row per (label, preset)."""
-    rows = ["| setting | preset | seeds | median at steps " + "/".join(map(str, sets[0][1]["algorithms"][
-        next(iter(sets[0][1]["algorithms"]))]["curve"]["steps"])) + " | final (min-max) |", "|---|---|---|---|---|"]
+    first = next(iter(sets[0][1]["algorithms"].values()))
+    steps = "/".join(map(str, first["curve"]["steps"]))
+    rows = [f"| setting | preset | seeds | median at steps {steps} | final (min-max) |", "|---|---|---|---|---|"]
     for label, data in sets:
         for algo, entry in data["algorithms"].items():
             rows.append(f"| {label} | {algo} | {len(entry['seeds'])} | {curve_cell(entry)} | {final_cell(entry)} |")
@@ -105,7 +107,7 @@ def plot_sites(root: Path, runs: dict[int, dict]) -> Path | None:
         gains = [sorted(paired_gain(runs[k], algo)) for k in ks]
         if not all(gains):
             continue
-        mid = [g[len(g) // 2] if len(g) % 2 else (g[len(g) // 2 - 1] + g[len(g) // 2]) / 2 for g in gains]
+        mid = [statistics.median(g) for g in gains]
         gain_ax.plot(ks, mid, marker="o", label=algo, color=COLOURS[algo])
         gain_ax.fill_between(ks, [g[0] for g in gains], [g[-1] for g in gains], alpha=0.18, color=COLOURS[algo])
     gain_ax.axhline(0, color="grey", lw=0.8)
