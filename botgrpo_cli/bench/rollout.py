@@ -38,18 +38,15 @@ class RolloutReport:
 
 
 def _setup(task_name: str, model: str | None, prompts: int) -> tuple[Any, Any, list[str], Any]:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     from botgrpo_cli.config import ModelConfig
-    from botgrpo_cli.trainer.policy import resolve_model_path
+    from botgrpo_cli.trainer.policy import load_model, load_tokenizer, resolve_model_path
     from botgrpo_tasks import get_task
 
     task = get_task(task_name, seed=0)
-    path = resolve_model_path(ModelConfig(name_or_path=model), task_name)  # a .gguf file works as in training
-    tok = AutoTokenizer.from_pretrained(path)
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
-    lm = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    cfg = ModelConfig(name_or_path=model)  # float32; a .gguf file works as in training
+    path = resolve_model_path(cfg, task_name)
+    tok = load_tokenizer(path)
+    lm = load_model(path, cfg, trainable=False)
     texts = [task.format_prompt(ex, tok) for ex in task.train_examples()[:prompts]]
     return task, tok, texts, lm
 
