@@ -160,7 +160,7 @@ class FastEngine(HFEngine):
                 ended |= torch.tensor([any(s in x for s in params.stop) for x in tails])
             if on_done is not None:
                 for i in live[ended].tolist():
-                    on_done(i, self._row(out[i, : t + 1].tolist(), params.stop)[1])
+                    self._report(i, out[i, : t + 1].tolist(), params.stop, on_done)
             if bool(ended.all()) or t + 1 == params.max_new_tokens:
                 return torch.cat([ids, out[:, : t + 1]], 1)
             if bool(ended.any()):  # drop ended rows from the batch and from the cache

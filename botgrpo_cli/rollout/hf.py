@@ -35,7 +35,7 @@ class _RowWatcher(StoppingCriteria):
             for i in ended.nonzero().flatten().tolist():
                 if i not in self.reported:
                     self.reported.add(i)
-                    self.on_done(i, self.engine._row(input_ids[i, self.prompt_len:].tolist(), self.stops)[1])
+                    self.engine._report(i, input_ids[i, self.prompt_len:].tolist(), self.stops, self.on_done)
         return done
 
 
@@ -49,6 +49,7 @@ class HFEngine:
         self.pad_id = pad_id_of(tokenizer, self.eos_ids)
         self.context = context_limit(model, tokenizer)  # prompt + generation must fit (checked per call)
         self.warned_context = False
+        self._reported: dict[int, tuple] = {}  # rows of the current call already finished for on_done
 
     def sync_weights(self) -> None:
         """Nothing to do: generation uses the training model itself."""
@@ -68,8 +69,9 @@ class HFEngine:
         ids = enc["input_ids"].repeat_interleave(n, 0)  # (B, P)
         attn = enc["attention_mask"].repeat_interleave(n, 0)  # (B, P)
         budget = thinking_budget(self.tok, params, prompts, n)  # None unless params.thinking_budget is set
+        self._reported = {}
         out = self._sample(ids, attn, params, on_done, n, budget)[:, ids.shape[1]:]  # (B, T) generated part
-        rows = [self._row(out[i].tolist(), params.stop) for i in range(out.shape[0])]
+        rows = [self._reported.pop(i, None) or self._row(out[i].tolist(), params.stop) for i in range(out.shape[0])]
         width = max(1, max(len(r[0]) for r in rows))
         completion = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(rows), width), dtype=torch.bool)
@@ -111,3 +113,9 @@ class HFEngine:
     def _row(self, generated: list[int], stops: tuple[str, ...]) -> tuple[list[int], str, list, bool]:
         """Valid tokens (through the first EOS or stop string), text, offsets, finished."""
         return finish_row(self.decoder, self.eos_ids, generated, stops)
+
+    def _report(self, i: int, generated: list[int], stops: tuple[str, ...], on_done: Callable[[int, str], None]) -> None:
+        """Row i has ended: finish it, hand its text to on_done, and keep it for the batch (the padding
+        that follows an ended row changes none of it, so it is not decoded twice)."""
+        row = self._reported[i] = self._row(generated, stops)
+        on_done(i, row[1])

@@ -45,6 +45,7 @@ class OffsetDecoder:
         self.special = set(tokenizer.all_special_ids)
         added = getattr(tokenizer, "added_tokens_decoder", {}) or {}
         self.added = {i: t.content for i, t in added.items() if i not in self.special}
+        self._bytes: dict[int, bytes] = {}  # token id -> its bytes, filled as ids are seen
 
     def decode(self, ids: list[int]) -> tuple[str, list[tuple[int, int]]]:
         """Text of `ids` (special tokens skipped) and one (start, end) code-point pair per id."""
@@ -53,6 +54,12 @@ class OffsetDecoder:
         return self._decode_prefixes(ids)
 
     def _token_bytes(self, token_id: int) -> bytes:
+        cached = self._bytes.get(token_id)
+        if cached is None:
+            cached = self._bytes[token_id] = self._bytes_of(token_id)
+        return cached
+
+    def _bytes_of(self, token_id: int) -> bytes:
         if token_id in self.special:
             return b""
         if token_id in self.added:

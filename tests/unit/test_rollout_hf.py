@@ -78,3 +78,16 @@ def test_rows_are_reported_as_soon_as_they_end_with_their_final_text(engine):
         assert text == batch.texts[i] and bool(batch.finished[i])
     unreported = set(range(len(batch.texts))) - set(seen)
     assert all(not bool(batch.finished[i]) for i in unreported)  # only length-limited rows are left
+
+
+def test_reported_rows_are_reused_and_equal_a_fresh_decode(engine):
+    """Rows handed to on_done are kept for the batch rather than decoded again; what the batch holds
+    must still be exactly what decoding its own tokens gives (text, offsets, finished)."""
+    reported: list[int] = []
+    params = SamplingParams(max_new_tokens=24, temperature=1.5, seed=5, stop=("e",))
+    batch = engine.generate(PROMPTS * 2, 2, params, on_done=lambda i, text: reported.append(i))
+    assert reported
+    for i in range(len(batch.texts)):
+        tokens = batch.completion_ids[i][batch.mask[i]].tolist()
+        _, text, offsets, finished = engine._row(tokens, params.stop)
+        assert (text, offsets, finished) == (batch.texts[i], batch.offsets[i], bool(batch.finished[i]))
