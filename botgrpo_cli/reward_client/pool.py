@@ -9,11 +9,18 @@ How no request is lost or stuck:
   are re-sent alone on an idle worker, so a second failure pins the culprit exactly. A suspect
   that fails again is answered (`timeout` when it was late, `error`/`service_died` when it crashed);
   innocent requests that merely shared its worker are re-sent and scored.
+
+Identical requests in flight at the same time are scored once when the service's hello declares the
+capability `deterministic` (its verdict depends on the request alone): a training step's groups often
+hold one completion several times. Only an `ok` answer is handed to the copies waiting on it; when
+the first one fails (timeout, crash, closed pool) each copy is sent on its own, so a failure is never
+passed on. Nothing is kept once the answer is given: this is not a cache.
 """
 
 from __future__ import annotations
 
 import collections
+import copy
 import itertools
 import json
 import logging
@@ -21,11 +28,13 @@ import sys
 import threading
 import time
 from concurrent.futures import Future, as_completed
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from botgrpo_cli.reward_client.worker import ServiceStartError, Worker
 from botgrpo_rewards.protocol import (
+    CAPABILITY_DETERMINISTIC,
     MAX_LINE_BYTES,
     STATUS_TIMEOUT,
     Hello,
@@ -52,6 +61,7 @@ class _Job:
     strikes: int = 0  # times it was in flight on a worker that crashed or hung because of it
     sent_at: float = 0.0
     overdue: bool = False  # missed deadline + grace on the current attempt
+    key: str | None = None  # set while it leads the identical requests waiting on it (see the docstring)
 
     def due(self, grace_s: float) -> float:
         return self.sent_at + self.request.deadline_ms / 1000 + grace_s
@@ -69,6 +79,7 @@ class RewardPool:
         startup_timeout_s: float = 120.0,
         hang_timeout_s: float = 10.0,
         max_inflight: int | None = None,
+        share_identical: bool = True,
     ):
         if workers < 1:
             raise ValueError("workers must be at least 1")
@@ -84,9 +95,13 @@ class RewardPool:
         self._workers: list[Worker | None] = [None] * workers
         self._starting = 0
         self._ids = itertools.count()
-        self._counts = collections.Counter({k: 0 for k in ("sent", "ok", "error", "timeout", "restarts", "resent")})
+        self._counts = collections.Counter({k: 0 for k in ("sent", "ok", "error", "timeout", "restarts", "resent",
+                                                           "shared")})
         self._closing = False
+        self._leaders: dict[str, list[_Job]] = {}  # request key -> identical requests waiting on it
         self._start_all(workers)
+        hello = self.hello
+        self._share = share_identical and hello is not None and CAPABILITY_DETERMINISTIC in hello.capabilities
         threading.Thread(target=self._monitor, name=f"reward-{service}-monitor", daemon=True).start()
 
     # ---------------------------------------------------------------- public API
@@ -118,12 +133,7 @@ class RewardPool:
             if job.future.done():
                 self._counts[job.future.result().status] += 1
                 return job.future
-            self._queue.append(job)
-            sends = self._dispatch_locked()
-            stranded = self._stranded_locked(f"no process of reward service {self.service!r} is running (restarts failed)")
-        self._send_all(sends)
-        for stuck, resp in stranded:
-            self._finish(stuck, resp)
+        self._enqueue(job)
         return job.future
 
     def score(self, requests: Iterable[ScoreRequest | dict], progress: Callable[[ScoreResponse], None] | None = None) -> list[ScoreResponse]:
@@ -221,6 +231,30 @@ class RewardPool:
         return [(j, error_response(j.request.id, "service_died", message)) for j in jobs]
 
     # ---------------------------------------------------------------- sending
+
+    def _enqueue(self, job: _Job) -> None:
+        """Queue `job`, or let it wait on an identical request already in flight (deterministic services)."""
+        with self._cond:
+            if self._closing:
+                closed = error_response(job.request.id, "closed", "the reward pool was closed before this was sent")
+            else:
+                closed = None
+                key = _request_key(job.payload) if self._share else None
+                if key is not None and key in self._leaders:
+                    self._leaders[key].append(job)
+                    self._counts["shared"] += 1
+                    return
+                if key is not None:
+                    job.key, self._leaders[key] = key, []
+                self._queue.append(job)
+                sends = self._dispatch_locked()
+                stranded = self._stranded_locked(f"no process of reward service {self.service!r} is running (restarts failed)")
+        if closed is not None:
+            self._finish(job, closed)
+            return
+        self._send_all(sends)
+        for stuck, resp in stranded:
+            self._finish(stuck, resp)
 
     def _make_job(self, request: ScoreRequest | dict) -> _Job:
         if isinstance(request, dict):
@@ -360,7 +394,14 @@ class RewardPool:
             return
         with self._cond:
             self._counts[resp.status] += 1
+            followers = self._leaders.pop(job.key, []) if job.key is not None else []
+            job.key = None
         job.future.set_result(resp)
+        for f in followers:  # identical requests: the same verdict when it is ok, else their own try
+            if resp.status == "ok":
+                self._finish(f, dataclasses.replace(copy.deepcopy(resp), id=f.request.id))
+            else:
+                self._enqueue(f)
 
     # ---------------------------------------------------------------- hang detection
 
@@ -382,3 +423,9 @@ class RewardPool:
                         hung.append(w)
             for w in hung:
                 w.kill()  # its reader sees EOF and _on_exit re-sends or answers what it had
+
+
+def _request_key(payload: dict) -> str:
+    """What makes two requests the same for a deterministic service: everything but the id."""
+    return json.dumps({k: v for k, v in payload.items() if k != "id"}, sort_keys=True, ensure_ascii=True,
+                      separators=(",", ":"))

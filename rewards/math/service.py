@@ -22,7 +22,7 @@ from botgrpo_rewards.math.pool import JobFailed, JobTimeout, NoWorker, WorkerDie
 from botgrpo_rewards.math import reward
 from botgrpo_rewards.math.reward import StepReport
 from botgrpo_rewards.math.steps import Equation, equations, split_steps
-from botgrpo_rewards.protocol import ScoreRequest
+from botgrpo_rewards.protocol import CAPABILITY_DETERMINISTIC, ScoreRequest
 
 MAX_ANSWER_CHARS = 2000
 MAX_SIDE_CHARS = 600
@@ -52,7 +52,7 @@ class MathBackend(Backend):
 
     name = "math"
     version = "0.1.0"
-    capabilities = ("spans", "steps")
+    capabilities = ("spans", "steps", CAPABILITY_DETERMINISTIC)
     max_inflight = 64
 
     def __init__(self, workers: int = 2, check_limit_s: float = CHECK_LIMIT_CPU_S, cache_size: int = 65536):

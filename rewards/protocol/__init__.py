@@ -31,6 +31,7 @@ from botgrpo_rewards.protocol.codec import (
     response_from_json,
 )
 from botgrpo_rewards.protocol.wire import (
+    CAPABILITY_DETERMINISTIC,
     DEFAULT_DEADLINE_MS,
     MAX_COMPLETION_CHARS,
     MAX_DEADLINE_MS,
@@ -57,6 +58,7 @@ from botgrpo_rewards.protocol.wire import (
 )
 
 __all__ = [
+    "CAPABILITY_DETERMINISTIC",
     "ChildExited", "DEFAULT_DEADLINE_MS", "ErrorInfo", "Hello", "LineChild", "MAX_COMPLETION_CHARS",
     "MAX_DEADLINE_MS", "MAX_LINE_BYTES", "MAX_PROMPT_CHARS", "Message", "Ping", "Pong", "ProtocolError",
     "Request", "STATUSES", "STATUS_ERROR", "STATUS_OK", "STATUS_TIMEOUT", "ScoreRequest", "ScoreResponse",

@@ -124,6 +124,11 @@ class ScoreResponse:
         return d
 
 
+# Hello capability: the service's ok verdict (score, spans, metrics) depends on the request alone,
+# never on load or time, so a client may answer identical requests in flight together from one scoring.
+CAPABILITY_DETERMINISTIC = "deterministic"
+
+
 @dataclass
 class Hello:
     """The first line a service writes."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult
-from botgrpo_rewards.protocol import ScoreRequest
+from botgrpo_rewards.protocol import CAPABILITY_DETERMINISTIC, ScoreRequest
 from botgrpo_rewards.react.checker import NodeChecker
 from botgrpo_rewards.react.extract import answer_code
 from botgrpo_rewards.react.spec import Requirements, with_spec
@@ -22,7 +22,7 @@ class ReactBackend(Backend):
 
     name = "react"
     version = "0.1.0"
-    capabilities = ("spans",)
+    capabilities = ("spans", CAPABILITY_DETERMINISTIC)
     # Requests handed over while Node is busy wait and then go to it together as one batch
     # (checker.MAX_BATCH): they share one TypeScript checker, which is most of a type check's cost.
     max_inflight = 32
