@@ -48,6 +48,22 @@ class _Decoder:
         base = model.get_base_model() if hasattr(model, "get_base_model") else model
         self.body, self.head = base.model, base.lm_head
         self.layers = list(self.body.layers)
+        self._rope: tuple[torch.Tensor, torch.Tensor] | None = None  # cos, sin (L, d) of every position
+
+    def rope_table(self, like: torch.Tensor, length: int) -> None:
+        """Compute cos/sin once for positions 0 .. length-1 instead of at every step. Each position's
+        values are elementwise in the position, so a row of the table is what the module gives for it;
+        rope types whose frequencies move with the sequence length (dynamic, longrope) are left alone."""
+        kind = str(getattr(self.body.rotary_emb, "rope_type", "default"))
+        if "dynamic" in kind or kind == "longrope":
+            return
+        cos, sin = self.body.rotary_emb(like, torch.arange(length, device=like.device)[None])
+        self._rope = cos[0], sin[0]
+
+    def _cos_sin(self, h: torch.Tensor, pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self._rope is None:
+            return self.body.rotary_emb(h, pos)
+        return self._rope[0][pos], self._rope[1][pos]  # (b, t, d)
 
     def new_cache(self, rows: int, length: int, like: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         a = self.layers[0].self_attn
@@ -60,7 +76,7 @@ class _Decoder:
         Returns the last position's logits (b, V) in float32."""
         b, t = ids.shape
         h = self.body.embed_tokens(ids)
-        cos, sin = self.body.rotary_emb(h, pos)
+        cos, sin = self._cos_sin(h, pos)
         end = at + t
         mask = keys_ok[:, None, None, :end]  # (b, 1, 1, L)
         if causal:  # prefill: causal, and a padding query sees itself so no row is all -inf (no NaN)
@@ -134,8 +150,10 @@ class FastEngine(HFEngine):
         keys_ok = torch.zeros((prompts.shape[0], length), dtype=torch.bool, device=device)
         keys_ok[:, :width] = pattn
         pos = (pattn.long().cumsum(1) - 1).clamp(min=0)  # (p, P) as generate numbers left-padded rows
-        probe = dec.layers[0].self_attn.k_proj(dec.body.embed_tokens(prompts[:1, :1]))  # the cache's dtype
+        embedded = dec.body.embed_tokens(prompts[:1, :1])
+        probe = dec.layers[0].self_attn.k_proj(embedded)  # the cache's dtype
         cache = dec.new_cache(prompts.shape[0], length, probe)
+        dec.rope_table(embedded, length)
         logits = dec.forward(prompts, pos, cache, 0, keys_ok, causal=True)  # (p, V)
         # one prefill per group, then every row gets its own copy of the group's cache
         cache = [(k.repeat_interleave(n, 0), v.repeat_interleave(n, 0)) for k, v in cache]
