@@ -15,37 +15,21 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
-import torch.nn.functional as F
-from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
 from botgrpo_cli.console import console
+from botgrpo_cli.decoder_layers import (attend_and_feed_forward, base_of, causal_mask, query_key_value,
+                                        unsupported_reason)
 from botgrpo_cli.rollout.base import SamplingParams
 from botgrpo_cli.rollout.hf import HFEngine
 
-SUPPORTED = ("llama", "qwen2", "qwen3", "mistral")
-
-
-def unsupported_reason(model: Any) -> str | None:
-    """Why the lean loop cannot run this model (None when it can)."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    cfg = base.config
-    if cfg.model_type not in SUPPORTED:
-        return f"model type {cfg.model_type!r} is not one of {', '.join(SUPPORTED)}"
-    if getattr(cfg, "use_sliding_window", False) or "sliding_attention" in (getattr(cfg, "layer_types", None) or ()):
-        return "sliding-window attention"
-    if cfg.model_type == "mistral" and getattr(cfg, "sliding_window", None):
-        return "sliding-window attention"
-    body = getattr(base, "model", None)
-    if body is None or not all(hasattr(body, n) for n in ("embed_tokens", "layers", "norm", "rotary_emb")):
-        return "the decoder does not have the usual embed_tokens / layers / norm / rotary_emb layout"
-    return None
+__all__ = ["FastEngine", "pick", "unsupported_reason"]
 
 
 class _Decoder:
     """The model's own modules, called in order with a preallocated cache: (b, t) ids -> (b, V) logits."""
 
     def __init__(self, model: Any):
-        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        base = base_of(model)
         self.body, self.head = base.model, base.lm_head
         self.layers = list(self.body.layers)
         self._rope: tuple[torch.Tensor, torch.Tensor] | None = None  # cos, sin (L, d) of every position
@@ -78,25 +62,12 @@ class _Decoder:
         h = self.body.embed_tokens(ids)
         cos, sin = self._cos_sin(h, pos)
         end = at + t
-        mask = keys_ok[:, None, None, :end]  # (b, 1, 1, L)
-        if causal:  # prefill: causal, and a padding query sees itself so no row is all -inf (no NaN)
-            cols = torch.arange(end)
-            rows = torch.arange(at, end)[:, None]
-            mask = (mask & (cols <= rows)) | (cols == rows)  # (b, 1, t, L)
+        mask = causal_mask(keys_ok, at, end) if causal else keys_ok[:, None, None, :end]  # (b, 1, t | 1, L)
         for layer, (k_cache, v_cache) in zip(self.layers, cache):
-            a = layer.self_attn
-            x = layer.input_layernorm(h)
-            shape = (b, t, -1, a.head_dim)
-            q, k, v = a.q_proj(x).view(shape), a.k_proj(x).view(shape), a.v_proj(x).view(shape)
-            if hasattr(a, "q_norm"):
-                q, k = a.q_norm(q), a.k_norm(k)
-            q, k = apply_rotary_pos_emb(q.transpose(1, 2), k.transpose(1, 2), cos, sin)
+            q, k, v = query_key_value(layer, h, cos, sin)
             k_cache[:, :, at:end] = k
-            v_cache[:, :, at:end] = v.transpose(1, 2)
-            o = F.scaled_dot_product_attention(q, k_cache[:, :, :end], v_cache[:, :, :end], attn_mask=mask,
-                                               scale=a.scaling, enable_gqa=True)
-            h = h + a.o_proj(o.transpose(1, 2).reshape(b, t, -1))
-            h = h + layer.mlp(layer.post_attention_layernorm(h))
+            v_cache[:, :, at:end] = v
+            h = attend_and_feed_forward(layer, h, q, k_cache[:, :, :end], v_cache[:, :, :end], mask)
         return self.head(self.body.norm(h[:, -1])).float()
 
 

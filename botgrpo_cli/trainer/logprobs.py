@@ -7,6 +7,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from botgrpo_cli.trainer.shared_prompt import completion_logits, runs_of_equal_prompts, why_not_shared
+
 
 def pack(prompt_ids: list[list[int]], completion_ids: Tensor, pad_id: int) -> tuple[Tensor, Tensor, Tensor]:
     """[left padding][prompt][completion] -> input ids, attention mask, position ids; all (b, P + T).
@@ -24,16 +26,21 @@ def pack(prompt_ids: list[list[int]], completion_ids: Tensor, pad_id: int) -> tu
 
 
 def forward_logps(model: Any, prompt_ids: list[list[int]], completion_ids: Tensor, pad_id: int,
-                  temperature: float, with_entropy: bool = False,
-                  entropy_grad: bool = False) -> tuple[Tensor, Tensor | None]:
+                  temperature: float, with_entropy: bool = False, entropy_grad: bool = False,
+                  share_prompts: bool = True) -> tuple[Tensor, Tensor | None]:
     """log pi(y_t | x, y_<t) for each completion token -> (b, T) on the model's device; entropy (b, T)
-    if asked, differentiable with entropy_grad (an entropy bonus), else detached (a metric)."""
+    if asked, differentiable with entropy_grad (an entropy bonus), else detached (a metric).
+    Consecutive rows with the same prompt run it once where that is exact (trainer/shared_prompt.py)."""
     device = next(model.parameters()).device
-    ids, attn, pos = (x.to(device) for x in pack(prompt_ids, completion_ids, pad_id))
     completion_ids = completion_ids.to(device)
     t = completion_ids.shape[1]
-    logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, logits_to_keep=t + 1).logits
-    logits = logits[:, :-1].float() / max(temperature, 1e-6)  # (b, T, V): logits predicting y_t
+    runs = runs_of_equal_prompts(prompt_ids)
+    if share_prompts and len(runs) < len(prompt_ids) and why_not_shared(model) is None:
+        logits = completion_logits(model, prompt_ids, completion_ids, pad_id, runs)
+    else:
+        ids, attn, pos = (x.to(device) for x in pack(prompt_ids, completion_ids, pad_id))
+        logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, logits_to_keep=t + 1).logits[:, :-1]
+    logits = logits.float() / max(temperature, 1e-6)  # (b, T, V): logits predicting y_t
     logp_all = torch.log_softmax(logits, -1)  # (b, T, V)
     logp = logp_all.gather(-1, completion_ids[..., None]).squeeze(-1)  # (b, T)
     entropy = None
