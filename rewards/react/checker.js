@@ -248,16 +248,25 @@ function checkBatch(service, reqs) {
   return staged.map((s) => s.out);
 }
 
+// Warm-up before `ready`: the first pass parses lib and @types/react; the later ones give V8 the type
+// feedback its optimising compiler needs. A cold process spends 2-5x longer per check for its first
+// few hundred checks (most of it compiling the checker), so a short training run, or a benchmark,
+// would measure the JIT instead of the checks. Rounds: BOTGRPO_REACT_WARMUP_ROUNDS (default 12, ~2 s).
 const WARM_UP = [
   'export function A() { return <div />; }',
   "import { useState } from 'react';\nexport function B(p: { n: number }) {\n  const [s, setS] = useState(p.n);\n  return <button onClick={() => setS(s + 1)}>{s}</button>;\n}\n",
   'export default function C() { return <ul>{[1, 2].map((i) => <li key={i}>{i}</li>)}</ul>; }',
+  'export function D({ title }: { title: string }) { const n: number = title; return <h1 className="t">{n}</h1>; }',
+  "import { useEffect, useState } from 'react';\nexport default function E() {\n  const [items, setItems] = useState<string[]>([]);\n  useEffect(() => { setItems(['a']); }, []);\n  return <form onSubmit={(e) => e.preventDefault()}><input value={items[0]} onChange={(e) => setItems([e.target.value])} /></form>;\n}\n",
+  'export function F() { return <div><span>{missingName}</span></div>; }',
+  'export function G() { return <div><p>unclosed</div>; }',
 ];
+const WARM_UP_ROUNDS = Math.max(1, Number(process.env.BOTGRPO_REACT_WARMUP_ROUNDS ?? 12) || 1);
 
 function main() {
   const registry = ts.createDocumentRegistry();
   let service = createService(registry);
-  checkBatch(service, WARM_UP.map((code, id) => ({ id, code, types: true }))); // parse libs, warm the JIT
+  for (let round = 0; round < WARM_UP_ROUNDS; round++) checkBatch(service, WARM_UP.map((code, id) => ({ id, code, types: true })));
   const write = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
   write({ ready: true, heap: process.memoryUsage().heapUsed });
   const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });

@@ -62,3 +62,20 @@ def test_a_check_finding_node_idle_waits_for_the_rest_of_a_burst(monkeypatch):
         assert [r["n_type_errors"] for r in replies] == [0] * 7 and all(r["component"] for r in replies)
     finally:
         nc.close()
+
+
+def test_the_warm_up_rounds_change_no_answer(monkeypatch):
+    """checker.js warms V8 up before `ready` (BOTGRPO_REACT_WARMUP_ROUNDS); only speed may depend on it."""
+    codes = [COMPONENT % 1, "export function B() { const n: number = 'x'; return <p>{n}</p>; }",
+             "export function C() { return <div><p>open</div>; }", "export function D() { return <Missing />; }"]
+    answers = []
+    for rounds in ("1", "12"):
+        monkeypatch.setenv("BOTGRPO_REACT_WARMUP_ROUNDS", rounds)
+        nc = NodeChecker()
+        nc.start()
+        try:
+            answers.append([nc.check(code, True, 5, time.monotonic() + 60) for code in codes])
+        finally:
+            nc.close()
+    assert answers[0] == answers[1]
+    assert answers[0][1]["n_type_errors"] == 1 and answers[0][2]["syntax"] is not None
