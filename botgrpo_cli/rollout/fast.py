@@ -12,7 +12,8 @@ Other architectures fall back to HF generate (the reason is logged once per engi
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import contextlib
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -23,6 +24,30 @@ from botgrpo_cli.rollout.base import SamplingParams
 from botgrpo_cli.rollout.hf import HFEngine
 
 __all__ = ["FastEngine", "pick", "unsupported_reason"]
+
+
+@contextlib.contextmanager
+def frozen_linears_cast_once(model: Any) -> Iterator[None]:
+    """Under CPU autocast, hold frozen nn.Linear weights and biases (requires_grad False: LoRA's base
+    layers, an evaluation model) in the autocast dtype for the duration, and put the float32 tensors
+    back after. Autocast casts such a tensor again on every forward, one per generated token (it
+    keeps casts only of tensors that require grad); casting once gives the very same values."""
+    if not torch.is_autocast_enabled("cpu"):
+        yield
+        return
+    dtype = torch.get_autocast_dtype("cpu")
+    kept = []
+    for module in model.modules():
+        if isinstance(module, torch.nn.Linear):
+            for p in (module.weight, module.bias):
+                if p is not None and not p.requires_grad and p.dtype == torch.float32:
+                    kept.append((p, p.data))
+                    p.data = p.data.to(dtype)
+    try:
+        yield
+    finally:
+        for p, data in kept:
+            p.data = data
 
 
 class _Decoder:
@@ -106,7 +131,8 @@ class FastEngine(HFEngine):
         was_training = self.model.training
         self.model.eval()
         try:
-            return self._decode(ids, attn, params, on_done, n, budget)
+            with frozen_linears_cast_once(self.model):
+                return self._decode(ids, attn, params, on_done, n, budget)
         finally:
             self.model.train(was_training)
 

@@ -9,6 +9,7 @@ from rollout_models import PROMPTS, model, tokenizer
 
 from botgrpo_cli.rollout import HFEngine, SamplingParams
 from botgrpo_cli.rollout.fast import FastEngine, pick, unsupported_reason
+from botgrpo_cli.trainer.precision import autocast
 
 
 @pytest.fixture(scope="module")
@@ -112,3 +113,19 @@ def test_greedy_equals_hf_generate_under_bf16_autocast(tok):
     p = SamplingParams(max_new_tokens=16, temperature=0.0)
     with autocast(True):
         same_batches(HFEngine(m, tok).generate(PROMPTS, 2, p), FastEngine(m, tok).generate(PROMPTS, 2, p))
+
+
+def test_frozen_weights_are_cast_once_per_call_with_the_same_result(tok):
+    """Under bf16 autocast a frozen model (an evaluation model, LoRA's base layers) decodes with its
+    linear weights cast once per call: the rows equal those of the same weights requiring grad
+    (which autocast itself casts once), and the weights are float32 again afterwards."""
+    p = SamplingParams(max_new_tokens=12, temperature=1.0, seed=4)
+    trainable, frozen = model("qwen3", tok), model("qwen3", tok)
+    frozen.requires_grad_(False)
+    before = {n: t.clone() for n, t in frozen.state_dict().items()}
+    with autocast(True):
+        a = FastEngine(trainable, tok).generate(PROMPTS, 2, p)
+        b = FastEngine(frozen, tok).generate(PROMPTS, 2, p)
+    assert torch.equal(a.completion_ids, b.completion_ids) and a.texts == b.texts
+    after = frozen.state_dict()
+    assert all(after[n].dtype == torch.float32 and torch.equal(after[n], t) for n, t in before.items())
