@@ -37,7 +37,9 @@ def _both(model, rows, completions, pad_id, **kw):
 @pytest.mark.parametrize("kind", ["qwen2", "qwen3", "llama"])
 def test_log_probs_entropy_and_gradients_equal_the_plain_forward(tok, kind):
     model = rollout_models.model(kind, tok).train()
+    assert why_not_shared(model) is None  # the shared forward really runs (else this compares plain to plain)
     rows, completions = _batch(tok)
+    assert len(runs_of_equal_prompts(rows)) < len(rows)
     weights = torch.randn(completions.shape, generator=torch.Generator().manual_seed(1))
     grads = []
     for share in (True, False):
@@ -63,6 +65,7 @@ def test_lora_adapters_are_in_the_shared_forward(tok):
     lora = get_peft_model(rollout_models.model("llama", tok), LoraConfig(
         r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"], init_lora_weights=False,
         task_type="CAUSAL_LM")).train()
+    assert why_not_shared(lora) is None
     rows, completions = _batch(tok)
     (shared, _), (plain, _) = _both(lora, rows, completions, tok.pad_token_id)
     torch.testing.assert_close(shared, plain, atol=1e-5, rtol=1e-5)
