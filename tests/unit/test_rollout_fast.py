@@ -123,9 +123,12 @@ def test_frozen_weights_are_cast_once_per_call_with_the_same_result(tok):
     trainable, frozen = model("qwen3", tok), model("qwen3", tok)
     frozen.requires_grad_(False)
     before = {n: t.clone() for n, t in frozen.state_dict().items()}
+    seen = []  # the weight dtype a frozen projection computes with during the call
+    frozen.model.layers[0].self_attn.q_proj.register_forward_hook(lambda m, i, o: seen.append(m.weight.dtype))
     with autocast(True):
         a = FastEngine(trainable, tok).generate(PROMPTS, 2, p)
         b = FastEngine(frozen, tok).generate(PROMPTS, 2, p)
     assert torch.equal(a.completion_ids, b.completion_ids) and a.texts == b.texts
+    assert seen and set(seen) == {torch.bfloat16}
     after = frozen.state_dict()
     assert all(after[n].dtype == torch.float32 and torch.equal(after[n], t) for n, t in before.items())
