@@ -28,8 +28,7 @@ import sys
 import threading
 import time
 from concurrent.futures import Future, as_completed
-import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
 from botgrpo_cli.reward_client.worker import ServiceStartError, Worker
@@ -399,7 +398,7 @@ class RewardPool:
         job.future.set_result(resp)
         for f in followers:  # identical requests: the same verdict when it is ok, else their own try
             if resp.status == "ok":
-                self._finish(f, dataclasses.replace(copy.deepcopy(resp), id=f.request.id))
+                self._finish(f, replace(copy.deepcopy(resp), id=f.request.id))
             else:
                 self._enqueue(f)
 
