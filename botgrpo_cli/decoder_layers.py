@@ -36,6 +36,13 @@ def unsupported_reason(model: Any) -> str | None:
     return None
 
 
+def rope_moving_with_length(body: Any) -> str | None:
+    """The rope type when its frequencies change with the sequence length (dynamic, longrope): then
+    positions cannot be computed apart from the call that sees the whole sequence. Else None."""
+    kind = str(getattr(body.rotary_emb, "rope_type", "default"))
+    return kind if "dynamic" in kind or kind == "longrope" else None
+
+
 def query_key_value(layer: Any, h: torch.Tensor, cos: torch.Tensor,
                     sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One layer's q, k, v for hidden states h (b, t, hidden): (b, heads, t, d), rotary applied to q and k."""

@@ -233,12 +233,12 @@ class RewardPool:
 
     def _enqueue(self, job: _Job) -> None:
         """Queue `job`, or let it wait on an identical request already in flight (deterministic services)."""
+        key = _request_key(job.payload) if self._share else None  # serialised outside the lock
         with self._cond:
             if self._closing:
                 closed = error_response(job.request.id, "closed", "the reward pool was closed before this was sent")
             else:
                 closed = None
-                key = _request_key(job.payload) if self._share else None
                 if key is not None and key in self._leaders:
                     self._leaders[key].append(job)
                     self._counts["shared"] += 1

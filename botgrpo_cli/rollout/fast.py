@@ -19,7 +19,7 @@ import torch
 
 from botgrpo_cli.console import console
 from botgrpo_cli.decoder_layers import (attend_and_feed_forward, base_of, causal_mask, query_key_value,
-                                        unsupported_reason)
+                                        rope_moving_with_length, unsupported_reason)
 from botgrpo_cli.rollout.base import SamplingParams
 from botgrpo_cli.rollout.hf import HFEngine
 
@@ -63,8 +63,7 @@ class _Decoder:
         """Compute cos/sin once for positions 0 .. length-1 instead of at every step. Each position's
         values are elementwise in the position, so a row of the table is what the module gives for it;
         rope types whose frequencies move with the sequence length (dynamic, longrope) are left alone."""
-        kind = str(getattr(self.body.rotary_emb, "rope_type", "default"))
-        if "dynamic" in kind or kind == "longrope":
+        if rope_moving_with_length(self.body):
             return
         cos, sin = self.body.rotary_emb(like, torch.arange(length, device=like.device)[None])
         self._rope = cos[0], sin[0]

@@ -7,22 +7,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from botgrpo_cli.trainer.packing import pack
 from botgrpo_cli.trainer.shared_prompt import completion_logits, runs_of_equal_prompts, why_not_shared
-
-
-def pack(prompt_ids: list[list[int]], completion_ids: Tensor, pad_id: int) -> tuple[Tensor, Tensor, Tensor]:
-    """[left padding][prompt][completion] -> input ids, attention mask, position ids; all (b, P + T).
-    Every completion starts at column P, the longest prompt's length."""
-    width = max(len(p) for p in prompt_ids)
-    b, t = completion_ids.shape
-    prompts = torch.full((b, width), pad_id, dtype=torch.long)
-    attn = torch.zeros((b, width + t), dtype=torch.long)
-    for i, p in enumerate(prompt_ids):
-        prompts[i, width - len(p):] = torch.tensor(p, dtype=torch.long)
-        attn[i, width - len(p):width] = 1
-    attn[:, width:] = 1  # padding after a completion only affects positions nobody reads
-    positions = (attn.cumsum(1) - 1).clamp(min=0)  # (b, P + T), as generate numbers left-padded rows
-    return torch.cat([prompts, completion_ids], 1), attn, positions
 
 
 def forward_logps(model: Any, prompt_ids: list[list[int]], completion_ids: Tensor, pad_id: int,
@@ -32,17 +18,16 @@ def forward_logps(model: Any, prompt_ids: list[list[int]], completion_ids: Tenso
     if asked, differentiable with entropy_grad (an entropy bonus), else detached (a metric).
     Consecutive rows with the same prompt run it once where that is exact (trainer/shared_prompt.py)."""
     device = next(model.parameters()).device
-    completion_ids = completion_ids.to(device)
     t = completion_ids.shape[1]
     runs = runs_of_equal_prompts(prompt_ids)
     if share_prompts and len(runs) < len(prompt_ids) and why_not_shared(model) is None:
-        logits = completion_logits(model, prompt_ids, completion_ids, pad_id, runs)
-    else:
-        ids, attn, pos = (x.to(device) for x in pack(prompt_ids, completion_ids, pad_id))
+        logits = completion_logits(model, prompt_ids, completion_ids.to(device), pad_id, runs)
+    else:  # pack builds on the CPU: the completions join it there, then all of it moves
+        ids, attn, pos = (x.to(device) for x in pack(prompt_ids, completion_ids.cpu(), pad_id))
         logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, logits_to_keep=t + 1).logits[:, :-1]
     logits = logits.float() / max(temperature, 1e-6)  # (b, T, V): logits predicting y_t
     logp_all = torch.log_softmax(logits, -1)  # (b, T, V)
-    logp = logp_all.gather(-1, completion_ids[..., None]).squeeze(-1)  # (b, T)
+    logp = logp_all.gather(-1, completion_ids.to(device)[..., None]).squeeze(-1)  # (b, T)
     entropy = None
     if with_entropy:
         with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):

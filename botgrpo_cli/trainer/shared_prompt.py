@@ -14,13 +14,15 @@ training, a rope whose frequencies do not move with the length, and at least one
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from botgrpo_cli.decoder_layers import (attend_and_feed_forward, base_of, causal_mask, query_key_value,
-                                        unsupported_reason)
+                                        rope_moving_with_length, unsupported_reason)
+from botgrpo_cli.trainer.packing import pack
 
 
 def runs_of_equal_prompts(prompt_ids: list[list[int]]) -> list[int]:
@@ -48,8 +50,8 @@ def why_not_shared(model: Any) -> str | None:
         return "gradient checkpointing"
     if model.training and float(getattr(base.config, "attention_dropout", 0.0) or 0.0) > 0:
         return "attention dropout"
-    kind = str(getattr(base.model.rotary_emb, "rope_type", "default"))
-    if "dynamic" in kind or kind == "longrope":
+    kind = rope_moving_with_length(base.model)
+    if kind is not None:
         return f"rope type {kind!r} changes with the sequence length"
     return None
 
@@ -63,18 +65,11 @@ def completion_logits(model: Any, prompt_ids: list[list[int]], completion_ids: T
     body = base.model
     device = completion_ids.device
     counts = torch.tensor(runs, device=device)
-    starts = [0]
-    for n in runs[:-1]:
-        starts.append(starts[-1] + n)
-    unique = [prompt_ids[s] for s in starts]
-    width = max(len(p) for p in unique)
-    prompts = torch.full((len(unique), width), pad_id, dtype=torch.long, device=device)
-    prompt_ok = torch.zeros((len(unique), width), dtype=torch.bool, device=device)
-    for i, p in enumerate(unique):
-        prompts[i, width - len(p):] = torch.tensor(p, dtype=torch.long)
-        prompt_ok[i, width - len(p):] = True
+    unique = [prompt_ids[s] for s in itertools.accumulate(runs[:-1], initial=0)]  # each run's first row
+    prompts, attn, positions = (x.to(device) for x in pack(unique, torch.zeros((len(unique), 0), dtype=torch.long), pad_id))
+    prompt_ok, width = attn.bool(), prompts.shape[1]
     h = body.embed_tokens(prompts)  # (u, P, hidden): one pass per distinct prompt
-    cos, sin = body.rotary_emb(h, (prompt_ok.long().cumsum(1) - 1).clamp(min=0))
+    cos, sin = body.rotary_emb(h, positions)
     mask = causal_mask(prompt_ok, 0, width)
     prefix = []
     for layer in body.layers:
