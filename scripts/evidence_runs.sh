@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The #16 result set (docs/convergence.md): every setting here was fixed before any run was seen.
 # Each invocation takes the shared bench lock on its own, so other benchmarks can interleave.
-# Usage: scripts/evidence_runs.sh all | lr | rest | react | arith | sites | noisy | horizon  (finished pairs are kept
+# Usage: scripts/evidence_runs.sh all | lr | rest | react | arith | sites | noisy | horizon | arith31  (finished pairs are kept
 # and not re-run). Environment: PAR (runs at once, 5), LRS (the lrs of the sweep, "1e-3 3e-3"),
 # ALGOS (the presets of the react comparison, all seven by default), TAG (a suffix of its folders).
 set -euo pipefail
@@ -59,6 +59,17 @@ case "$1" in
     run --task react_synth --algos $TRIO --seeds 3 --steps 60 --eval-every 10 --eval-prompts 64 --eval-samples 2 \
         --parallel "$PAR" --threads 1 --target 0.5,0.8,0.95 --set "$K2" $(lr_flags $TRIO) \
         --out $R/react_synth_k2_60steps --work runs/cv16/react-k2-60 ;;
+  arith31)  # docs/preregistration/arith_synth_grounded.md: arms A-C (one work dir, read for three
+    # metrics), then arm D (span noise); 10 seeds, 30 steps, 256 x 8 held-out samples at 0/10/20/30
+    A31=(--task arith_synth --seeds 10 --steps 30 --eval-every 10 --eval-prompts 256 --eval-samples 8
+         --parallel "$PAR" --threads 1 --target 0.5,0.8 --set optim.lr=1e-3)
+    for m in pass@1 pass@8 faithful; do
+      run "${A31[@]}" --algos $TRIO --metric $m --out docs/results/arith31/ABC_$m --work runs/arith31/abc
+    done
+    for m in pass@1 faithful; do
+      run "${A31[@]}" --algos bot_grpo_outcome --metric $m --set "reward.span_noise={drop: 0.3, flip: 0.1, jitter: 3}" \
+          --out docs/results/arith31/D_$m --work runs/arith31/d
+    done ;;
   rest) "$0" react; "$0" arith; "$0" sites ;;
   all) "$0" lr; "$0" rest ;;
 esac

@@ -209,12 +209,14 @@ def summarize(settings: Settings, base: Path, work: Path) -> dict:
 
 def run_benchmark(settings: Settings, echo: Echo) -> dict:
     """Run (or continue) every pair, then write convergence.json, .md and .png into settings.out."""
-    from botgrpo_cli.bootstrap import bootstrap
-
-    from botgrpo_tasks import get_task
+    from botgrpo_cli.config import load_config
+    from botgrpo_cli.trainer.policy import resolve_model_path
 
     work = check_work_dir(settings)
-    base = bootstrap(get_task(settings.task, **settings.eval_spec().task_options))  # a variant's own warm start
+    # --set model.name_or_path=... (a real model: a folder, hub id or .gguf, resolved as training
+    # does) is the start; otherwise the task's bootstrapped tiny model (a variant's own warm start).
+    base = resolve_model_path(load_config(None, sets=settings.sets).model, settings.task,
+                              settings.eval_spec().task_options)
     check_base_model(base, work)
     run_pairs(settings, base, work, echo)
     summary = summarize(settings, base, work)

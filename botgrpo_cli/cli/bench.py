@@ -9,8 +9,8 @@ bench_app = typer.Typer(help="Benchmarks: algorithms, reward services, training 
 
 
 def register(app: typer.Typer) -> None:
-    from botgrpo_cli.cli import bench_algos, bench_convergence, bench_eval, bench_rewards, bench_rollout, bench_step
+    from botgrpo_cli.cli import bench_algos, bench_convergence, bench_eval, bench_results, bench_rewards, bench_rollout, bench_step
 
-    for module in (bench_algos, bench_rewards, bench_rollout, bench_step, bench_convergence, bench_eval):
+    for module in (bench_algos, bench_rewards, bench_rollout, bench_step, bench_convergence, bench_eval, bench_results):
         module.register(bench_app)
     app.add_typer(bench_app, name="bench", help="Benchmarks: algorithms, reward services, step time, convergence.")

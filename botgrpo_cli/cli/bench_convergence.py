@@ -67,7 +67,7 @@ def _check_prompts(task: str, options: dict, wanted: int) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("convergence", cls=listing_choices(algos="botgrpo_cli.algos:PRESETS"))
     def bench_convergence(
-        task: Annotated[str, typer.Option(help="Synthetic task (its bootstrapped tiny model is the start).")] = "react_synth",
+        task: Annotated[str, typer.Option(help="Task; the start is --set model.name_or_path=... when given, else the task's bootstrapped tiny model.")] = "react_synth",
         algos: Annotated[str, typer.Option(help=f"Comma-separated presets ({CHOICES}); speed-ups are against grpo (or the first).")] = "grpo,bot_grpo",
         seeds: Annotated[int, typer.Option(help="Seeds per algorithm (seed-start .. seed-start+N-1).")] = 3,
         seed_start: Annotated[int, typer.Option(help="First seed (e.g. a seed kept apart for tuning).")] = 0,

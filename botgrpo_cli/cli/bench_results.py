@@ -1,0 +1,37 @@
+"""`botgrpo bench results`: regenerate (or check) the results pages from committed benchmark JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from botgrpo_cli.console import out
+from botgrpo_cli.errors import UserError
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("results")
+    def bench_results(
+        check: Annotated[bool, typer.Option("--check", help="Exit 1 if a page differs from what the JSON gives; write nothing.")] = False,
+        repo: Annotated[Path, typer.Option(help="The repository root holding README.md and docs/.")] = Path("."),
+        results: Annotated[str, typer.Option(help="The result set folder, relative to the repository root.")] = "docs/results/convergence16",
+    ) -> None:
+        """Write docs/results.md and the README's Results block from the result set's convergence.json files."""
+        from botgrpo_cli.bench.results_doc import generate
+
+        try:
+            pages = generate(repo, results)
+        except (FileNotFoundError, ValueError) as e:
+            raise UserError(f"bench results: {e}") from None
+        stale = [path for path, text in pages.items() if not path.exists() or path.read_text() != text]
+        if check:
+            if stale:
+                raise UserError("bench results --check: out of date: " + ", ".join(str(p) for p in stale)
+                                + "; run `botgrpo bench results` and commit the result")
+            out.print(f"results pages match {results}")
+            return
+        for path in stale:
+            path.write_text(pages[path])
+        out.print(f"wrote {len(stale)} of {len(pages)} pages from {results}")
