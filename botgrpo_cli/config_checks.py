@@ -65,16 +65,18 @@ def check(cfg: Config) -> None:
 
 
 def _check_algo_options(cfg: Config, fail: Any) -> None:
-    """Estimator and loss options against the registered functions' signatures (tensors first)."""
+    """Estimator and loss options against the registered functions' annotated signatures (tensors
+    first): names, types and ranges; the typed values (1e-4 from YAML is a string) replace the given."""
     from botgrpo_cli.algos import ADVANTAGES, LOSSES
+    from botgrpo_cli.algos.options import OptionError
 
-    for dotted, registry, name, options in (("algo.advantage_options", ADVANTAGES, cfg.algo.advantage,
-                                             cfg.algo.advantage_options), ("algo.loss_options", LOSSES,
-                                             cfg.algo.loss, cfg.algo.loss_options)):
+    for key, registry, name in (("advantage_options", ADVANTAGES, cfg.algo.advantage),
+                                ("loss_options", LOSSES, cfg.algo.loss)):
         try:
-            registry.check_options(name, options or {}, positional=4)
-        except UnknownName as err:
-            fail(dotted, str(err))
+            typed = registry.check_options(name, getattr(cfg.algo, key) or {}, positional=4)
+        except (UnknownName, OptionError) as err:
+            raise UserError(f"algo.{key}: {err}") from None
+        setattr(cfg.algo, key, typed)
 
 
 def _check_reward_options(cfg: Config, fail: Any) -> None:

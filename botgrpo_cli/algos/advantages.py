@@ -8,6 +8,8 @@ group ids; nothing loops over rows or groups in Python.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import torch
 from torch import Tensor
 
@@ -20,6 +22,7 @@ from botgrpo_cli.algos.masked import (
     reverse_cummin,
     reverse_cumsum,
 )
+from botgrpo_cli.algos.options import FromTrainer, OneOf, Range
 from botgrpo_cli.algos.registry import Registry
 
 ADVANTAGES: Registry = Registry("advantage estimator")
@@ -29,6 +32,12 @@ BASELINES = ("bag", "outcome")
 RETURNS = ("immediate", "sum_to_go", "min_to_go")
 # A group whose std is below this fraction of |mean| is constant up to float32 rounding.
 _CONSTANT_RTOL = 1e-6
+
+# Option types shared by the estimators (checked when a config loads: algos/options.py).
+Scale = Annotated[str, OneOf(SCALES)]
+Eps = Annotated[float, Range(ge=0)]
+Return = Annotated[str, OneOf(RETURNS)]
+ProcessRewards = Annotated[Tensor | None, FromTrainer()]
 
 
 def check_choice(option: str, value: str, choices: tuple[str, ...]) -> None:
@@ -68,7 +77,7 @@ def _row_scale(scale: str, eps: float, group_std: Tensor, batch_std: Tensor, den
 
 @ADVANTAGES.register("grpo")
 def grpo(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor, *,
-         scale: str = "group", eps: float = 1e-4) -> Tensor:
+         scale: Scale = "group", eps: Eps = 1e-4) -> Tensor:
     """GRPO (Shao et al. 2024, DeepSeekMath): A[i,t] = m[i,t] (s_i - mu_k) / (sd_k + eps).
 
     sd_k is the Bessel-corrected std of the group's scores (as torch.std); scale=batch uses one
@@ -91,7 +100,7 @@ def grpo(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor,
 
 @ADVANTAGES.register("dr_grpo")
 def dr_grpo(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor, *,
-            eps: float = 1e-4) -> Tensor:
+            eps: Eps = 1e-4) -> Tensor:
     """Dr. GRPO (Liu et al. 2025): grpo without the std division, A = m (s_i - mu_k)."""
     return grpo(token_rewards, scores, mask, group_ids, scale="none", eps=eps)
 
@@ -112,9 +121,9 @@ def rloo(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor)
 
 @ADVANTAGES.register("bot_grpo")
 def bot_grpo(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor, *,
-             scale: str = "group", eps: float = 1e-4, std_correction: int = 1,
-             reward_return: str = "immediate", baseline: str = "bag",
-             process_rewards: Tensor | None = None) -> Tensor:
+             scale: Scale = "group", eps: Eps = 1e-4, std_correction: Annotated[int, OneOf((1, 0))] = 1,
+             reward_return: Return = "immediate", baseline: Annotated[str, OneOf(BASELINES)] = "bag",
+             process_rewards: ProcessRewards = None) -> Tensor:
     """BoT-GRPO. baseline=bag (the paper's, default): the bag-of-tokens estimator below.
     baseline=outcome: only the score is centred, A = grpo(s) + m * ret(rho) (see bot_grpo_outcome)."""
     check_choice("baseline", baseline, BASELINES)
@@ -125,7 +134,7 @@ def bot_grpo(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Ten
 
 
 def bot_grpo_outcome(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor, *,
-                     scale: str = "group", eps: float = 1e-4, reward_return: str = "immediate",
+                     scale: Scale = "group", eps: Eps = 1e-4, reward_return: str = "immediate",
                      process_rewards: Tensor | None = None) -> Tensor:
     """A[i,t] = m[i,t] ((s_i - mu_k) / (sd_k + eps) + ret(rho)[i,t]): outcome and token parts apart.
 
@@ -189,7 +198,8 @@ def compute_advantages(name: str, *, token_rewards: Tensor, scores: Tensor, mask
     """Run the estimator `name` (grpo | dr_grpo | bot_grpo | rloo | pure) -> A (B, T) float32.
 
     token_rewards (B, T), scores (B,), mask (B, T) bool or 0/1, group_ids (B,) int; options are
-    the estimator's keyword options (ALGORITHMS.md §2). Unknown name -> KeyError listing the known.
+    the estimator's keyword options (ALGORITHMS.md §2), typed and range-checked. Unknown name -> KeyError
+    listing the known; a bad option value -> OptionError (a ValueError).
     """
     estimator = ADVANTAGES[name]
     if token_rewards.dim() != 2 or mask.shape != token_rewards.shape:
@@ -199,5 +209,6 @@ def compute_advantages(name: str, *, token_rewards: Tensor, scores: Tensor, mask
     if scores.shape != (b,) or group_ids.shape != (b,):
         raise ValueError(f"scores and group_ids must be ({b},); got {tuple(scores.shape)} and "
                          f"{tuple(group_ids.shape)}")
+    options = ADVANTAGES.check_options(name, options, positional=4, user=False)
     with torch.no_grad():
         return estimator(token_rewards, scores, mask, group_ids, **options)
