@@ -17,7 +17,9 @@ from botgrpo_cli.algos.dapo import zero_variance_groups
 from botgrpo_cli.algos.masked import (
     as_float_mask,
     compact_groups,
+    degenerate_groups,
     group_count,
+    group_moments,
     group_sum,
     reverse_cummin,
     reverse_cumsum,
@@ -30,9 +32,6 @@ ADVANTAGES: Registry = Registry("advantage estimator")
 SCALES = ("group", "batch", "none")
 BASELINES = ("bag", "outcome")
 RETURNS = ("immediate", "sum_to_go", "min_to_go")
-# A group whose std is below this fraction of |mean| is constant up to float32 rounding.
-_CONSTANT_RTOL = 1e-6
-
 # Option types shared by the estimators (checked when a config loads: algos/options.py).
 Scale = Annotated[str, OneOf(SCALES)]
 Eps = Annotated[float, Range(ge=0)]
@@ -61,11 +60,6 @@ def apply_reward_return(r: Tensor, mask: Tensor, kind: str = "immediate") -> Ten
     return torch.where(valid, to_go, 0.0)
 
 
-def _degenerate(count: Tensor, mean: Tensor, std: Tensor) -> Tensor:
-    """Groups with fewer than two members or (numerically) zero variance -> True. Shapes (K,)."""
-    return (count < 2) | (std <= _CONSTANT_RTOL * mean.abs())
-
-
 def _row_scale(scale: str, eps: float, group_std: Tensor, batch_std: Tensor, dense: Tensor) -> Tensor:
     """Per-row divisor 1 / (std + eps) for scale group | batch, 1 for none. -> (B,)."""
     if scale == "group":
@@ -87,14 +81,11 @@ def grpo(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor,
     check_choice("scale", scale, SCALES)
     s = scores.to(torch.float32)
     dense, k = compact_groups(group_ids)
-    n = group_count(dense, k)  # (K,)
-    mu = group_sum(s, dense, k) / n  # (K,)
+    n, mu, std = group_moments(s, dense, k)  # (K,) each
     dev = s - mu[dense]  # (B,)
-    var = group_sum(dev * dev, dense, k) / (n - 1).clamp(min=1)
-    std = var.sqrt()  # (K,)
     batch_std = s.std() if s.numel() > 1 else s.new_zeros(())
     adv = dev * _row_scale(scale, eps, std, batch_std, dense)  # (B,)
-    adv = torch.where(_degenerate(n, mu, std)[dense], 0.0, adv)
+    adv = torch.where(degenerate_groups(n, mu, std)[dense], 0.0, adv)
     return mask.to(adv.dtype).mul_(adv[:, None])
 
 
@@ -115,7 +106,7 @@ def rloo(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor)
     dense, k = compact_groups(group_ids)
     n = group_count(dense, k)[dense]  # (B,)
     others = (group_sum(s, dense, k)[dense] - s) / (n - 1).clamp(min=1)  # (B,)
-    adv = torch.where((n > 1) & ~zero_variance_groups(s, group_ids), s - others, 0.0)
+    adv = torch.where(zero_variance_groups(s, group_ids), 0.0, s - others)
     return mask.to(adv.dtype).mul_(adv[:, None])
 
 
@@ -188,7 +179,7 @@ def _bag(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor,
     batch_std = (batch_m2 / (total - std_correction).clamp(min=1e-12)).sqrt()
 
     row_scale = _row_scale(scale, eps, std, batch_std, dense)
-    row_scale = torch.where(_degenerate(weight, mu, std)[dense] | ~nonempty, 0.0, row_scale)
+    row_scale = torch.where(degenerate_groups(weight, mu, std)[dense] | ~nonempty, 0.0, row_scale)
     # (r - mu_k) m = centred + m (row_mean - mu_k): reuse the centred buffer as the output.
     return centred.addcmul_(m, shift[:, None]).mul_(row_scale[:, None])
 

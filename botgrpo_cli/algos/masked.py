@@ -44,6 +44,25 @@ def group_count(dense_ids: Tensor, num_groups: int, dtype: torch.dtype = torch.f
     )
 
 
+# A group whose std is at most this fraction of |mean| is constant up to float32 rounding (the one
+# constant-group rule: advantages, DAPO's dynamic sampling and the logged share of constant groups).
+CONSTANT_RTOL = 1e-6
+
+
+def group_moments(values: Tensor, dense_ids: Tensor, num_groups: int) -> tuple[Tensor, Tensor, Tensor]:
+    """Per group: member count, mean and Bessel-corrected std (as torch.std) of values (B,) -> 3 x (K,)."""
+    n = group_count(dense_ids, num_groups, values.dtype)
+    mu = group_sum(values, dense_ids, num_groups) / n
+    dev = values - mu[dense_ids]
+    std = (group_sum(dev * dev, dense_ids, num_groups) / (n - 1).clamp(min=1)).sqrt()
+    return n, mu, std
+
+
+def degenerate_groups(count: Tensor, mean: Tensor, std: Tensor) -> Tensor:
+    """Groups with fewer than two members or (numerically) zero variance -> True. Shapes (K,)."""
+    return (count < 2) | (std <= CONSTANT_RTOL * mean.abs())
+
+
 def reverse_cumsum(x: Tensor, dim: int = -1) -> Tensor:
     """out[..., t] = sum_{u >= t} x[..., u]."""
     return x.flip(dim).cumsum(dim).flip(dim)

@@ -1,0 +1,40 @@
+"""Rules that used to be written twice, now in one place: the former callers agree."""
+
+from __future__ import annotations
+
+import torch
+
+from botgrpo_cli.algos import compute_advantages, zero_variance_groups
+
+
+def _near_constant_batch(seed: int):
+    """Groups of 1-4 scores; some groups equal up to float32 rounding (0.1 + 0.2 vs 0.3 and the like)."""
+    gen = torch.Generator().manual_seed(seed)
+    rows, ids = [], []
+    for k in range(8):
+        n = int(torch.randint(1, 5, (1,), generator=gen))
+        kind = k % 3
+        base = float(torch.rand(1, generator=gen))
+        if kind == 0:  # bit-equal
+            vals = [base] * n
+        elif kind == 1:  # equal up to rounding
+            vals = [torch.tensor(base, dtype=torch.float32).item() * (1 + 1e-7 * j) for j in range(n)]
+        else:
+            vals = torch.rand(n, generator=gen).tolist()
+        rows += vals
+        ids += [10 * k + 1] * n
+    return torch.tensor(rows), torch.tensor(ids)
+
+
+def test_dynamic_sampling_drops_exactly_the_groups_the_estimators_zero():
+    """algos/dapo.zero_variance_groups (dynamic sampling, the logged share) and the estimators' own
+    degenerate-group test are one rule (masked.degenerate_groups)."""
+    for seed in range(20):
+        s, g = _near_constant_batch(seed)
+        mask = torch.ones(len(s), 3, dtype=torch.bool)
+        dropped = zero_variance_groups(s, g)
+        for name in ("grpo", "rloo", "bot_grpo"):
+            adv = compute_advantages(name, token_rewards=s[:, None].expand(-1, 3), scores=s, mask=mask, group_ids=g)
+            assert bool((adv[dropped] == 0).all()), (name, seed)
+        grpo = compute_advantages("grpo", token_rewards=s[:, None].expand(-1, 3), scores=s, mask=mask, group_ids=g)
+        assert torch.equal((grpo == 0).all(1), dropped), seed  # and every other group learns something
