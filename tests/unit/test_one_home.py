@@ -38,3 +38,24 @@ def test_dynamic_sampling_drops_exactly_the_groups_the_estimators_zero():
             assert bool((adv[dropped] == 0).all()), (name, seed)
         grpo = compute_advantages("grpo", token_rewards=s[:, None].expand(-1, 3), scores=s, mask=mask, group_ids=g)
         assert torch.equal((grpo == 0).all(1), dropped), seed  # and every other group learns something
+
+
+def test_training_and_evaluation_count_success_alike():
+    """trainer/reports.success_rate (the logged `success`) and evaluation's Sample.success use
+    algos.metrics.succeeded: with fractional success metrics the mean of the metric would differ."""
+    from concurrent.futures import Future
+
+    from botgrpo_cli.evaluation.sampling import Pending, _sample
+    from botgrpo_cli.reward_client.scored import Scored
+    from botgrpo_cli.trainer.reports import success_rate
+    from botgrpo_rewards.protocol import ScoreResponse
+
+    responses = [ScoreResponse(id=i, status="ok", score=v, metrics={"spec_pass": v})
+                 for i, v in enumerate([0.2, 0.5, 0.75, 0.4, 1.0])]
+    responses.append(ScoreResponse(id=9, status="timeout"))  # a failed scoring is a failure in both
+    samples = []
+    for resp in responses:
+        done = Future()
+        done.set_result(resp)
+        samples.append(_sample(Pending(0, "x", 1, True, done, None, None), "spec_pass", None))
+    assert success_rate(Scored(responses), "spec_pass") == sum(s.success for s in samples) / len(samples) == 0.5
