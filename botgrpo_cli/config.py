@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional
 import yaml
 
 from botgrpo_cli.errors import UnknownName, UserError, known_hint
+from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
 
 DTYPES = ("float32", "bfloat16", "float16")  # model.dtype and rollout.vllm_dtype
 AUTOCAST_SETTINGS = ("auto", "bfloat16", "off")  # model.autocast and `botgrpo eval --autocast` (trainer/precision.py)
@@ -102,7 +103,7 @@ class RewardConfig:
     service: Optional[str] = opt(None, "reward service name; None = the task's")
     command: Optional[list] = opt(None, "argv that starts the service instead of `python -m botgrpo_rewards NAME`")
     workers: int = opt(1, "reward service processes")
-    deadline_ms: int = opt(10000, "per-completion scoring deadline in milliseconds")
+    deadline_ms: int = opt(DEFAULT_DEADLINE_MS, "per-completion scoring deadline in milliseconds")
     lambda_seq: float = opt(1.0, "weight of the sequence score in each token's reward")
     lambda_tok: float = opt(1.0, "weight of the span rewards in each token's reward (0 = outcome only)")
     options: dict = opt({}, "options sent with each request, merged over the task's")

@@ -10,6 +10,7 @@ import typer
 
 from botgrpo_cli.cli.options import CHOICES, Workers, listing_choices
 from botgrpo_cli.errors import UserError
+from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
 
 reward_app = typer.Typer(help="Run reward services (serve) and score rollout files (score).", no_args_is_help=True)
 
@@ -60,7 +61,7 @@ def score(
     service: Annotated[list[str], typer.Option("--service", "-s", help=f"Reward service: {CHOICES}. Repeat as NAME=WEIGHT to score with several at once (their weighted sum; lines' options go to the first), e.g. -s react -s render=0.5.")],
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where to write (default: FILE with .scored.jsonl); never the input.")] = None,
     workers: Workers = 1,
-    deadline_ms: Annotated[Optional[int], typer.Option("--deadline-ms", min=1, help="Per-request deadline for every line (default: each line's, else 10000).")] = None,
+    deadline_ms: Annotated[Optional[int], typer.Option("--deadline-ms", min=1, help=f"Per-request deadline for every line (default: each line's, else {DEFAULT_DEADLINE_MS}).")] = None,
     command: Annotated[Optional[str], typer.Option("--command", help="Run this command as the service instead of the built-in one (any program speaking protocol v1).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run: keep the lines already in OUTPUT.partial and score the rest.")] = False,
 ) -> None:

@@ -15,6 +15,7 @@ from botgrpo_cli.evaluation import models, pairwise, report, sheets, winrate
 from botgrpo_cli.evaluation.metrics import aggregate
 from botgrpo_cli.evaluation.results import Problem
 from botgrpo_cli.evaluation.sampling import Scoring, evaluate
+from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
 
 SPLITS = ("eval", "train", "all")  # all: every problem the task has (for aime: the whole file)
 RENDER_FIGURES = ("rendered", "similarity", "judge")
@@ -42,7 +43,7 @@ class EvalOptions:
     judge: str = "auto"
     render: bool = True  # React tasks: screenshots, render rate, similarity
     batch_size: int = 32  # completions per generate call (whole problems: at least one problem's n)
-    deadline_ms: int = 30_000
+    deadline_ms: int = DEFAULT_DEADLINE_MS  # the protocol's, as in training (reward.deadline_ms)
     system_prompt: str | None = None  # system message before each prompt (chat templates)
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # e.g. {"enable_thinking": False}
     thinking_budget: int | None = None  # reasoning tokens before the close tag is forced

@@ -21,7 +21,7 @@ from botgrpo_cli.algos.metrics import succeeded
 from botgrpo_cli.evaluation.results import Problem, Sample
 from botgrpo_cli.reward_client.scored import response_of, score_request
 from botgrpo_cli.rollout import Engine, SamplingParams
-from botgrpo_rewards.protocol import ScoreRequest
+from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS, ScoreRequest
 
 @dataclass
 class Scoring:
@@ -31,13 +31,13 @@ class Scoring:
     options: dict  # the task's service options
     success_metric: str
     render_pool: Any = None  # RewardPool("render"); None = no render pass
-    deadline_ms: int = 30_000
+    deadline_ms: int = DEFAULT_DEADLINE_MS
     save_root: Path | None = None  # the render service's save dir (its setting); shots lie below it
     renders_itself: bool = False  # the task's own service renders (render tasks): no second pass
     prompt_options: Callable[[str], dict] = lambda prompt: {}  # per formatted prompt (task.think_options)
 
     @classmethod
-    def of_task(cls, task: Any, pool: Any, render_pool: Any = None, deadline_ms: int = 30_000,
+    def of_task(cls, task: Any, pool: Any, render_pool: Any = None, deadline_ms: int = DEFAULT_DEADLINE_MS,
                 options: dict | None = None, save_root: Path | None = None) -> "Scoring":
         """The task's scoring through `pool`; `options` (merged over the task's service options)."""
         return cls(pool, {**task.service_options, **(options or {})}, task.success_metric, render_pool,

@@ -18,6 +18,7 @@ from botgrpo_cli.algos import ADVANTAGES, compute_advantages
 from botgrpo_cli.integrations.service import ServiceScorer, references
 from botgrpo_cli.reward_client.scored import Scored, to_token_rewards
 from botgrpo_cli.rollout import OffsetDecoder
+from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
 
 # Keyword arguments TRL passes to reward functions that are not dataset columns.
 _CONTROL_KWARGS = ("trainer_state", "log_extra", "log_metric", "environments", "completion_ids")
@@ -62,7 +63,7 @@ class ServiceReward:
 
 
 def reward_function(service: str, *, reference_columns: Sequence[str] | None = None, workers: int = 1,
-                    url: str | None = None, options: dict | None = None, deadline_ms: int = 10_000,
+                    url: str | None = None, options: dict | None = None, deadline_ms: int = DEFAULT_DEADLINE_MS,
                     command: list[str] | None = None, env: dict[str, str] | None = None) -> ServiceReward:
     """A TRL reward function scoring completions with the botgrpo reward service `service`.
 

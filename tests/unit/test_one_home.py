@@ -59,3 +59,22 @@ def test_training_and_evaluation_count_success_alike():
         done.set_result(resp)
         samples.append(_sample(Pending(0, "x", 1, True, done, None, None), "spec_pass", None))
     assert success_rate(Scored(responses), "spec_pass") == sum(s.success for s in samples) / len(samples) == 0.5
+
+
+def test_one_scoring_deadline_default():
+    """Training (reward.deadline_ms), evaluation and the integrations default to the protocol's deadline."""
+    import dataclasses
+    import inspect
+
+    from botgrpo_cli.config import RewardConfig
+    from botgrpo_cli.evaluation.runner import EvalOptions
+    from botgrpo_cli.evaluation.sampling import Scoring
+    from botgrpo_cli.integrations.service import ServiceScorer
+    from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
+
+    def default(cls, name="deadline_ms"):
+        return {f.name: f.default for f in dataclasses.fields(cls)}[name]
+
+    assert default(RewardConfig) == default(EvalOptions) == default(Scoring) == DEFAULT_DEADLINE_MS
+    assert inspect.signature(Scoring.of_task).parameters["deadline_ms"].default == DEFAULT_DEADLINE_MS
+    assert inspect.signature(ServiceScorer).parameters["deadline_ms"].default == DEFAULT_DEADLINE_MS
