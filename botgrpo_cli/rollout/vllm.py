@@ -12,7 +12,6 @@ tensor-parallel groups, and every rank of a group submits the group's prompts (g
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -22,6 +21,7 @@ import torch
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.rollout.base import RolloutBatch, SamplingParams, eos_ids, finish_row, pad_id_of
 from botgrpo_cli.rollout.offsets import OffsetDecoder
+from botgrpo_cli.rollout.seeds import mix_seed, text_digest
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,7 @@ class VLLMOptions:
 def row_seed(seed: int, prompt: str, k: int) -> int:
     """Sampling seed of the k-th completion of `prompt`: a row's tokens depend on the call's seed,
     its prompt and k, never on the batch around it or the rank that generates it."""
-    digest = int.from_bytes(hashlib.blake2b(prompt.encode(), digest_size=8).digest(), "little")
-    return (seed * 1_000_003 + digest + k * 7919) % (2**31 - 1)
+    return mix_seed(seed, text_digest(prompt) + k * 7919, modulus=2**31 - 1)  # vLLM takes 31-bit seeds
 
 
 def policy_weights(model: Any) -> Iterator[tuple[str, torch.Tensor]]:

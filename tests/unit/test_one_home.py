@@ -78,3 +78,25 @@ def test_one_scoring_deadline_default():
     assert default(RewardConfig) == default(EvalOptions) == default(Scoring) == DEFAULT_DEADLINE_MS
     assert inspect.signature(Scoring.of_task).parameters["deadline_ms"].default == DEFAULT_DEADLINE_MS
     assert inspect.signature(ServiceScorer).parameters["deadline_ms"].default == DEFAULT_DEADLINE_MS
+
+
+def test_seed_mixing_is_one_rule_and_unchanged():
+    """trainer/rollouts (step, prompt and epoch seeds) and rollout/vllm (row seeds) mix through
+    rollout/seeds.mix_seed; the values are those of the formulas each used to write out."""
+    import hashlib
+    import random
+
+    from botgrpo_cli.rollout.seeds import text_digest
+    from botgrpo_cli.rollout.vllm import row_seed
+    from botgrpo_cli.trainer.rollouts import PromptStream, generation_seed, prompt_seed
+
+    digest = int.from_bytes(hashlib.blake2b(b"What is 2+2?", digest_size=8).digest(), "little")
+    assert text_digest("What is 2+2?") == digest
+    for seed in (0, 7, 2**40):
+        assert generation_seed(seed, 12, 2) == (seed * 1_000_003 + 12 * 1009 + 2) % 2**63
+        assert prompt_seed(seed, "What is 2+2?") == (seed * 1_000_003 + digest) % 2**63
+        assert row_seed(seed, "What is 2+2?", 3) == (seed * 1_000_003 + digest + 3 * 7919) % (2**31 - 1)
+        order = list(range(10))
+        random.Random(seed * 1_000_003 + 1).shuffle(order)
+        stream = PromptStream(list(range(10)), seed, position=10)
+        assert stream.take(10) == order  # the second epoch's shuffle
