@@ -103,12 +103,7 @@ def _engine(cfg: Config, model: Any, tok: Any, path: str) -> Engine:
         return FastEngine(model, tok)
     from botgrpo_cli.rollout.vllm import VLLMEngine, VLLMOptions
 
-    r = cfg.rollout
-    options = VLLMOptions(gpu_memory_utilization=r.vllm_gpu_memory_utilization,
-                          tensor_parallel_size=r.vllm_tensor_parallel_size, sleep_mode=r.vllm_sleep_mode,
-                          max_model_len=r.vllm_max_model_len, dtype=r.vllm_dtype or cfg.model.dtype,
-                          enforce_eager=r.vllm_enforce_eager)
-    engine = VLLMEngine(model, tok, path, options, seed=cfg.run.seed)
+    engine = VLLMEngine(model, tok, path, VLLMOptions.from_config(cfg.rollout, cfg.model.dtype), seed=cfg.run.seed)
     engine.sync_weights()  # a resumed or LoRA policy differs from the files vLLM loaded
     return engine
 

@@ -100,3 +100,20 @@ def test_seed_mixing_is_one_rule_and_unchanged():
         random.Random(seed * 1_000_003 + 1).shuffle(order)
         stream = PromptStream(list(range(10)), seed, position=10)
         assert stream.take(10) == order  # the second epoch's shuffle
+
+
+def test_vllm_options_come_from_the_config():
+    """rollout/vllm.VLLMOptions has no defaults of its own: the config's rollout.vllm_* fields."""
+    import dataclasses
+
+    from botgrpo_cli.config import RolloutConfig
+    from botgrpo_cli.rollout.vllm import VLLMOptions
+
+    plain = VLLMOptions()
+    assert VLLMOptions.from_config(RolloutConfig(), "auto") == plain
+    for f in dataclasses.fields(VLLMOptions):
+        if f.name != "dtype":
+            assert getattr(plain, f.name) == getattr(RolloutConfig(), f"vllm_{f.name}"), f.name
+    custom = RolloutConfig(vllm_gpu_memory_utilization=0.5, vllm_dtype=None, vllm_enforce_eager=True)
+    assert VLLMOptions.from_config(custom, "bfloat16") == dataclasses.replace(
+        plain, gpu_memory_utilization=0.5, dtype="bfloat16", enforce_eager=True)
