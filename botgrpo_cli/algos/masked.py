@@ -31,6 +31,13 @@ def compact_groups(group_ids: Tensor) -> tuple[Tensor, int]:
     return dense, int(uniq.numel())
 
 
+def isolate_failed(group_ids: Tensor, ok: Tensor) -> Tensor:
+    """Give each failed row (ok False) a group of its own, so it never shifts its siblings' statistics
+    and every estimator gives it 0. (B,), (B,) bool -> (B,) group ids."""
+    fresh = group_ids.max() + 1 + torch.arange(len(group_ids), device=group_ids.device)
+    return torch.where(ok, group_ids, fresh)
+
+
 def group_sum(values: Tensor, dense_ids: Tensor, num_groups: int) -> Tensor:
     """Sum per group: values (B,) or (B, C), dense_ids (B,) -> (K,) or (K, C), via index_add_."""
     out = values.new_zeros((num_groups, *values.shape[1:]))

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import torch
 from trl import GRPOTrainer
 
-from botgrpo_cli.algos import ADVANTAGES, compute_advantages
+from botgrpo_cli.algos import ADVANTAGES, compute_advantages, isolate_failed
 from botgrpo_cli.integrations.service import ServiceScorer, references
 from botgrpo_cli.reward_client.scored import Scored, to_token_rewards
 from botgrpo_cli.rollout import OffsetDecoder
@@ -157,7 +157,7 @@ class BoTGRPOTrainer(GRPOTrainer):
         rows = torch.arange(len(s_all), device=s_all.device)
         mode = "train" if self.model.training else "eval"
         groups = rows // (self.num_generations if mode == "train" else self.num_generations_eval)
-        groups = torch.where(ok_all, groups, len(s_all) + rows)  # failed rows: own group, advantage 0
+        groups = isolate_failed(groups, ok_all)  # failed rows: own group, advantage 0
         adv = compute_advantages(self.advantage, token_rewards=r_all, scores=s_all, mask=m_all, group_ids=groups,
                                  **self.advantage_options)  # (B_all, T_max)
         start = self.accelerator.process_index * tr.mask.shape[0]

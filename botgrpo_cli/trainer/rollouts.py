@@ -14,7 +14,7 @@ from typing import Callable, Generic, TypeVar
 import torch
 from torch import Tensor
 
-from botgrpo_cli.algos import overlong_penalty, zero_variance_groups
+from botgrpo_cli.algos import isolate_failed, overlong_penalty, zero_variance_groups
 from botgrpo_cli.config import AlgoConfig, RolloutConfig
 from botgrpo_cli.reward_client.scored import Scored, collect, score_request
 from botgrpo_cli.rollout import Engine, RolloutBatch, SamplingParams, concat
@@ -93,12 +93,6 @@ def shaped_scores(scored: Scored, lengths: Tensor, algo: AlgoConfig, max_new_tok
     shaping = score_shaping(lengths, algo, max_new_tokens)
     scores = scored.scores if shaping is None else scored.scores + shaping
     return torch.where(scored.ok, scores, 0.0)
-
-
-def isolate_failed(group_ids: Tensor, ok: Tensor) -> Tensor:
-    """Give each failed row a group of its own so it never shifts its siblings' statistics."""
-    fresh = group_ids.max() + 1 + torch.arange(len(group_ids))
-    return torch.where(ok, group_ids, fresh)
 
 
 def collect_rollouts(s, step: int) -> Rollouts:

@@ -117,3 +117,25 @@ def test_vllm_options_come_from_the_config():
     custom = RolloutConfig(vllm_gpu_memory_utilization=0.5, vllm_dtype=None, vllm_enforce_eager=True)
     assert VLLMOptions.from_config(custom, "bfloat16") == dataclasses.replace(
         plain, gpu_memory_utilization=0.5, dtype="bfloat16", enforce_eager=True)
+
+
+def test_a_failed_row_gets_its_own_group_in_both_trainers():
+    """The trainer (trainer/rollouts, trainer/loop) and BoTGRPOTrainer (integrations/trl) both call
+    algos.isolate_failed; a failed row then gets advantage 0 and leaves its siblings' baseline alone."""
+    import inspect
+
+    import pytest
+
+    pytest.importorskip("trl")
+    from botgrpo_cli.algos import isolate_failed
+    from botgrpo_cli.integrations import trl
+    from botgrpo_cli.trainer import rollouts
+
+    assert rollouts.isolate_failed is isolate_failed and "isolate_failed(" in inspect.getsource(trl)
+    g, ok = torch.tensor([0, 0, 0, 1, 1]), torch.tensor([True, True, False, True, True])
+    s = torch.tensor([1.0, 0.0, 5.0, 1.0, 0.0])
+    iso = isolate_failed(g, ok)
+    assert len(set(iso.tolist())) == 3 and iso[2] not in (0, 1)
+    adv = compute_advantages("grpo", token_rewards=s[:, None], scores=s, mask=torch.ones(5, 1, dtype=torch.bool),
+                             group_ids=iso)
+    assert adv[2, 0] == 0 and torch.allclose(adv[:2], adv[3:])  # the failed row's 5.0 moved no baseline
