@@ -133,9 +133,8 @@ class _LazyPool:
 def _score_lines(file: Path, out_path: Path, total: int, services: dict[str, float], workers: int,
                  command: list[str] | None, deadline_ms: int | None, resume: bool) -> None:
     from rich.markup import escape
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from botgrpo_cli.console import console
+    from botgrpo_cli.console import console, progress_bar
     from botgrpo_cli.reward_client.score_file import score_file
 
     problems = [0]
@@ -146,10 +145,9 @@ def _score_lines(file: Path, out_path: Path, total: int, services: dict[str, flo
             console.print(f"[yellow]line {line.lineno}:[/] {escape(line.problem)} (kept in the output with status "
                           "error)", highlight=False, soft_wrap=True)
 
-    columns = (TextColumn("scoring with {task.fields[service]}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     pool = _LazyPool(services, workers, command)
     try:
-        with Progress(*columns, console=console) as bar:
+        with progress_bar("scoring with {task.fields[service]}", transient=False) as bar:
             task = bar.add_task("score", total=total, service=" + ".join(services))
             stats = score_file(file, out_path, pool.submit, deadline_ms=deadline_ms, resume=resume,
                                progress=lambda n: bar.advance(task, n), on_problem=on_problem)

@@ -189,9 +189,7 @@ def _pools(stack: ExitStack, task: Any, opts: EvalOptions, render: bool, shots_r
 
 def run_eval(opts: EvalOptions) -> dict[str, Any]:
     """Evaluate, write eval.json / eval.md (and screenshots, plots) under opts.out; return the report."""
-    from rich.progress import Progress
-
-    from botgrpo_cli.console import console
+    from botgrpo_cli.console import console, progress_bar
 
     check(opts)
     task, examples = load_task(opts)
@@ -205,7 +203,7 @@ def run_eval(opts: EvalOptions) -> dict[str, Any]:
     console.print(scope_line(scored), soft_wrap=True)
     shots_root = opts.out.resolve() / "screens" if render else None  # absolute: services save there
     evaluations, finals, other, win = [], [], None, None
-    with ExitStack() as stack, Progress(console=console, transient=True) as progress:
+    with ExitStack() as stack, progress_bar() as progress:
         scoring = _pools(stack, task, opts, render, shots_root)
         for target in targets:
             entry, finals = _evaluate(target, task, examples, opts, scoring, shots_root, progress)

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import Progress
 from torch import Tensor
 
 from botgrpo_cli.algos import masked_mean, zero_variance_groups
 from botgrpo_cli.algos.metrics import succeeded
-from botgrpo_cli.console import console
+from botgrpo_cli.console import console, progress_bar
 from botgrpo_cli.reward_client.combined import failures_by_service
 from botgrpo_cli.reward_client.scored import Scored
 from botgrpo_cli.rundir import read_metrics
@@ -146,10 +146,7 @@ def sample_rows(ro, scored: Scored, r: Tensor, adv: Tensor, k: int) -> list[dict
 
 
 def make_progress(disable: bool = False) -> Progress:
-    return Progress(
-        TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        TextColumn("{task.fields[stats]}"), console=console, transient=False, disable=disable,
-    )
+    return progress_bar("[bold]train", after="{task.fields[stats]}", transient=False, disable=disable)
 
 
 def stats_line(m: dict[str, float]) -> str:

@@ -139,3 +139,20 @@ def test_a_failed_row_gets_its_own_group_in_both_trainers():
     adv = compute_advantages("grpo", token_rewards=s[:, None], scores=s, mask=torch.ones(5, 1, dtype=torch.bool),
                              group_ids=iso)
     assert adv[2, 0] == 0 and torch.allclose(adv[:2], adv[3:])  # the failed row's 5.0 moved no baseline
+
+
+def test_progress_bars_are_built_in_one_place():
+    """Every progress bar comes from console.progress_bar (trainer, eval, bootstrap, reward score/render)."""
+    from pathlib import Path
+
+    import botgrpo_cli
+    from botgrpo_cli.console import progress_bar
+
+    root = Path(botgrpo_cli.__file__).parent
+    builders = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if "Progress(" in p.read_text())
+    assert builders == ["console.py"], builders
+    bar = progress_bar("[bold]train", after="{task.fields[stats]}", disable=True)
+    with bar:
+        task = bar.add_task("x", total=3, stats="ok")
+        bar.advance(task, 2)
+    assert bar.tasks[0].completed == 2 and len(bar.columns) == 5
