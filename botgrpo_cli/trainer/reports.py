@@ -97,7 +97,7 @@ def zero_variance_fraction(scores: Tensor, group_ids: Tensor, ok: Tensor) -> flo
     return float(torch.isin(groups, gids[constant]).sum()) / len(groups)
 
 
-def success_rate(scored: Scored, success_metric: str) -> float:
+def batch_success_rate(scored: Scored, success_metric: str) -> float:
     """The share of rows that succeed (algos.metrics.succeeded, as evaluation counts them); rows whose
     scoring failed count as failures."""
     return sum(r.usable and succeeded(r.metrics, success_metric) for r in scored.responses) / len(scored.responses)
@@ -127,7 +127,7 @@ def step_metrics(ro, scored: Scored, scores: Tensor, mask: Tensor, r: Tensor, ad
     for name, n in failures_by_service(scored.responses).items():  # several services: who failed which rows
         m[f"reward/{name}/failed"] = float(n)
     if success_metric in scored.metrics:
-        m["success"] = success_rate(scored, success_metric)
+        m["success"] = batch_success_rate(scored, success_metric)
     m.update(upd)
     m.update({f"time/{k}_s": v for k, v in times.items()})
     return m

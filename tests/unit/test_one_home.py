@@ -41,13 +41,13 @@ def test_dynamic_sampling_drops_exactly_the_groups_the_estimators_zero():
 
 
 def test_training_and_evaluation_count_success_alike():
-    """trainer/reports.success_rate (the logged `success`) and evaluation's Sample.success use
+    """trainer/reports.batch_success_rate (the logged `success`) and evaluation's Sample.success use
     algos.metrics.succeeded: with fractional success metrics the mean of the metric would differ."""
     from concurrent.futures import Future
 
     from botgrpo_cli.evaluation.sampling import Pending, _sample
     from botgrpo_cli.reward_client.scored import Scored
-    from botgrpo_cli.trainer.reports import success_rate
+    from botgrpo_cli.trainer.reports import batch_success_rate
     from botgrpo_rewards.protocol import ScoreResponse
 
     responses = [ScoreResponse(id=i, status="ok", score=v, metrics={"spec_pass": v})
@@ -58,7 +58,7 @@ def test_training_and_evaluation_count_success_alike():
         done = Future()
         done.set_result(resp)
         samples.append(_sample(Pending(0, "x", 1, True, done, None, None), "spec_pass", None))
-    assert success_rate(Scored(responses), "spec_pass") == sum(s.success for s in samples) / len(samples) == 0.5
+    assert batch_success_rate(Scored(responses), "spec_pass") == sum(s.success for s in samples) / len(samples) == 0.5
 
 
 def test_one_scoring_deadline_default():
