@@ -18,7 +18,7 @@ from botgrpo_cli.errors import UnknownName, UserError, known_hint
 from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
 
 DTYPES = ("float32", "bfloat16", "float16")  # model.dtype and rollout.vllm_dtype
-AUTOCAST_SETTINGS = ("auto", "bfloat16", "off")  # model.autocast and `botgrpo eval --autocast` (trainer/precision.py)
+AUTOCAST_SETTINGS = ("auto", "bfloat16", "off")  # model.autocast and `botgrpo eval --autocast` (models/precision.py)
 
 
 def opt(default: Any, help: str, choices: tuple | Callable[[], list[str]] | None = None) -> Any:

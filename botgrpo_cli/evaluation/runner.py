@@ -47,7 +47,7 @@ class EvalOptions:
     system_prompt: str | None = None  # system message before each prompt (chat templates)
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # e.g. {"enable_thinking": False}
     thinking_budget: int | None = None  # reasoning tokens before the close tag is forced
-    autocast: str = "auto"  # bf16 autocast while sampling: the trainer's rule (trainer/precision.py)
+    autocast: str = "auto"  # bf16 autocast while sampling: the trainer's rule (models/precision.py)
 
 
 def check(opts: EvalOptions) -> None:
@@ -132,7 +132,7 @@ def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOption
               shots_root: Path | None, progress: Any) -> tuple[dict, list[Problem]]:
     from botgrpo_cli.console import console
     from botgrpo_cli.rollout import FastEngine, SamplingParams
-    from botgrpo_cli.trainer.precision import autocast, choose
+    from botgrpo_cli.models.precision import autocast, choose
 
     model, tok = models.load(target)
     bf16, why = choose(opts.autocast, model)  # the same rule as training's, so both sample alike

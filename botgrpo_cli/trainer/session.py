@@ -21,8 +21,9 @@ from botgrpo_cli.trainer import checkpoint, defaults
 from botgrpo_cli.trainer.checkpoint import TrainState
 from botgrpo_cli.trainer.degenerate import check_settings
 from botgrpo_cli.trainer.distributed import Dist
-from botgrpo_cli.trainer.policy import load_model, load_tokenizer, loads_reference_copy, resolve_model_path
-from botgrpo_cli.trainer.precision import autocast, choose
+from botgrpo_cli.models.loading import load_tokenizer
+from botgrpo_cli.trainer.policy import load_model, loads_reference_copy, resolve_model_path
+from botgrpo_cli.models.precision import autocast, choose
 from botgrpo_cli.trainer.rollouts import PromptStream
 from botgrpo_cli.trainer.update import make_optimizer
 
@@ -51,7 +52,7 @@ class Session:
     params: SamplingParams  # the task's defaults merged with the rollout section (seed set per call)
     service_options: dict
     dist: Dist = Dist()
-    bf16: bool = False  # bf16 autocast around generation, log-probs and the update (trainer/precision.py)
+    bf16: bool = False  # bf16 autocast around generation, log-probs and the update (models/precision.py)
 
     def precision(self) -> ContextManager:
         return autocast(self.bf16)

@@ -156,3 +156,31 @@ def test_progress_bars_are_built_in_one_place():
         task = bar.add_task("x", total=3, stats="ok")
         bar.advance(task, 2)
     assert bar.tasks[0].completed == 2 and len(bar.columns) == 5
+
+
+def test_a_lora_adapter_loads_the_same_for_resuming_and_for_evaluation(tmp_path):
+    """trainer/policy (resume) and evaluation/models (eval) load a saved adapter through
+    models/loading.load_adapter: the same weights, trainable for one and frozen for the other."""
+    from peft import LoraConfig, get_peft_model
+
+    from botgrpo_cli.bootstrap import bootstrap
+    from botgrpo_cli.config import ModelConfig
+    from botgrpo_cli.evaluation.models import Target, load
+    from botgrpo_cli.models.loading import load_pretrained, load_tokenizer
+    from botgrpo_cli.trainer.policy import load_model
+
+    base = str(bootstrap("arith_synth"))  # cached tiny model
+    lora = get_peft_model(load_pretrained(base, "float32"), LoraConfig(r=2, lora_alpha=4, task_type="CAUSAL_LM"))
+    with torch.no_grad():
+        for name, p in lora.named_parameters():
+            if "lora_B" in name:
+                p.normal_()  # a trained adapter: not the identity
+    lora.save_pretrained(tmp_path)
+    load_tokenizer(base).save_pretrained(tmp_path)  # a checkpoint's model/ folder holds both
+    resumed = load_model(base, ModelConfig(lora_r=2, lora_alpha=4), adapter=str(tmp_path))
+    evaluated, _ = load(Target("model", str(tmp_path)))
+    ids = torch.tensor([[1, 5, 9, 3]])
+    with torch.no_grad():
+        torch.testing.assert_close(resumed(ids).logits, evaluated(ids).logits)
+        assert not torch.allclose(load_pretrained(base, "float32")(ids).logits, evaluated(ids).logits)
+    assert any(p.requires_grad for p in resumed.parameters()) and not any(p.requires_grad for p in evaluated.parameters())
