@@ -184,3 +184,38 @@ def test_a_lora_adapter_loads_the_same_for_resuming_and_for_evaluation(tmp_path)
         torch.testing.assert_close(resumed(ids).logits, evaluated(ids).logits)
         assert not torch.allclose(load_pretrained(base, "float32")(ids).logits, evaluated(ids).logits)
     assert any(p.requires_grad for p in resumed.parameters()) and not any(p.requires_grad for p in evaluated.parameters())
+
+
+def test_tasks_and_services_register_in_one_line_each(tmp_path, monkeypatch):
+    """Built-ins are one line in tasks/__init__.py's or rewards/registry.py's _BUILTIN (pyproject no
+    longer repeats them); another package adds one line to its entry points, found without editing
+    botgrpo, and cannot shadow a built-in."""
+    import importlib
+    import sys
+    import tomllib
+    from pathlib import Path
+
+    import botgrpo_tasks
+    from botgrpo_rewards import registry
+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    assert not pyproject["project"].get("entry-points", {}).get("botgrpo.tasks")  # built-ins live in code
+    dist = tmp_path / "botgrpo_plugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: botgrpo-plugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[botgrpo.tasks]\nplugin_task = botgrpo_tasks.arith_synth:make_task\n"
+                                           "react_synth = nowhere:make_task\n\n[botgrpo.services]\n"
+                                           "plugin_service = botgrpo_rewards.math.service:MathBackend\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    try:
+        assert {"plugin_task", "react_synth", "arith_synth"} <= set(botgrpo_tasks.list_tasks())
+        assert botgrpo_tasks.get_task("plugin_task").name == "arith_synth"
+        assert botgrpo_tasks.get_task("react_synth").name == "react_synth"  # the built-in wins
+        importlib.reload(registry)
+        assert registry.SERVICES["plugin_service"] == "botgrpo_rewards.math.service:MathBackend"
+        assert registry.SERVICES["math"] == "botgrpo_rewards.math.service:MathBackend"
+    finally:
+        monkeypatch.undo()
+        importlib.reload(registry)
+    assert "plugin_service" not in registry.SERVICES and "plugin_task" not in sys.modules
