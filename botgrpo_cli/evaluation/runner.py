@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from botgrpo_cli.config import AUTOCAST_SETTINGS
+from botgrpo_cli.config import AUTOCAST_SETTINGS, ModelConfig, RolloutConfig, RunConfig
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.evaluation import models, pairwise, report, sheets, winrate
 from botgrpo_cli.evaluation.metrics import aggregate
@@ -31,9 +31,9 @@ class EvalOptions:
     out: Path
     n: int = 4
     ks: list[int] = field(default_factory=lambda: [1])
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_new_tokens: int | None = None  # None = the task's default
+    temperature: float = RolloutConfig.temperature  # the flags that mirror config fields default as they do
+    top_p: float = RolloutConfig.top_p
+    max_new_tokens: int | None = RolloutConfig.max_new_tokens  # None = the task's default
     seed: int = 0
     workers: int = 1
     split: str = "eval"
@@ -44,10 +44,10 @@ class EvalOptions:
     render: bool = True  # React tasks: screenshots, render rate, similarity
     batch_size: int = 32  # completions per generate call (whole problems: at least one problem's n)
     deadline_ms: int = DEFAULT_DEADLINE_MS  # the protocol's, as in training (reward.deadline_ms)
-    system_prompt: str | None = None  # system message before each prompt (chat templates)
+    system_prompt: str | None = RunConfig.system_prompt  # system message before each prompt (chat templates)
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # e.g. {"enable_thinking": False}
-    thinking_budget: int | None = None  # reasoning tokens before the close tag is forced
-    autocast: str = "auto"  # bf16 autocast while sampling: the trainer's rule (models/precision.py)
+    thinking_budget: int | None = RolloutConfig.thinking_budget  # reasoning tokens before the close tag is forced
+    autocast: str = ModelConfig.autocast  # bf16 autocast while sampling: the trainer's rule (models/precision.py)
 
 
 def check(opts: EvalOptions) -> None:

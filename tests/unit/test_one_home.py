@@ -219,3 +219,36 @@ def test_tasks_and_services_register_in_one_line_each(tmp_path, monkeypatch):
         monkeypatch.undo()
         importlib.reload(registry)
     assert "plugin_service" not in registry.SERVICES and "plugin_task" not in sys.modules
+
+
+def test_eval_flags_take_help_from_the_config_and_defaults_agree_with_eval_options():
+    """`botgrpo eval` flags that mirror config fields show the field's help (cli/evaluate.MIRRORS);
+    every flag's default is EvalOptions' (evaluation/runner.py), which reads the config's."""
+    import dataclasses
+
+    import typer
+    from typer.testing import CliRunner
+
+    from botgrpo_cli.cli import app
+    from botgrpo_cli.cli.evaluate import MIRRORS
+    from botgrpo_cli.cli.options import config_help
+    from botgrpo_cli.config import Config
+    from botgrpo_cli.evaluation.runner import EvalOptions
+
+    params = {p.name: p for p in typer.main.get_command(app).commands["eval"].params}
+    fields = {f.name: f for f in dataclasses.fields(EvalOptions)}
+    renamed = {"chat_template_kwarg": "chat_template_kwargs", "k": "ks", "task_option": "task_options"}
+    cfg = Config()
+    for flag, dotted in MIRRORS.items():
+        section, key = dotted.split(".")
+        option = fields[renamed.get(flag, flag)]
+        default = option.default if option.default is not dataclasses.MISSING else option.default_factory()
+        assert default == getattr(getattr(cfg, section), key), flag
+    for name, param in params.items():
+        option = fields.get(renamed.get(name, name))
+        if option is not None and option.default is not dataclasses.MISSING and name not in renamed:
+            assert param.default == option.default, name
+    result = CliRunner().invoke(app, ["eval", "--help"], env={"COLUMNS": "1000"})
+    shown = " ".join(result.output.replace("│", " ").split())
+    for dotted in MIRRORS.values():
+        assert " ".join(config_help(dotted).split()) in shown, dotted
