@@ -10,23 +10,17 @@ import dataclasses
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import yaml
 
+from botgrpo_cli.config_checks import check
+from botgrpo_cli.config_fields import choices_of, opt
 from botgrpo_cli.errors import UnknownName, UserError, known_hint
+from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
 
 DTYPES = ("float32", "bfloat16", "float16")  # model.dtype and rollout.vllm_dtype
-AUTOCAST_SETTINGS = ("auto", "bfloat16", "off")  # model.autocast and `botgrpo eval --autocast` (trainer/precision.py)
-
-
-def opt(default: Any, help: str, choices: tuple | Callable[[], list[str]] | None = None) -> Any:
-    """A dataclass field with its help text (and allowed values, or a function returning a
-    registry's names) attached as metadata."""
-    meta = {"help": help, "choices": choices}
-    if isinstance(default, (dict, list)):
-        return field(default_factory=lambda: type(default)(default), metadata=meta)
-    return field(default=default, metadata=meta)
+AUTOCAST_SETTINGS = ("auto", "bfloat16", "off")  # model.autocast and `botgrpo eval --autocast` (models/precision.py)
 
 
 def _presets() -> list[str]:
@@ -51,12 +45,6 @@ def _loss_aggs() -> list[str]:
     from botgrpo_cli.algos.losses import LOSS_AGGS
 
     return list(LOSS_AGGS)
-
-
-def choices_of(f: dataclasses.Field) -> list[str] | None:
-    """A field's allowed values (a registry's names are read when asked)."""
-    choices = f.metadata["choices"]
-    return list(choices()) if callable(choices) else (list(choices) if choices else None)
 
 
 @dataclass
@@ -102,7 +90,7 @@ class RewardConfig:
     service: Optional[str] = opt(None, "reward service name; None = the task's")
     command: Optional[list] = opt(None, "argv that starts the service instead of `python -m botgrpo_rewards NAME`")
     workers: int = opt(1, "reward service processes")
-    deadline_ms: int = opt(10000, "per-completion scoring deadline in milliseconds")
+    deadline_ms: int = opt(DEFAULT_DEADLINE_MS, "per-completion scoring deadline in milliseconds")
     lambda_seq: float = opt(1.0, "weight of the sequence score in each token's reward")
     lambda_tok: float = opt(1.0, "weight of the span rewards in each token's reward (0 = outcome only)")
     options: dict = opt({}, "options sent with each request, merged over the task's")
@@ -351,6 +339,4 @@ def apply_preset(algo: AlgoConfig) -> None:
 
 def validate(cfg: Config) -> None:
     """Range and choice checks (config_checks.py); each message names the field, its meaning and the fix."""
-    from botgrpo_cli.config_checks import check
-
     check(cfg)

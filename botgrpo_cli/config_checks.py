@@ -1,16 +1,16 @@
 """Validation of a resolved Config (config.validate calls `check`): ranges, choices read from the
-registries, estimator and loss options against their signatures, reward options and services.
-
-(Moved out of config.py, unchanged but for the name, to keep each file one screenful of jobs.)
-"""
+registries, estimator and loss options against their signatures, reward options and services."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from botgrpo_cli.config import _CLASSES, Config, RewardConfig, _field_of, choices_of
+from botgrpo_cli.config_fields import choices_of
 from botgrpo_cli.errors import UnknownName, UserError, closest
+
+if TYPE_CHECKING:  # config.py imports this module: only the type names, never a cycle at run time
+    from botgrpo_cli.config import Config, RewardConfig
 
 _POSITIVE = ["rollout.group_size", "rollout.prompts_per_step", "rollout.vllm_tensor_parallel_size", "algo.max_rounds",
              "algo.mini_batches", "algo.epochs", "optim.micro_batch_size", "run.keep_last", "run.eval_prompts",
@@ -29,7 +29,7 @@ def check(cfg: Config) -> None:
 
     def fail(dotted: str, problem: str) -> None:
         section, key = dotted.split(".")
-        help_text = _field_of(section, key).metadata["help"]
+        help_text = _fields(getattr(cfg, section))[key].metadata["help"]
         raise UserError(f"{dotted} {problem} ({help_text})")
 
     for dotted in _POSITIVE:
@@ -38,8 +38,8 @@ def check(cfg: Config) -> None:
     for dotted in _NON_NEGATIVE:
         if get(dotted) < 0:
             fail(dotted, f"must be >= 0, got {get(dotted)}")
-    for section, cls in _CLASSES.items():
-        for f in dataclasses.fields(cls):
+    for section in _fields(cfg):
+        for f in _fields(getattr(cfg, section)).values():
             choices, value = choices_of(f), getattr(getattr(cfg, section), f.name)
             if choices and value is not None and value not in choices:
                 fail(f"{section}.{f.name}", f"must be one of {', '.join(choices)}; got {value!r}"
@@ -64,17 +64,23 @@ def check(cfg: Config) -> None:
         fail("run.distributed", "is fsdp, which needs algo.dynamic_sampling=false (sharded forwards need equal shares)")
 
 
-def _check_algo_options(cfg: Config, fail: Any) -> None:
-    """Estimator and loss options against the registered functions' signatures (tensors first)."""
-    from botgrpo_cli.algos import ADVANTAGES, LOSSES
+def _fields(obj: Any) -> dict[str, dataclasses.Field]:
+    return {f.name: f for f in dataclasses.fields(obj)}
 
-    for dotted, registry, name, options in (("algo.advantage_options", ADVANTAGES, cfg.algo.advantage,
-                                             cfg.algo.advantage_options), ("algo.loss_options", LOSSES,
-                                             cfg.algo.loss, cfg.algo.loss_options)):
+
+def _check_algo_options(cfg: Config, fail: Any) -> None:
+    """Estimator and loss options against the registered functions' annotated signatures (tensors
+    first): names, types and ranges; the typed values (1e-4 from YAML is a string) replace the given."""
+    from botgrpo_cli.algos import ADVANTAGES, LOSSES
+    from botgrpo_cli.algos.options import OptionError
+
+    for key, registry, name in (("advantage_options", ADVANTAGES, cfg.algo.advantage),
+                                ("loss_options", LOSSES, cfg.algo.loss)):
         try:
-            registry.check_options(name, options or {}, positional=4)
-        except UnknownName as err:
-            fail(dotted, str(err))
+            typed = registry.check_options(name, getattr(cfg.algo, key) or {}, positional=4)
+        except (UnknownName, OptionError) as err:
+            raise UserError(f"algo.{key}: {err}") from None
+        setattr(cfg.algo, key, typed)
 
 
 def _check_reward_options(cfg: Config, fail: Any) -> None:

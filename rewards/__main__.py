@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from botgrpo_rewards.http_server import DEFAULT_MAX_BODY_BYTES, TOKEN_ENV, HttpSettings
+from botgrpo_rewards.http_server import DEFAULT_MAX_BODY_BYTES, HttpSettings
+from botgrpo_rewards.protocol import TOKEN_ENV
 from botgrpo_rewards.registry import SERVICES
 from botgrpo_rewards.run import run_service
 

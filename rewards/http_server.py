@@ -28,12 +28,11 @@ from typing import Any, Callable
 
 from botgrpo_rewards.http_conn import CLOSED, Connection
 from botgrpo_rewards.http_routes import expected_authorization
-from botgrpo_rewards.protocol import MAX_LINE_BYTES
+from botgrpo_rewards.protocol import MAX_LINE_BYTES, TOKEN_ENV
 from botgrpo_rewards.service import ServiceRunner
 
 log = logging.getLogger("botgrpo_rewards")
 
-TOKEN_ENV = "BOTGRPO_REWARD_TOKEN"
 DEFAULT_MAX_BODY_BYTES = 8_000_000
 MAX_BODY_BYTES = 4 * MAX_LINE_BYTES  # the largest --max-body-bytes accepted
 BACKLOG = 1024

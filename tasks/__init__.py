@@ -1,7 +1,8 @@
 """botgrpo tasks: prompts, references, reward wiring and eval metrics.
 
-Tasks are found through the entry-point group `botgrpo.tasks` (a name -> a callable returning a
-Task), so other packages can add tasks without editing this one.
+Registering a task is one line: a built-in one in `_BUILTIN` below, one from another package in
+that package's entry-point group `botgrpo.tasks` (NAME = "module:factory", the factory returning a
+Task). Built-ins are not repeated as entry points, so a source checkout finds them without installing.
 """
 
 from __future__ import annotations
@@ -14,9 +15,7 @@ from botgrpo_tasks.errors import UnknownTask
 
 __all__ = ["Example", "Task", "get_task", "list_tasks"]
 
-# Built-ins, also declared as entry points in pyproject.toml; listed here so a source checkout
-# that was not pip-installed still finds them.
-_BUILTIN = {
+_BUILTIN = {  # name -> "module:factory"
     "react_synth": "botgrpo_tasks.react_synth:make_task",
     "arith_synth": "botgrpo_tasks.arith_synth:make_task",
     "react": "botgrpo_tasks.react:make_task",
@@ -25,10 +24,9 @@ _BUILTIN = {
 
 
 def _factories() -> dict[str, Any]:
-    found: dict[str, Any] = dict(_BUILTIN)
-    for ep in entry_points(group="botgrpo.tasks"):
-        found[ep.name] = ep
-    return found
+    """Built-ins, then other packages' entry points (an installed package cannot shadow a built-in)."""
+    found: dict[str, Any] = {ep.name: ep for ep in entry_points(group="botgrpo.tasks")}
+    return {**found, **_BUILTIN}
 
 
 def list_tasks() -> list[str]:

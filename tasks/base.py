@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from botgrpo_rewards.thinking import DEFAULT_TAGS, opens_reasoning
+from botgrpo_rewards.protocol import DEFAULT_TAGS, opens_reasoning
 from botgrpo_tasks.errors import TaskError
 
 

@@ -8,6 +8,8 @@ group ids; nothing loops over rows or groups in Python.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import torch
 from torch import Tensor
 
@@ -15,11 +17,14 @@ from botgrpo_cli.algos.dapo import zero_variance_groups
 from botgrpo_cli.algos.masked import (
     as_float_mask,
     compact_groups,
+    degenerate_groups,
     group_count,
+    group_moments,
     group_sum,
     reverse_cummin,
     reverse_cumsum,
 )
+from botgrpo_cli.algos.options import FromTrainer, OneOf, Range
 from botgrpo_cli.algos.registry import Registry
 
 ADVANTAGES: Registry = Registry("advantage estimator")
@@ -27,8 +32,11 @@ ADVANTAGES: Registry = Registry("advantage estimator")
 SCALES = ("group", "batch", "none")
 BASELINES = ("bag", "outcome")
 RETURNS = ("immediate", "sum_to_go", "min_to_go")
-# A group whose std is below this fraction of |mean| is constant up to float32 rounding.
-_CONSTANT_RTOL = 1e-6
+# Option types shared by the estimators (checked when a config loads: algos/options.py).
+Scale = Annotated[str, OneOf(SCALES)]
+Eps = Annotated[float, Range(ge=0)]
+Return = Annotated[str, OneOf(RETURNS)]
+ProcessRewards = Annotated[Tensor | None, FromTrainer()]
 
 
 def check_choice(option: str, value: str, choices: tuple[str, ...]) -> None:
@@ -52,11 +60,6 @@ def apply_reward_return(r: Tensor, mask: Tensor, kind: str = "immediate") -> Ten
     return torch.where(valid, to_go, 0.0)
 
 
-def _degenerate(count: Tensor, mean: Tensor, std: Tensor) -> Tensor:
-    """Groups with fewer than two members or (numerically) zero variance -> True. Shapes (K,)."""
-    return (count < 2) | (std <= _CONSTANT_RTOL * mean.abs())
-
-
 def _row_scale(scale: str, eps: float, group_std: Tensor, batch_std: Tensor, dense: Tensor) -> Tensor:
     """Per-row divisor 1 / (std + eps) for scale group | batch, 1 for none. -> (B,)."""
     if scale == "group":
@@ -68,7 +71,7 @@ def _row_scale(scale: str, eps: float, group_std: Tensor, batch_std: Tensor, den
 
 @ADVANTAGES.register("grpo")
 def grpo(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor, *,
-         scale: str = "group", eps: float = 1e-4) -> Tensor:
+         scale: Scale = "group", eps: Eps = 1e-4) -> Tensor:
     """GRPO (Shao et al. 2024, DeepSeekMath): A[i,t] = m[i,t] (s_i - mu_k) / (sd_k + eps).
 
     sd_k is the Bessel-corrected std of the group's scores (as torch.std); scale=batch uses one
@@ -78,20 +81,17 @@ def grpo(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor,
     check_choice("scale", scale, SCALES)
     s = scores.to(torch.float32)
     dense, k = compact_groups(group_ids)
-    n = group_count(dense, k)  # (K,)
-    mu = group_sum(s, dense, k) / n  # (K,)
+    n, mu, std = group_moments(s, dense, k)  # (K,) each
     dev = s - mu[dense]  # (B,)
-    var = group_sum(dev * dev, dense, k) / (n - 1).clamp(min=1)
-    std = var.sqrt()  # (K,)
     batch_std = s.std() if s.numel() > 1 else s.new_zeros(())
     adv = dev * _row_scale(scale, eps, std, batch_std, dense)  # (B,)
-    adv = torch.where(_degenerate(n, mu, std)[dense], 0.0, adv)
+    adv = torch.where(degenerate_groups(n, mu, std)[dense], 0.0, adv)
     return mask.to(adv.dtype).mul_(adv[:, None])
 
 
 @ADVANTAGES.register("dr_grpo")
 def dr_grpo(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor, *,
-            eps: float = 1e-4) -> Tensor:
+            eps: Eps = 1e-4) -> Tensor:
     """Dr. GRPO (Liu et al. 2025): grpo without the std division, A = m (s_i - mu_k)."""
     return grpo(token_rewards, scores, mask, group_ids, scale="none", eps=eps)
 
@@ -106,15 +106,15 @@ def rloo(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor)
     dense, k = compact_groups(group_ids)
     n = group_count(dense, k)[dense]  # (B,)
     others = (group_sum(s, dense, k)[dense] - s) / (n - 1).clamp(min=1)  # (B,)
-    adv = torch.where((n > 1) & ~zero_variance_groups(s, group_ids), s - others, 0.0)
+    adv = torch.where(zero_variance_groups(s, group_ids), 0.0, s - others)
     return mask.to(adv.dtype).mul_(adv[:, None])
 
 
 @ADVANTAGES.register("bot_grpo")
 def bot_grpo(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor, *,
-             scale: str = "group", eps: float = 1e-4, std_correction: int = 1,
-             reward_return: str = "immediate", baseline: str = "bag",
-             process_rewards: Tensor | None = None) -> Tensor:
+             scale: Scale = "group", eps: Eps = 1e-4, std_correction: Annotated[int, OneOf((1, 0))] = 1,
+             reward_return: Return = "immediate", baseline: Annotated[str, OneOf(BASELINES)] = "bag",
+             process_rewards: ProcessRewards = None) -> Tensor:
     """BoT-GRPO. baseline=bag (the paper's, default): the bag-of-tokens estimator below.
     baseline=outcome: only the score is centred, A = grpo(s) + m * ret(rho) (see bot_grpo_outcome)."""
     check_choice("baseline", baseline, BASELINES)
@@ -125,7 +125,7 @@ def bot_grpo(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Ten
 
 
 def bot_grpo_outcome(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor, *,
-                     scale: str = "group", eps: float = 1e-4, reward_return: str = "immediate",
+                     scale: Scale = "group", eps: Eps = 1e-4, reward_return: str = "immediate",
                      process_rewards: Tensor | None = None) -> Tensor:
     """A[i,t] = m[i,t] ((s_i - mu_k) / (sd_k + eps) + ret(rho)[i,t]): outcome and token parts apart.
 
@@ -179,7 +179,7 @@ def _bag(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor,
     batch_std = (batch_m2 / (total - std_correction).clamp(min=1e-12)).sqrt()
 
     row_scale = _row_scale(scale, eps, std, batch_std, dense)
-    row_scale = torch.where(_degenerate(weight, mu, std)[dense] | ~nonempty, 0.0, row_scale)
+    row_scale = torch.where(degenerate_groups(weight, mu, std)[dense] | ~nonempty, 0.0, row_scale)
     # (r - mu_k) m = centred + m (row_mean - mu_k): reuse the centred buffer as the output.
     return centred.addcmul_(m, shift[:, None]).mul_(row_scale[:, None])
 
@@ -189,7 +189,8 @@ def compute_advantages(name: str, *, token_rewards: Tensor, scores: Tensor, mask
     """Run the estimator `name` (grpo | dr_grpo | bot_grpo | rloo | pure) -> A (B, T) float32.
 
     token_rewards (B, T), scores (B,), mask (B, T) bool or 0/1, group_ids (B,) int; options are
-    the estimator's keyword options (ALGORITHMS.md §2). Unknown name -> KeyError listing the known.
+    the estimator's keyword options (ALGORITHMS.md §2), typed and range-checked. Unknown name -> KeyError
+    listing the known; a bad option value -> OptionError (a ValueError).
     """
     estimator = ADVANTAGES[name]
     if token_rewards.dim() != 2 or mask.shape != token_rewards.shape:
@@ -199,5 +200,6 @@ def compute_advantages(name: str, *, token_rewards: Tensor, scores: Tensor, mask
     if scores.shape != (b,) or group_ids.shape != (b,):
         raise ValueError(f"scores and group_ids must be ({b},); got {tuple(scores.shape)} and "
                          f"{tuple(group_ids.shape)}")
+    options = ADVANTAGES.check_options(name, options, positional=4, user=False)
     with torch.no_grad():
         return estimator(token_rewards, scores, mask, group_ids, **options)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from botgrpo_cli.algos.masked import compact_groups
+from botgrpo_cli.algos.masked import compact_groups, degenerate_groups, group_moments
 
 
 def overlong_penalty(lengths: Tensor, max_len: int, cache: int) -> Tensor:
@@ -23,8 +23,7 @@ def overlong_penalty(lengths: Tensor, max_len: int, cache: int) -> Tensor:
 
 
 def zero_variance_groups(scores: Tensor, group_ids: Tensor) -> Tensor:
-    """True for every member of a group whose scores are all equal. (B,), (B,) -> (B,) bool."""
+    """True for every member of a group of one or whose scores are equal up to float32 rounding
+    (masked.degenerate_groups: the rule the estimators zero). (B,), (B,) -> (B,) bool."""
     dense, k = compact_groups(group_ids)
-    hi = scores.new_full((k,), -torch.inf).scatter_reduce_(0, dense, scores, reduce="amax")
-    lo = scores.new_full((k,), torch.inf).scatter_reduce_(0, dense, scores, reduce="amin")
-    return (hi == lo)[dense]
+    return degenerate_groups(*group_moments(scores.to(torch.float32), dense, k))[dense]

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import torch
 from torch import Tensor
 
 from botgrpo_cli.algos.advantages import check_choice
 from botgrpo_cli.algos.masked import as_float_mask, masked_mean
+from botgrpo_cli.algos.options import Range
 from botgrpo_cli.algos.registry import Registry
 
 LOSSES: Registry = Registry("policy loss")
 LOSS_AGGS = ("seq_mean_token_mean", "token_mean", "seq_mean_token_sum_norm")
+# Clip widths: the ratio is clipped to [1 - eps_low, 1 + eps_high] (checked when a config loads).
+EpsLow = Annotated[float, Range(ge=0, le=1)]
+EpsHigh = Annotated[float, Range(ge=0)]
 
 
 def _clipped(ratio: Tensor, adv: Tensor, eps_low: float, eps_high: float) -> tuple[Tensor, Tensor]:
@@ -22,7 +28,7 @@ def _clipped(ratio: Tensor, adv: Tensor, eps_low: float, eps_high: float) -> tup
 
 @LOSSES.register("clip")
 def clip_loss(logp: Tensor, logp_old: Tensor, advantages: Tensor, mask: Tensor, *,
-              eps_low: float = 0.2, eps_high: float = 0.2) -> tuple[Tensor, Tensor, Tensor]:
+              eps_low: EpsLow = 0.2, eps_high: EpsHigh = 0.2) -> tuple[Tensor, Tensor, Tensor]:
     """PPO/GRPO/DAPO clip: l = -min(ratio A, clip(ratio, 1-eps_low, 1+eps_high) A).
 
     ratio = exp(logp - logp_old). All (B, T) -> (per-token loss, ratio, clip active), (B, T).
@@ -34,7 +40,7 @@ def clip_loss(logp: Tensor, logp_old: Tensor, advantages: Tensor, mask: Tensor, 
 
 @LOSSES.register("gspo")
 def gspo_loss(logp: Tensor, logp_old: Tensor, advantages: Tensor, mask: Tensor, *,
-              eps_low: float = 3e-4, eps_high: float = 4e-4) -> tuple[Tensor, Tensor, Tensor]:
+              eps_low: EpsLow = 3e-4, eps_high: EpsHigh = 4e-4) -> tuple[Tensor, Tensor, Tensor]:
     """GSPO (Zheng et al. 2025): sequence ratio s_i = exp(mean_t (logp - logp_old)).
 
     Rows whose advantage is constant over valid tokens use s_i itself (sequence form); rows with
@@ -94,6 +100,7 @@ def policy_loss(name: str, *, logp: Tensor, logp_old: Tensor, advantages: Tensor
     surrogate = LOSSES[name]
     if beta > 0 and logp_ref is None:
         raise ValueError("beta > 0 needs logp_ref (reference-policy log-probs) for the KL term")
+    loss_options = LOSSES.check_options(name, loss_options, positional=4, user=False)
     per_token, ratio, active = surrogate(logp, logp_old.detach(), advantages.detach(), mask, **loss_options)
     kl = k3_kl(logp, logp_ref.detach()) if logp_ref is not None else None
     if kl is not None and beta > 0:

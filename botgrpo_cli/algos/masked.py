@@ -31,6 +31,13 @@ def compact_groups(group_ids: Tensor) -> tuple[Tensor, int]:
     return dense, int(uniq.numel())
 
 
+def isolate_failed(group_ids: Tensor, ok: Tensor) -> Tensor:
+    """Give each failed row (ok False) a group of its own, so it never shifts its siblings' statistics
+    and every estimator gives it 0. (B,), (B,) bool -> (B,) group ids."""
+    fresh = group_ids.max() + 1 + torch.arange(len(group_ids), device=group_ids.device)
+    return torch.where(ok, group_ids, fresh)
+
+
 def group_sum(values: Tensor, dense_ids: Tensor, num_groups: int) -> Tensor:
     """Sum per group: values (B,) or (B, C), dense_ids (B,) -> (K,) or (K, C), via index_add_."""
     out = values.new_zeros((num_groups, *values.shape[1:]))
@@ -42,6 +49,25 @@ def group_count(dense_ids: Tensor, num_groups: int, dtype: torch.dtype = torch.f
     return torch.zeros(num_groups, dtype=dtype, device=dense_ids.device).index_add_(
         0, dense_ids, torch.ones_like(dense_ids, dtype=dtype)
     )
+
+
+# A group whose std is at most this fraction of |mean| is constant up to float32 rounding (the one
+# constant-group rule: advantages, DAPO's dynamic sampling and the logged share of constant groups).
+CONSTANT_RTOL = 1e-6
+
+
+def group_moments(values: Tensor, dense_ids: Tensor, num_groups: int) -> tuple[Tensor, Tensor, Tensor]:
+    """Per group: member count, mean and Bessel-corrected std (as torch.std) of values (B,) -> 3 x (K,)."""
+    n = group_count(dense_ids, num_groups, values.dtype)
+    mu = group_sum(values, dense_ids, num_groups) / n
+    dev = values - mu[dense_ids]
+    std = (group_sum(dev * dev, dense_ids, num_groups) / (n - 1).clamp(min=1)).sqrt()
+    return n, mu, std
+
+
+def degenerate_groups(count: Tensor, mean: Tensor, std: Tensor) -> Tensor:
+    """Groups with fewer than two members or (numerically) zero variance -> True. Shapes (K,)."""
+    return (count < 2) | (std <= CONSTANT_RTOL * mean.abs())
 
 
 def reverse_cumsum(x: Tensor, dim: int = -1) -> Tensor:

@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+SUCCESS_AT = 0.5  # a scored completion succeeds when its task's success metric is >= this
+
+
+def succeeded(metrics: dict[str, float], success_metric: str) -> bool:
+    """The one success rule (training's logged `success`, evaluation's Sample.success): the scored
+    completion's `success_metric` is >= SUCCESS_AT. An unscored completion (no metrics) fails."""
+    return float(metrics.get(success_metric, 0.0)) >= SUCCESS_AT
+
+
 
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased pass@k (Chen et al. 2021): 1 - C(n-c, k) / C(n, k).

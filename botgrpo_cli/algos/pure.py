@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import torch
 from torch import Tensor
 
-from botgrpo_cli.algos.advantages import ADVANTAGES, check_choice, rloo
+from botgrpo_cli.algos.advantages import ADVANTAGES, ProcessRewards, check_choice, rloo
+from botgrpo_cli.algos.options import FromTrainer, OneOf, Range
 from botgrpo_cli.algos.masked import reverse_cummin, reverse_cumsum
 
 CREDITS = ("soft_min", "strict_min", "sum")
@@ -32,8 +35,9 @@ def step_rewards(rho: Tensor, valid: Tensor, step_ends: Tensor | None) -> tuple[
 
 @ADVANTAGES.register("pure")
 def pure(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor, *,
-         step_ends: Tensor | None = None, credit: str = "soft_min", temperature: float = 0.1,
-         process_rewards: Tensor | None = None) -> Tensor:
+         step_ends: Annotated[Tensor | None, FromTrainer()] = None,
+         credit: Annotated[str, OneOf(CREDITS)] = "soft_min", temperature: Annotated[float, Range(gt=0)] = 0.1,
+         process_rewards: ProcessRewards = None) -> Tensor:
     """PURE: A[i,t] = m[i,t] (G[i,t] + s_i - mean_{j != i} s_j), G the process return.
 
     Step reward p_j = min of rho over step j. credit=soft_min: p'_j = softmax_j(-p_j/T) p_j and

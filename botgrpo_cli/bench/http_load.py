@@ -17,9 +17,7 @@ import re
 import secrets
 import selectors
 import socket
-import subprocess
 import sys
-import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from botgrpo_cli.errors import UserError
+from botgrpo_rewards.protocol import TOKEN_ENV, LineChild
 
 STARTUP_TIMEOUT_S = 120
 CLIENT_TIMEOUT_S = 30
@@ -61,30 +60,17 @@ def math_body(i: int) -> bytes:
 @contextmanager
 def http_service(service: str, token: str) -> Iterator[tuple[str, int]]:
     """A running `python -m botgrpo_rewards SERVICE --http 127.0.0.1:0`; yields (host, port)."""
-    proc = subprocess.Popen([sys.executable, "-m", "botgrpo_rewards", service, "--http", "127.0.0.1:0"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "BOTGRPO_REWARD_TOKEN": token})
-    found: list[tuple[str, int]] = []
-    ready = threading.Event()
-
-    def pump() -> None:
-        for line in proc.stderr:  # keep draining: a full pipe would stall the service
-            m = re.search(r"serving \S+ on http://([^\s:]+):(\d+)", line)
-            if m and not found:
-                found.append((m.group(1), int(m.group(2))))
-                ready.set()
-        ready.set()
-    threading.Thread(target=pump, daemon=True).start()
+    child = LineChild([sys.executable, "-m", "botgrpo_rewards", service, "--http", "127.0.0.1:0"], f"{service}-http",
+                      env={TOKEN_ENV: token}, stderr="tail", own_group=True)  # the log is drained, kept short
     try:
-        if not ready.wait(STARTUP_TIMEOUT_S) or not found:
-            raise UserError(f"the {service} HTTP service did not start within {STARTUP_TIMEOUT_S} s")
-        yield found[0]
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not (m := re.search(r"serving \S+ on http://([^\s:]+):(\d+)", child.stderr_tail())):
+            if child.exited or time.monotonic() > deadline:
+                raise UserError(f"the {service} HTTP service did not start within {STARTUP_TIMEOUT_S} s")
+            time.sleep(0.05)
+        yield m.group(1), int(m.group(2))
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        child.kill()  # its whole process group (the service's workers too)
 
 
 class _Conn:

@@ -73,7 +73,7 @@ def _model_dir(task: Any, model: str) -> str:
 
 def _bf16(precision: str, model: Any) -> bool:
     """fp32 | bf16 | auto (botgrpo's start-up rule for this model on this CPU)."""
-    from botgrpo_cli.trainer.precision import choose
+    from botgrpo_cli.models.precision import choose
 
     return choose({"fp32": "off", "bf16": "bfloat16"}.get(precision, "auto"), model)[0]
 
@@ -117,7 +117,7 @@ def _timed_trainer_class() -> type:
         phase: dict[str, float] = {}
 
         def _generate(self, prompts: list) -> Any:
-            from botgrpo_cli.trainer.precision import autocast
+            from botgrpo_cli.models.precision import autocast
 
             t0 = time.perf_counter()
             try:

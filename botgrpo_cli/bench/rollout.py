@@ -39,7 +39,8 @@ class RolloutReport:
 
 def _setup(task_name: str, model: str | None, prompts: int) -> tuple[Any, Any, list[str], Any]:
     from botgrpo_cli.config import ModelConfig
-    from botgrpo_cli.trainer.policy import load_model, load_tokenizer, resolve_model_path
+    from botgrpo_cli.models.loading import load_tokenizer
+    from botgrpo_cli.trainer.policy import load_model, resolve_model_path
     from botgrpo_tasks import get_task
 
     task = get_task(task_name, seed=0)
@@ -55,7 +56,7 @@ def run(task: str = "arith_synth", model: str | None = None, prompts: int = 8, g
         new_tokens: int = 48, threads: int = 2, repeats: int = 3) -> RolloutReport:
     from botgrpo_cli.rollout import FastEngine, HFEngine, SamplingParams
     from botgrpo_cli.trainer.logprobs import batch_logps
-    from botgrpo_cli.trainer.precision import autocast, cpu_bf16
+    from botgrpo_cli.models.precision import autocast, cpu_bf16
 
     torch.set_num_threads(threads)
     task_obj, tok, texts, lm = _setup(task, model, prompts)

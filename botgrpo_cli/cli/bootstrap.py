@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from botgrpo_cli.cli.options import CHOICES, listing_choices
-from botgrpo_cli.console import console
+from botgrpo_cli.console import console, progress_bar
 from botgrpo_cli.errors import UserError
 
 STAGES = {"tokenizer": "training the tokenizer", "train": "supervised warm start",
@@ -29,8 +29,6 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Build a tiny warm-started model for a task, locally (no hub needed), and print its base
         success rate. Cached under $BOTGRPO_CACHE or ~/.cache/botgrpo."""
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
         from botgrpo_cli.bootstrap import RECIPES, bootstrap as build, describe, read_info
         from botgrpo_cli.cli.evaluate import parse_task_options
         from botgrpo_tasks import get_task
@@ -41,8 +39,7 @@ def register(app: typer.Typer) -> None:
             raise UserError(f"--task-option does not fit task {task!r}: {err}") from None
         if size not in RECIPES:
             raise UserError(f"unknown size {size!r}; choose one of: {', '.join(RECIPES)}")
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=console, transient=True) as bar:
+        with progress_bar(elapsed=True) as bar:
             ids: dict[str, int] = {}
 
             def on_progress(stage: str, done: int, total: int) -> None:

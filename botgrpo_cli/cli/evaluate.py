@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from botgrpo_cli.cli.options import CHOICES, Threads, Workers, listing_choices, set_threads
+from botgrpo_cli.cli.options import CHOICES, CONFIG_HELP, Threads, Workers, listing_choices, set_threads
 from botgrpo_cli.errors import UserError
 
 
@@ -27,8 +27,13 @@ def parse_task_options(pairs: list[str], flag: str = "--task-option") -> dict[st
     return options
 
 
+# flags that mean what a training config field means: their help is that field's (config.py), and
+# their defaults are EvalOptions' (evaluation/runner.py), which reads the config's (tested to agree)
+MIRRORS = {"temperature": "rollout.temperature", "top_p": "rollout.top_p", "max_new_tokens": "rollout.max_new_tokens",
+           "system_prompt": "run.system_prompt", "chat_template_kwarg": "run.chat_template_kwargs",
+           "thinking_budget": "rollout.thinking_budget", "autocast": "model.autocast"}
 # the registries whose names the help of these options lists
-EVAL_CHOICES = listing_choices(task="botgrpo_tasks:list_tasks", split="botgrpo_cli.evaluation.runner:SPLITS",
+EVAL_CHOICES = listing_choices(MIRRORS, task="botgrpo_tasks:list_tasks", split="botgrpo_cli.evaluation.runner:SPLITS",
                                judge="botgrpo_cli.evaluation.pairwise:JUDGES",
                                autocast="botgrpo_cli.config:AUTOCAST_SETTINGS")
 
@@ -43,9 +48,9 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Path, typer.Option("--out", help="Folder for eval.json, eval.md, screenshots and plots.")],
         n: Annotated[int, typer.Option("--n", help="Samples per problem.")] = 4,
         k: Annotated[str, typer.Option("--k", help="Pass@k values, comma-separated; each at most --n.")] = "1",
-        temperature: Annotated[float, typer.Option(help="Sampling temperature (0 = greedy).")] = 1.0,
-        top_p: Annotated[float, typer.Option("--top-p", help="Nucleus sampling mass.")] = 1.0,
-        max_new_tokens: Annotated[Optional[int], typer.Option("--max-new-tokens", help="Default: the task's.")] = None,
+        temperature: Annotated[float, typer.Option(help=CONFIG_HELP)] = 1.0,
+        top_p: Annotated[float, typer.Option("--top-p", help=CONFIG_HELP)] = 1.0,
+        max_new_tokens: Annotated[Optional[int], typer.Option("--max-new-tokens", help=CONFIG_HELP)] = None,
         seed: Annotated[int, typer.Option(help="Fixes the samples (and the bootstrap interval).")] = 0,
         workers: Workers = 1,
         split: Annotated[str, typer.Option("--split", help=f"One of {CHOICES}: eval is the task's held-out "
@@ -63,16 +68,11 @@ def register(app: typer.Typer) -> None:
         batch_size: Annotated[int, typer.Option("--batch-size", help="Completions per generate call, in whole "
                                                 "problems (at least one problem's --n); bounds memory and how "
                                                 "long one call runs before progress is shown.")] = 32,
-        system_prompt: Annotated[Optional[str], typer.Option("--system-prompt", help="System message before each "
-                                                             "prompt (chat templates).")] = None,
-        chat_template_kwarg: Annotated[Optional[list[str]], typer.Option("--chat-template-kwarg", help="Chat template "
-                                       "argument key=value (repeatable), e.g. enable_thinking=false.")] = None,
-        thinking_budget: Annotated[Optional[int], typer.Option("--thinking-budget", help="Reasoning models: at most "
-                                                               "this many tokens in the thinking block, then its "
-                                                               "close tag is forced.")] = None,
-        autocast: Annotated[str, typer.Option("--autocast", help=f"bf16 autocast while sampling, one of {CHOICES}: "
-                                              "auto is on for float32 models of 20M+ parameters on a CPU with AMX or "
-                                              "AVX512-BF16 (as in training), off is fp32.")] = "auto",
+        system_prompt: Annotated[Optional[str], typer.Option("--system-prompt", help=CONFIG_HELP)] = None,
+        chat_template_kwarg: Annotated[Optional[list[str]], typer.Option("--chat-template-kwarg", help=f"{CONFIG_HELP}; "
+                                       "here key=value, repeatable (enable_thinking=false)")] = None,
+        thinking_budget: Annotated[Optional[int], typer.Option("--thinking-budget", help=CONFIG_HELP)] = None,
+        autocast: Annotated[str, typer.Option("--autocast", help=f"{CONFIG_HELP}; one of {CHOICES}")] = "auto",
         threads: Threads = 0,
     ) -> None:
         """Evaluate a model on a task: unbiased Pass@k, compile/render rates, judged win rate."""

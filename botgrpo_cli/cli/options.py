@@ -50,6 +50,7 @@ def set_threads(threads: int) -> None:
 # Choice lists in help, read from the registries (never written by hand, so never stale)
 
 CHOICES = "{choices}"  # in a parameter's help: replaced by the names its registry holds
+CONFIG_HELP = "{config}"  # in a parameter's help: replaced by the help of the config field it mirrors
 
 
 def registry_names(where: str) -> list[str]:
@@ -60,18 +61,34 @@ def registry_names(where: str) -> list[str]:
     return [str(name) for name in (registry() if callable(registry) else registry)]
 
 
-def listing_choices(**registries: str) -> type[TyperCommand]:
+def config_help(dotted: str) -> str:
+    """The help text of config field SECTION.KEY (config.py declares it once)."""
+    import dataclasses
+
+    from botgrpo_cli import config
+
+    section, key = dotted.split(".")
+    field = {f.name: f for f in dataclasses.fields(config.Config.__dataclass_fields__[section].default_factory)}[key]
+    return field.metadata["help"]
+
+
+def listing_choices(mirrors: dict[str, str] | None = None, **registries: str) -> type[TyperCommand]:
     """A command class for `app.command(cls=...)`: in the help of the parameter called NAME, CHOICES
-    becomes the names in `registries[NAME]` (see registry_names), comma-separated. They are read only
-    when the help is shown: a registry may import torch, and `botgrpo --help` must not."""
+    becomes the names in `registries[NAME]` (see registry_names), comma-separated, and CONFIG_HELP
+    the help of the config field `mirrors[NAME]` (SECTION.KEY). Both are read only when the help is
+    shown: a registry may import torch, and `botgrpo --help` must not."""
+    mirrors = mirrors or {}
 
     class ListingChoices(TyperCommand):
         def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
             for param in self.params:
                 help_text = getattr(param, "help", None)
                 if param.name in registries and help_text and CHOICES in help_text:
-                    names = ", ".join(registry_names(registries[param.name]))
-                    param.help = help_text.replace(CHOICES, names)  # type: ignore[attr-defined]
+                    help_text = help_text.replace(CHOICES, ", ".join(registry_names(registries[param.name])))
+                if param.name in mirrors and help_text and CONFIG_HELP in help_text:
+                    help_text = help_text.replace(CONFIG_HELP, config_help(mirrors[param.name]))
+                if help_text is not None:
+                    param.help = help_text  # type: ignore[attr-defined]
             super().format_help(ctx, formatter)
 
     return ListingChoices

@@ -10,6 +10,7 @@ import typer
 
 from botgrpo_cli.cli.options import CHOICES, Workers, listing_choices
 from botgrpo_cli.errors import UserError
+from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
 
 reward_app = typer.Typer(help="Run reward services (serve) and score rollout files (score).", no_args_is_help=True)
 
@@ -60,7 +61,7 @@ def score(
     service: Annotated[list[str], typer.Option("--service", "-s", help=f"Reward service: {CHOICES}. Repeat as NAME=WEIGHT to score with several at once (their weighted sum; lines' options go to the first), e.g. -s react -s render=0.5.")],
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where to write (default: FILE with .scored.jsonl); never the input.")] = None,
     workers: Workers = 1,
-    deadline_ms: Annotated[Optional[int], typer.Option("--deadline-ms", min=1, help="Per-request deadline for every line (default: each line's, else 10000).")] = None,
+    deadline_ms: Annotated[Optional[int], typer.Option("--deadline-ms", min=1, help=f"Per-request deadline for every line (default: each line's, else {DEFAULT_DEADLINE_MS}).")] = None,
     command: Annotated[Optional[str], typer.Option("--command", help="Run this command as the service instead of the built-in one (any program speaking protocol v1).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run: keep the lines already in OUTPUT.partial and score the rest.")] = False,
 ) -> None:
@@ -132,9 +133,8 @@ class _LazyPool:
 def _score_lines(file: Path, out_path: Path, total: int, services: dict[str, float], workers: int,
                  command: list[str] | None, deadline_ms: int | None, resume: bool) -> None:
     from rich.markup import escape
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from botgrpo_cli.console import console
+    from botgrpo_cli.console import console, progress_bar
     from botgrpo_cli.reward_client.score_file import score_file
 
     problems = [0]
@@ -145,10 +145,9 @@ def _score_lines(file: Path, out_path: Path, total: int, services: dict[str, flo
             console.print(f"[yellow]line {line.lineno}:[/] {escape(line.problem)} (kept in the output with status "
                           "error)", highlight=False, soft_wrap=True)
 
-    columns = (TextColumn("scoring with {task.fields[service]}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     pool = _LazyPool(services, workers, command)
     try:
-        with Progress(*columns, console=console) as bar:
+        with progress_bar("scoring with {task.fields[service]}", transient=False) as bar:
             task = bar.add_task("score", total=total, service=" + ".join(services))
             stats = score_file(file, out_path, pool.submit, deadline_ms=deadline_ms, resume=resume,
                                progress=lambda n: bar.advance(task, n), on_problem=on_problem)

@@ -57,16 +57,14 @@ def _service_env(chromium: str | None, pages: int, save_dir: Path) -> dict[str, 
 def _render_all(lines: list, out: Path, judge: str | None, chromium: str | None, pages: int) -> list[dict]:
     """Score every line through the render service (a child process; its start-up failure, e.g. no
     Chromium, is a ServiceStartError the CLI prints as one line)."""
-    from rich.progress import Progress
-
-    from botgrpo_cli.console import console
+    from botgrpo_cli.console import progress_bar
     from botgrpo_cli.reward_client import RewardPool
 
     png_dir = out / "png"
     png_dir.mkdir(parents=True, exist_ok=True)
     requests = [_request(line, judge) for line in lines]
     with RewardPool("render", env=_service_env(chromium, pages, png_dir)) as pool, \
-            Progress(console=console) as progress:
+            progress_bar(transient=False) as progress:
         task = progress.add_task("rendering", total=len(lines))
         progress.advance(task, sum(r is None for r in requests))
         futures = {i: pool.submit(r) for i, r in enumerate(requests) if r is not None}

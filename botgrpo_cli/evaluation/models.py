@@ -1,5 +1,5 @@
 """What `--model` names: a hub id, a model folder, a .gguf file, one checkpoint of `botgrpo train`, or a whole
-run directory (every checkpoint, in step order). Loading goes through the trainer's policy loader."""
+run directory (every checkpoint, in step order). Loading goes through models/loading.py, as training's does."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def _looks_local(name: str) -> bool:
 def resolve(name: str, label: str = "model") -> list[Target]:
     """The models to evaluate for one `--model` value (several for a run directory); a .gguf file
     is dequantised (float32) into a cached model folder first."""
-    from botgrpo_cli.trainer.gguf import is_gguf, resolve_gguf
+    from botgrpo_cli.models.gguf import is_gguf, resolve_gguf
 
     path = Path(name).expanduser()
     if is_gguf(name):
@@ -69,16 +69,10 @@ def resolve(name: str, label: str = "model") -> list[Target]:
 def load(target: Target) -> tuple[Any, Any]:
     """(model in eval mode, tokenizer) for a target; a LoRA adapter is loaded onto its base model."""
     from botgrpo_cli.config import ModelConfig
-    from botgrpo_cli.trainer.policy import load_model, load_tokenizer
+    from botgrpo_cli.models.loading import adapter_base, frozen, is_adapter, load_adapter, load_pretrained, load_tokenizer
 
     tok = load_tokenizer(target.path)  # first: it also quiets transformers' progress bars
-    adapter = Path(target.path) / "adapter_config.json"
-    if not adapter.is_file():
-        return load_model(target.path, ModelConfig(), trainable=False), tok
-    from peft import PeftModel
-
-    base = json.loads(adapter.read_text()).get("base_model_name_or_path")
-    if not base:
-        raise UserError(f"LoRA adapter {target.path} does not name its base model (base_model_name_or_path)")
-    model = PeftModel.from_pretrained(load_model(base, ModelConfig(), trainable=False), target.path)
-    return model.eval().requires_grad_(False), tok
+    dtype = ModelConfig().dtype
+    if not is_adapter(target.path):
+        return frozen(load_pretrained(target.path, dtype)), tok
+    return load_adapter(frozen(load_pretrained(adapter_base(target.path), dtype)), target.path, trainable=False), tok

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from botgrpo_cli.algos.metrics import SUCCESS_AT
 from botgrpo_cli.evaluation.metrics import problem_pass_at_k
 from botgrpo_cli.evaluation.results import Problem, to_dict
 
@@ -92,7 +93,7 @@ def markdown(report: dict[str, Any], final_problems: list[Problem], ks: list[int
     parts = [f"# botgrpo eval: {cfg['task']} ({cfg['split']} split)",
              f"Scored: {scored}" + f"model `{cfg['model']}`" + (f", against `{cfg['against']}`" if cfg.get("against") else "") +
              f"; n = {cfg['n']} samples per problem, temperature {cfg['temperature']}, top-p {cfg['top_p']}, "
-             f"max {cfg['max_new_tokens']} new tokens, seed {cfg['seed']}. Success: {task['success_metric']} >= 0.5.",
+             f"max {cfg['max_new_tokens']} new tokens, seed {cfg['seed']}. Success: {task['success_metric']} >= {SUCCESS_AT:g}.",
              figures_table(columns)]
     if report.get("win_rate"):
         parts.append(win_rate_line(report["win_rate"], report["judge"], columns[-2][0], columns[-1][0]))

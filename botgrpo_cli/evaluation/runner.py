@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from botgrpo_cli.config import AUTOCAST_SETTINGS
+from botgrpo_cli.config import AUTOCAST_SETTINGS, ModelConfig, RolloutConfig, RunConfig
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.evaluation import models, pairwise, report, sheets, winrate
 from botgrpo_cli.evaluation.metrics import aggregate
 from botgrpo_cli.evaluation.results import Problem
 from botgrpo_cli.evaluation.sampling import Scoring, evaluate
+from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
 
 SPLITS = ("eval", "train", "all")  # all: every problem the task has (for aime: the whole file)
 RENDER_FIGURES = ("rendered", "similarity", "judge")
@@ -30,9 +31,9 @@ class EvalOptions:
     out: Path
     n: int = 4
     ks: list[int] = field(default_factory=lambda: [1])
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_new_tokens: int | None = None  # None = the task's default
+    temperature: float = RolloutConfig.temperature  # the flags that mirror config fields default as they do
+    top_p: float = RolloutConfig.top_p
+    max_new_tokens: int | None = RolloutConfig.max_new_tokens  # None = the task's default
     seed: int = 0
     workers: int = 1
     split: str = "eval"
@@ -42,11 +43,11 @@ class EvalOptions:
     judge: str = "auto"
     render: bool = True  # React tasks: screenshots, render rate, similarity
     batch_size: int = 32  # completions per generate call (whole problems: at least one problem's n)
-    deadline_ms: int = 30_000
-    system_prompt: str | None = None  # system message before each prompt (chat templates)
+    deadline_ms: int = DEFAULT_DEADLINE_MS  # the protocol's, as in training (reward.deadline_ms)
+    system_prompt: str | None = RunConfig.system_prompt  # system message before each prompt (chat templates)
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # e.g. {"enable_thinking": False}
-    thinking_budget: int | None = None  # reasoning tokens before the close tag is forced
-    autocast: str = "auto"  # bf16 autocast while sampling: the trainer's rule (trainer/precision.py)
+    thinking_budget: int | None = RolloutConfig.thinking_budget  # reasoning tokens before the close tag is forced
+    autocast: str = ModelConfig.autocast  # bf16 autocast while sampling: the trainer's rule (models/precision.py)
 
 
 def check(opts: EvalOptions) -> None:
@@ -131,7 +132,7 @@ def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOption
               shots_root: Path | None, progress: Any) -> tuple[dict, list[Problem]]:
     from botgrpo_cli.console import console
     from botgrpo_cli.rollout import FastEngine, SamplingParams
-    from botgrpo_cli.trainer.precision import autocast, choose
+    from botgrpo_cli.models.precision import autocast, choose
 
     model, tok = models.load(target)
     bf16, why = choose(opts.autocast, model)  # the same rule as training's, so both sample alike
@@ -188,9 +189,7 @@ def _pools(stack: ExitStack, task: Any, opts: EvalOptions, render: bool, shots_r
 
 def run_eval(opts: EvalOptions) -> dict[str, Any]:
     """Evaluate, write eval.json / eval.md (and screenshots, plots) under opts.out; return the report."""
-    from rich.progress import Progress
-
-    from botgrpo_cli.console import console
+    from botgrpo_cli.console import console, progress_bar
 
     check(opts)
     task, examples = load_task(opts)
@@ -204,7 +203,7 @@ def run_eval(opts: EvalOptions) -> dict[str, Any]:
     console.print(scope_line(scored), soft_wrap=True)
     shots_root = opts.out.resolve() / "screens" if render else None  # absolute: services save there
     evaluations, finals, other, win = [], [], None, None
-    with ExitStack() as stack, Progress(console=console, transient=True) as progress:
+    with ExitStack() as stack, progress_bar() as progress:
         scoring = _pools(stack, task, opts, render, shots_root)
         for target in targets:
             entry, finals = _evaluate(target, task, examples, opts, scoring, shots_root, progress)

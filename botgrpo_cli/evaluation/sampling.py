@@ -17,13 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from botgrpo_cli.algos.metrics import succeeded
 from botgrpo_cli.evaluation.results import Problem, Sample
 from botgrpo_cli.reward_client.scored import response_of, score_request
 from botgrpo_cli.rollout import Engine, SamplingParams
-from botgrpo_rewards.protocol import ScoreRequest
-
-SUCCESS_AT = 0.5  # a sample succeeds when it was scored and its success metric is >= this (ALGORITHMS.md §5)
-
+from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS, ScoreRequest
 
 @dataclass
 class Scoring:
@@ -33,13 +31,13 @@ class Scoring:
     options: dict  # the task's service options
     success_metric: str
     render_pool: Any = None  # RewardPool("render"); None = no render pass
-    deadline_ms: int = 30_000
+    deadline_ms: int = DEFAULT_DEADLINE_MS
     save_root: Path | None = None  # the render service's save dir (its setting); shots lie below it
     renders_itself: bool = False  # the task's own service renders (render tasks): no second pass
     prompt_options: Callable[[str], dict] = lambda prompt: {}  # per formatted prompt (task.think_options)
 
     @classmethod
-    def of_task(cls, task: Any, pool: Any, render_pool: Any = None, deadline_ms: int = 30_000,
+    def of_task(cls, task: Any, pool: Any, render_pool: Any = None, deadline_ms: int = DEFAULT_DEADLINE_MS,
                 options: dict | None = None, save_root: Path | None = None) -> "Scoring":
         """The task's scoring through `pool`; `options` (merged over the task's service options)."""
         return cls(pool, {**task.service_options, **(options or {})}, task.success_metric, render_pool,
@@ -120,7 +118,7 @@ def _sample(row: Pending, success_metric: str, root: Path | None) -> Sample:
     status = "ok" if ok else ("error" if resp.ok else resp.status)  # ok without a score is an error
     error = None if ok else f"{status}: {resp.error.message if resp.error else 'no score'}"
     return Sample(text=row.text, status=status, score=float(resp.score) if ok else None,
-                  success=ok and metrics.get(success_metric, 0.0) >= SUCCESS_AT, metrics=metrics, tokens=row.tokens,
+                  success=ok and succeeded(metrics, success_metric), metrics=metrics, tokens=row.tokens,
                   finished=row.finished, error=error, screenshot=_relative(shot, root), render_status=render_status,
                   render_error=render_error)
 

@@ -14,10 +14,11 @@ from typing import Any, Sequence
 import torch
 from trl import GRPOTrainer
 
-from botgrpo_cli.algos import ADVANTAGES, compute_advantages
+from botgrpo_cli.algos import ADVANTAGES, compute_advantages, isolate_failed
 from botgrpo_cli.integrations.service import ServiceScorer, references
 from botgrpo_cli.reward_client.scored import Scored, to_token_rewards
 from botgrpo_cli.rollout import OffsetDecoder
+from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
 
 # Keyword arguments TRL passes to reward functions that are not dataset columns.
 _CONTROL_KWARGS = ("trainer_state", "log_extra", "log_metric", "environments", "completion_ids")
@@ -62,7 +63,7 @@ class ServiceReward:
 
 
 def reward_function(service: str, *, reference_columns: Sequence[str] | None = None, workers: int = 1,
-                    url: str | None = None, options: dict | None = None, deadline_ms: int = 10_000,
+                    url: str | None = None, options: dict | None = None, deadline_ms: int = DEFAULT_DEADLINE_MS,
                     command: list[str] | None = None, env: dict[str, str] | None = None) -> ServiceReward:
     """A TRL reward function scoring completions with the botgrpo reward service `service`.
 
@@ -90,6 +91,26 @@ class _TokenLevelReward:
         return self.reward.score(prompts, [text for text, _ in decoded], kwargs).values
 
 
+SEQUENCE_LEVEL_REFUSED = (
+    "BoTGRPOTrainer: importance_sampling_level='sequence' (GSPO) gives each completion one ratio, so TRL's loss "
+    "weighs its gradient by the mean of the row's token advantages and {advantage}'s token credit is lost; use "
+    "importance_sampling_level='token', or advantage='grpo' for sequence-level GSPO, or `botgrpo train --algo gspo` "
+    "(GSPO-token: the sequence ratio with per-token gradients)")
+
+
+def gives_token_credit(advantage: str, options: dict, lambda_seq: float, lambda_tok: float) -> bool:
+    """Does `advantage` give different tokens of one completion different advantages? Decided by running
+    it on a probe batch (two groups of three, token rewards varying within each row), never by name."""
+    gen = torch.Generator().manual_seed(0)
+    scores = torch.rand(6, generator=gen)
+    rho = torch.rand(6, 5, generator=gen) - 0.5
+    adv = compute_advantages(advantage, token_rewards=lambda_seq * scores[:, None] + lambda_tok * rho, scores=scores,
+                             mask=torch.ones(6, 5, dtype=torch.bool), group_ids=torch.arange(6) // 3,
+                             **{"process_rewards": lambda_tok * rho, **options}
+                             if "process_rewards" in ADVANTAGES.options(advantage, 4) else options)
+    return bool((adv.amax(1) - adv.amin(1)).abs().max() > 1e-6)
+
+
 class BoTGRPOTrainer(GRPOTrainer):
     """`GRPOTrainer` with token-level advantages from a botgrpo reward service (BoT-GRPO by default).
 
@@ -110,9 +131,13 @@ class BoTGRPOTrainer(GRPOTrainer):
             if kwargs.get(unsupported) is not None:
                 raise ValueError(f"BoTGRPOTrainer does not support {unsupported}= (tool tokens have no service spans)")
         estimator = ADVANTAGES[advantage]  # unknown name -> KeyError listing the known ones, before the model loads
+        options = ADVANTAGES.check_options(advantage, dict(advantage_options or {}), positional=4)  # typed, ranged
+        if getattr(args, "importance_sampling_level", "token") == "sequence" and gives_token_credit(
+                advantage, options, lambda_seq, lambda_tok):
+            raise ValueError(SEQUENCE_LEVEL_REFUSED.format(advantage=advantage))
         self.token_reward = _TokenLevelReward(funcs[0])
         self.advantage, self.lambda_seq, self.lambda_tok = advantage, lambda_seq, lambda_tok
-        self.advantage_options = dict(advantage_options or {})
+        self.advantage_options = options
         super().__init__(model, reward_funcs=[self.token_reward], args=args, **kwargs)
         self.token_reward.decoder = OffsetDecoder(self._tokenizer)
         if "scale" in inspect.signature(estimator).parameters:
@@ -132,7 +157,7 @@ class BoTGRPOTrainer(GRPOTrainer):
         rows = torch.arange(len(s_all), device=s_all.device)
         mode = "train" if self.model.training else "eval"
         groups = rows // (self.num_generations if mode == "train" else self.num_generations_eval)
-        groups = torch.where(ok_all, groups, len(s_all) + rows)  # failed rows: own group, advantage 0
+        groups = isolate_failed(groups, ok_all)  # failed rows: own group, advantage 0
         adv = compute_advantages(self.advantage, token_rewards=r_all, scores=s_all, mask=m_all, group_ids=groups,
                                  **self.advantage_options)  # (B_all, T_max)
         start = self.accelerator.process_index * tr.mask.shape[0]

@@ -17,6 +17,7 @@ import torch
 from botgrpo_cli.algos import compute_advantages
 from botgrpo_cli.integrations.service import ServiceScorer
 from botgrpo_cli.reward_client.scored import Scored, to_token_rewards
+from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
 
 NAME = "bot_grpo"  # advantage estimator name in verl
 REWARD_MANAGER = "botgrpo"  # reward manager name in verl
@@ -78,7 +79,7 @@ class DenseServiceReward:
     """Dense token rewards for verl rows from a botgrpo reward service (no verl import needed).
 
     Settings (verl config `reward.botgrpo`): service (math), workers (1), url, options ({}),
-    deadline_ms (10000), lambda_seq, lambda_tok (1.0).
+    deadline_ms (the protocol's DEFAULT_DEADLINE_MS), lambda_seq, lambda_tok (1.0).
     """
 
     def __init__(self, tokenizer: Any, settings: dict | None = None):
@@ -88,7 +89,7 @@ class DenseServiceReward:
         self.tokenizer, self.decoder = tokenizer, OffsetDecoder(tokenizer)
         self.lambdas = (float(s.get("lambda_seq", 1.0)), float(s.get("lambda_tok", 1.0)))
         self.scorer = ServiceScorer(s.get("service", "math"), workers=int(s.get("workers", 1)), url=s.get("url"),
-                                    options=s.get("options") or {}, deadline_ms=int(s.get("deadline_ms", 10_000)))
+                                    options=s.get("options") or {}, deadline_ms=int(s.get("deadline_ms", DEFAULT_DEADLINE_MS)))
 
     def score_row(self, prompt_ids: Sequence[int], response_ids: Sequence[int], non_tensor: dict) -> dict:
         """One response (valid ids only) -> verl's run_single result: reward_score is the list of its

@@ -11,8 +11,8 @@ import urllib.parse
 from typing import Any, Callable, Iterable
 
 from botgrpo_cli.errors import UserError
-from botgrpo_rewards.http_server import TOKEN_ENV
-from botgrpo_rewards.protocol import Hello, ProtocolError, ScoreRequest, ScoreResponse, decode_message, error_response, response_from_json
+from botgrpo_rewards.protocol import (TOKEN_ENV, Hello, ProtocolError, ScoreRequest, ScoreResponse, decode_message,
+                                      error_response, response_from_json)
 
 
 MAX_IDLE_CONNECTIONS = 8  # kept open for reuse; more threads at once still work (extra ones are closed after use)

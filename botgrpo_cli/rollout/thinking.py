@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from botgrpo_rewards.thinking import opens_reasoning
+from botgrpo_rewards.protocol import opens_reasoning
 
 BEFORE, INSIDE, FORCING, AFTER = "before", "inside", "forcing", "after"
 

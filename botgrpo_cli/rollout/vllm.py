@@ -12,33 +12,45 @@ tensor-parallel groups, and every rank of a group submits the group's prompts (g
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import torch
 
+from botgrpo_cli.config import RolloutConfig
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.rollout.base import RolloutBatch, SamplingParams, eos_ids, finish_row, pad_id_of
 from botgrpo_cli.rollout.offsets import OffsetDecoder
+from botgrpo_cli.rollout.seeds import mix_seed, text_digest
+
+
+_DEFAULTS = RolloutConfig()  # the options' meanings and defaults live in config.py (rollout.vllm_*)
 
 
 @dataclass(frozen=True)
 class VLLMOptions:
-    gpu_memory_utilization: float = 0.3  # share of the GPU vLLM may take (weights + KV cache)
-    tensor_parallel_size: int = 1  # GPUs (training ranks) one vLLM engine spans
-    sleep_mode: bool = False  # free vLLM's memory while the trainer runs (sleep/wake_up)
-    max_model_len: int | None = None  # prompt + completion tokens; None = the model's limit
-    dtype: str = "auto"  # vLLM's weight dtype; "auto" = the checkpoint's
-    enforce_eager: bool = False  # skip CUDA graphs and compilation: slower decoding, seconds to start
+    """The engine's share of the rollout.vllm_* options (see `botgrpo train --list-options`)."""
+
+    gpu_memory_utilization: float = _DEFAULTS.vllm_gpu_memory_utilization
+    tensor_parallel_size: int = _DEFAULTS.vllm_tensor_parallel_size
+    sleep_mode: bool = _DEFAULTS.vllm_sleep_mode
+    max_model_len: int | None = _DEFAULTS.vllm_max_model_len
+    dtype: str = "auto"  # vLLM's weight dtype; "auto" = the checkpoint's (the config's None = model.dtype)
+    enforce_eager: bool = _DEFAULTS.vllm_enforce_eager
+
+    @classmethod
+    def from_config(cls, rollout: RolloutConfig, model_dtype: str) -> "VLLMOptions":
+        return cls(gpu_memory_utilization=rollout.vllm_gpu_memory_utilization,
+                   tensor_parallel_size=rollout.vllm_tensor_parallel_size, sleep_mode=rollout.vllm_sleep_mode,
+                   max_model_len=rollout.vllm_max_model_len, dtype=rollout.vllm_dtype or model_dtype,
+                   enforce_eager=rollout.vllm_enforce_eager)
 
 
 def row_seed(seed: int, prompt: str, k: int) -> int:
     """Sampling seed of the k-th completion of `prompt`: a row's tokens depend on the call's seed,
     its prompt and k, never on the batch around it or the rank that generates it."""
-    digest = int.from_bytes(hashlib.blake2b(prompt.encode(), digest_size=8).digest(), "little")
-    return (seed * 1_000_003 + digest + k * 7919) % (2**31 - 1)
+    return mix_seed(seed, text_digest(prompt) + k * 7919, modulus=2**31 - 1)  # vLLM takes 31-bit seeds
 
 
 def policy_weights(model: Any) -> Iterator[tuple[str, torch.Tensor]]:

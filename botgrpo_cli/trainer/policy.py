@@ -7,12 +7,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-import torch
-
 from botgrpo_cli.config import ModelConfig
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
-from botgrpo_cli.trainer.gguf import is_gguf, resolve_gguf
+from botgrpo_cli.models.gguf import is_gguf, resolve_gguf
+from botgrpo_cli.models.loading import frozen, load_adapter, load_pretrained
 
 
 def resolve_model_path(cfg: ModelConfig, task: str, task_options: dict[str, Any] | None = None) -> str:
@@ -39,36 +38,11 @@ def resolve_model_path(cfg: ModelConfig, task: str, task_options: dict[str, Any]
     return name
 
 
-def _quiet() -> None:
-    from transformers.utils import logging
-
-    logging.disable_progress_bar()  # the trainer has its own progress display
-
-
-def load_tokenizer(path: str) -> Any:
-    from transformers import AutoTokenizer
-
-    _quiet()
-    try:
-        tok = AutoTokenizer.from_pretrained(path)
-    except (OSError, ValueError) as err:
-        raise UserError(f"cannot load a tokenizer from {path!r}: {err}") from None
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
-    return tok
-
-
 def load_model(path: str, cfg: ModelConfig, trainable: bool = True, adapter: str | None = None) -> Any:
     """A causal LM from `path`; LoRA-wrapped when cfg.lora_r > 0 (from `adapter` when resuming)."""
-    from transformers import AutoModelForCausalLM
-
-    try:
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, cfg.dtype))
-    except (OSError, ValueError) as err:
-        raise UserError(f"cannot load model {path!r}: {err}. Give a local model directory or a hub id "
-                        f"that is reachable (offline machines need a local path).") from None
+    model = load_pretrained(path, cfg.dtype)
     if not trainable:
-        return model.eval().requires_grad_(False)
+        return frozen(model)
     if cfg.lora_r > 0:
         model = _with_lora(model, cfg, adapter)
     if cfg.gradient_checkpointing:
@@ -78,10 +52,10 @@ def load_model(path: str, cfg: ModelConfig, trainable: bool = True, adapter: str
 
 
 def _with_lora(model: Any, cfg: ModelConfig, adapter: str | None) -> Any:
-    from peft import LoraConfig, PeftModel, get_peft_model
+    from peft import LoraConfig, get_peft_model
 
     if adapter is not None:
-        return PeftModel.from_pretrained(model, adapter, is_trainable=True)
+        return load_adapter(model, adapter, trainable=True)
     lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
                       target_modules=list(cfg.lora_target_modules) or None, task_type="CAUSAL_LM")
     return get_peft_model(model, lora)

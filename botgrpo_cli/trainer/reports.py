@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import Progress
 from torch import Tensor
 
 from botgrpo_cli.algos import masked_mean, zero_variance_groups
-from botgrpo_cli.console import console
+from botgrpo_cli.algos.metrics import succeeded
+from botgrpo_cli.console import console, progress_bar
 from botgrpo_cli.reward_client.combined import failures_by_service
 from botgrpo_cli.reward_client.scored import Scored
 from botgrpo_cli.rundir import read_metrics
@@ -96,6 +97,12 @@ def zero_variance_fraction(scores: Tensor, group_ids: Tensor, ok: Tensor) -> flo
     return float(torch.isin(groups, gids[constant]).sum()) / len(groups)
 
 
+def batch_success_rate(scored: Scored, success_metric: str) -> float:
+    """The share of rows that succeed (algos.metrics.succeeded, as evaluation counts them); rows whose
+    scoring failed count as failures."""
+    return sum(r.usable and succeeded(r.metrics, success_metric) for r in scored.responses) / len(scored.responses)
+
+
 def step_metrics(ro, scored: Scored, scores: Tensor, mask: Tensor, r: Tensor, adv: Tensor, upd: dict,
                  times: dict[str, float], success_metric: str, restarts: float) -> dict[str, float]:
     b = ro.batch
@@ -119,9 +126,8 @@ def step_metrics(ro, scored: Scored, scores: Tensor, mask: Tensor, r: Tensor, ad
         m[f"reward/{name}"] = _mean(values)
     for name, n in failures_by_service(scored.responses).items():  # several services: who failed which rows
         m[f"reward/{name}/failed"] = float(n)
-    metric = success_metric
-    if metric in scored.metrics:
-        m["success"] = sum(scored.metrics[metric]) / len(scored.ok)  # failed scorings count as failures
+    if success_metric in scored.metrics:
+        m["success"] = batch_success_rate(scored, success_metric)
     m.update(upd)
     m.update({f"time/{k}_s": v for k, v in times.items()})
     return m
@@ -140,10 +146,7 @@ def sample_rows(ro, scored: Scored, r: Tensor, adv: Tensor, k: int) -> list[dict
 
 
 def make_progress(disable: bool = False) -> Progress:
-    return Progress(
-        TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        TextColumn("{task.fields[stats]}"), console=console, transient=False, disable=disable,
-    )
+    return progress_bar("[bold]train", after="{task.fields[stats]}", transient=False, disable=disable)
 
 
 def stats_line(m: dict[str, float]) -> str:

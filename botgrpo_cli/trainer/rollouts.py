@@ -7,7 +7,6 @@ scoring started as each row ends, DAPO dynamic sampling, and reasoning-step boun
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import random
 from concurrent.futures import Future
 from typing import Callable, Generic, TypeVar
@@ -15,11 +14,12 @@ from typing import Callable, Generic, TypeVar
 import torch
 from torch import Tensor
 
-from botgrpo_cli.algos import overlong_penalty, zero_variance_groups
+from botgrpo_cli.algos import isolate_failed, overlong_penalty, zero_variance_groups
 from botgrpo_cli.config import AlgoConfig, RolloutConfig
 from botgrpo_cli.reward_client.scored import Scored, collect, score_request
 from botgrpo_cli.rollout import Engine, RolloutBatch, SamplingParams, concat
 from botgrpo_cli.rollout.base import OnDone
+from botgrpo_cli.rollout.seeds import mix_seed, text_digest
 from botgrpo_cli.trainer.distributed import shard
 
 
@@ -34,13 +34,12 @@ class Rollouts:
 
 def generation_seed(seed: int, step: int, round_: int) -> int:
     """Sampling seed of one round of one step: resuming at any step samples the same tokens."""
-    return (seed * 1_000_003 + step * 1009 + round_) % (2**63)
+    return mix_seed(seed, step * 1009 + round_)
 
 
 def prompt_seed(seed: int, prompt: str) -> int:
     """Seed of one prompt's group: independent of the batch and of the process sampling it."""
-    digest = int.from_bytes(hashlib.blake2b(prompt.encode(), digest_size=8).digest(), "little")
-    return (seed * 1_000_003 + digest) % (2**63)
+    return mix_seed(seed, text_digest(prompt))
 
 
 def _generate(engine: Engine, rollout: RolloutConfig, prompts: list[str], params: SamplingParams,
@@ -96,12 +95,6 @@ def shaped_scores(scored: Scored, lengths: Tensor, algo: AlgoConfig, max_new_tok
     return torch.where(scored.ok, scores, 0.0)
 
 
-def isolate_failed(group_ids: Tensor, ok: Tensor) -> Tensor:
-    """Give each failed row a group of its own so it never shifts its siblings' statistics."""
-    fresh = group_ids.max() + 1 + torch.arange(len(group_ids))
-    return torch.where(ok, group_ids, fresh)
-
-
 def collect_rollouts(s, step: int) -> Rollouts:
     """One round normally: scoring is left running for the caller to overlap with compute.
     With dynamic sampling: keep groups whose scores vary, refill from new prompts, bounded rounds."""
@@ -147,7 +140,7 @@ class PromptStream(Generic[T]):
     def _order_of(self, epoch: int) -> list[int]:
         if epoch != self._epoch:
             order = list(range(len(self.items)))
-            random.Random(self.seed * 1_000_003 + epoch).shuffle(order)
+            random.Random(mix_seed(self.seed, epoch, modulus=None)).shuffle(order)
             self._epoch, self._order = epoch, order
         return self._order
 

@@ -21,8 +21,9 @@ from botgrpo_cli.trainer import checkpoint, defaults
 from botgrpo_cli.trainer.checkpoint import TrainState
 from botgrpo_cli.trainer.degenerate import check_settings
 from botgrpo_cli.trainer.distributed import Dist
-from botgrpo_cli.trainer.policy import load_model, load_tokenizer, loads_reference_copy, resolve_model_path
-from botgrpo_cli.trainer.precision import autocast, choose
+from botgrpo_cli.models.loading import load_tokenizer
+from botgrpo_cli.trainer.policy import load_model, loads_reference_copy, resolve_model_path
+from botgrpo_cli.models.precision import autocast, choose
 from botgrpo_cli.trainer.rollouts import PromptStream
 from botgrpo_cli.trainer.update import make_optimizer
 
@@ -51,7 +52,7 @@ class Session:
     params: SamplingParams  # the task's defaults merged with the rollout section (seed set per call)
     service_options: dict
     dist: Dist = Dist()
-    bf16: bool = False  # bf16 autocast around generation, log-probs and the update (trainer/precision.py)
+    bf16: bool = False  # bf16 autocast around generation, log-probs and the update (models/precision.py)
 
     def precision(self) -> ContextManager:
         return autocast(self.bf16)
@@ -103,12 +104,7 @@ def _engine(cfg: Config, model: Any, tok: Any, path: str) -> Engine:
         return FastEngine(model, tok)
     from botgrpo_cli.rollout.vllm import VLLMEngine, VLLMOptions
 
-    r = cfg.rollout
-    options = VLLMOptions(gpu_memory_utilization=r.vllm_gpu_memory_utilization,
-                          tensor_parallel_size=r.vllm_tensor_parallel_size, sleep_mode=r.vllm_sleep_mode,
-                          max_model_len=r.vllm_max_model_len, dtype=r.vllm_dtype or cfg.model.dtype,
-                          enforce_eager=r.vllm_enforce_eager)
-    engine = VLLMEngine(model, tok, path, options, seed=cfg.run.seed)
+    engine = VLLMEngine(model, tok, path, VLLMOptions.from_config(cfg.rollout, cfg.model.dtype), seed=cfg.run.seed)
     engine.sync_weights()  # a resumed or LoRA policy differs from the files vLLM loaded
     return engine
 

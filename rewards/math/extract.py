@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from botgrpo_rewards.thinking import DEFAULT_TAGS, split_reasoning
+from botgrpo_rewards.protocol import DEFAULT_TAGS, split_reasoning
 
 DEFAULT_THINK_TAGS = DEFAULT_TAGS
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")

@@ -5,6 +5,7 @@ behind it split the work by job and are not an interface of their own:
 - wire.py: the messages (ScoreRequest, ScoreResponse, Span, Hello, ...), size caps, statuses, errors;
 - checks.py: field and value checks (spans, scores, metrics, info, request options);
 - codec.py: objects to lines and lines to checked objects;
+- thinking.py: where a reasoning model's answer starts (split_reasoning), for client and services;
 - child.py: the stdio transport's other end, a child process speaking lines (LineChild), which
   the client's service pool and the services' own helpers (checkers, compilers) all run on.
 
@@ -30,6 +31,7 @@ from botgrpo_rewards.protocol.codec import (
     request_from_json,
     response_from_json,
 )
+from botgrpo_rewards.protocol.thinking import DEFAULT_TAGS, Reasoning, opens_reasoning, split_reasoning
 from botgrpo_rewards.protocol.wire import (
     CAPABILITY_DETERMINISTIC,
     DEFAULT_DEADLINE_MS,
@@ -41,6 +43,7 @@ from botgrpo_rewards.protocol.wire import (
     STATUS_OK,
     STATUS_TIMEOUT,
     STATUSES,
+    TOKEN_ENV,
     VERSION,
     ErrorInfo,
     Hello,
@@ -58,11 +61,11 @@ from botgrpo_rewards.protocol.wire import (
 )
 
 __all__ = [
-    "CAPABILITY_DETERMINISTIC",
+    "CAPABILITY_DETERMINISTIC", "DEFAULT_TAGS", "Reasoning", "opens_reasoning", "split_reasoning",
     "ChildExited", "DEFAULT_DEADLINE_MS", "ErrorInfo", "Hello", "LineChild", "MAX_COMPLETION_CHARS",
     "MAX_DEADLINE_MS", "MAX_LINE_BYTES", "MAX_PROMPT_CHARS", "Message", "Ping", "Pong", "ProtocolError",
     "Request", "STATUSES", "STATUS_ERROR", "STATUS_OK", "STATUS_TIMEOUT", "ScoreRequest", "ScoreResponse",
-    "ServiceStartError", "Shutdown", "Span", "VERSION", "check_options", "clean_info", "cpu_seconds",
+    "ServiceStartError", "Shutdown", "Span", "TOKEN_ENV", "VERSION", "check_options", "clean_info", "cpu_seconds",
     "decode_message", "decode_request", "encode", "error_response", "read_lines", "request_from_json",
     "response_from_json", "server_setting", "validate_metrics", "validate_score", "validate_spans",
 ]

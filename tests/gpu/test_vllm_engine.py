@@ -28,7 +28,7 @@ GREEDY = SamplingParams(max_new_tokens=24, temperature=0.0, seed=0)
 def policy(tiny_model_dir):
     from transformers import AutoModelForCausalLM
 
-    from botgrpo_cli.trainer.policy import load_tokenizer
+    from botgrpo_cli.models.loading import load_tokenizer
 
     tok = load_tokenizer(str(tiny_model_dir))
     model = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir), dtype=torch.float32).cuda()

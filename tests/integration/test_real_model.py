@@ -30,7 +30,7 @@ def _looks_like_text(text: str) -> bool:
 
 @pytest.fixture(scope="module")
 def smol_dir(smollm2_gguf) -> str:
-    from botgrpo_cli.trainer.gguf import resolve_gguf
+    from botgrpo_cli.models.gguf import resolve_gguf
 
     return resolve_gguf(str(smollm2_gguf), "float32")
 
@@ -38,7 +38,8 @@ def smol_dir(smollm2_gguf) -> str:
 def test_gguf_becomes_a_normal_model_folder(smollm2_gguf, smol_dir):
     from transformers import AutoConfig
 
-    from botgrpo_cli.trainer.policy import load_model, load_tokenizer
+    from botgrpo_cli.models.loading import load_tokenizer
+    from botgrpo_cli.trainer.policy import load_model
 
     config = AutoConfig.from_pretrained(smol_dir)
     assert config.model_type == "llama" and getattr(config, "quantization_config", None) is None
@@ -46,7 +47,7 @@ def test_gguf_becomes_a_normal_model_folder(smollm2_gguf, smol_dir):
     assert tok.eos_token == "<|im_end|>" and "<|im_start|>" in tok.chat_template
     assert tok.model_max_length == config.max_position_embeddings == 8192  # not GGUF's 1e30
     from botgrpo_cli.config import ModelConfig
-    from botgrpo_cli.trainer.gguf import resolve_gguf
+    from botgrpo_cli.models.gguf import resolve_gguf
 
     bf16 = load_model(resolve_gguf(str(smollm2_gguf), "bfloat16"), ModelConfig(dtype="bfloat16"))
     assert bf16.dtype == torch.bfloat16 and sum(p.numel() for p in bf16.parameters()) == 134_515_008
@@ -104,7 +105,7 @@ def test_benchmarks_take_the_gguf_file_as_training_does(smollm2_gguf):
     """`bench rollout --model x.gguf` (and `bench step --vs trl`, through the same resolution) load the
     file the way training does, instead of handing its path to from_pretrained."""
     from botgrpo_cli.bench.peer_trl import _model_dir
-    from botgrpo_cli.trainer.gguf import resolve_gguf
+    from botgrpo_cli.models.gguf import resolve_gguf
     from botgrpo_tasks import get_task
 
     gguf = str(smollm2_gguf)

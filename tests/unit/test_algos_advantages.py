@@ -201,16 +201,8 @@ def test_affine_invariance(seed, scale, shift):
     torch.testing.assert_close(a2, a, atol=2e-3, rtol=2e-3)  # eps = 1e-4 is not scaled
 
 
-@pytest.mark.parametrize("name", ["grpo", "bot_grpo", "rloo", "pure", "dr_grpo"])
-@pytest.mark.parametrize("seed", SEEDS)
-def test_padding_invariance(name, seed):
-    r, s, m, g = random_batch(seed)
-    extra = 5
-    r2 = torch.cat([r, 77.0 * torch.randn(r.shape[0], extra)], 1)
-    m2 = torch.cat([m, torch.zeros(r.shape[0], extra, dtype=torch.bool)], 1)
-    a, a2 = run(name, r, s, m, g), run(name, r2, s, m2, g)
-    torch.testing.assert_close(a2[:, : r.shape[1]], a)
-    assert bool((a2[~m2] == 0).all())
+# Padding, reordering, degenerate-group and mask-type invariance of every registered estimator:
+# test_algos_registry_invariants.py.
 
 
 @pytest.mark.parametrize("name", ["grpo", "bot_grpo", "rloo", "pure"])
@@ -227,14 +219,6 @@ def test_degenerate_groups_give_zero(name):
     # pure's process return is absolute (not group-relative), so its single member keeps it
     zero_rows = [0, 1, 2, 4] if name == "pure" else [0, 1, 2, 3, 4]
     assert bool((a[zero_rows] == 0).all())
-
-
-@pytest.mark.parametrize("name", ["grpo", "dr_grpo", "bot_grpo", "rloo", "pure"])
-def test_float_mask_equals_bool_mask_and_no_grad(name):
-    r, s, m, g = random_batch(4)
-    a = run(name, r.requires_grad_(), s, m, g)
-    torch.testing.assert_close(run(name, r, s, m.float(), g), a)
-    assert not a.requires_grad and a.dtype == torch.float32
 
 
 def test_shape_errors_say_what_is_expected():
@@ -329,5 +313,5 @@ def test_outcome_baseline_degenerate_groups_and_bad_option():
     s = torch.tensor([0.1, 0.1, 0.3, 0.0])
     a = run_outcome(r, s, m, torch.tensor([4, 4, 9, 2]))  # constant group, single member, empty row
     assert torch.isfinite(a).all() and bool((a == 0).all())
-    with pytest.raises(ValueError, match="baseline='mean' is not valid; choose one of: bag, outcome"):
+    with pytest.raises(ValueError, match="baseline='mean' is not valid.*bag, outcome"):
         run("bot_grpo", r, s, m, torch.tensor([4, 4, 9, 2]), baseline="mean")

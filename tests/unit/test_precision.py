@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from botgrpo_cli.trainer import precision
+from botgrpo_cli.models import precision
 
 
 class Sized(torch.nn.Module):

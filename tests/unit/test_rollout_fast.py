@@ -9,7 +9,7 @@ from rollout_models import PROMPTS, model, tokenizer
 
 from botgrpo_cli.rollout import HFEngine, SamplingParams
 from botgrpo_cli.rollout.fast import FastEngine, pick, unsupported_reason
-from botgrpo_cli.trainer.precision import autocast
+from botgrpo_cli.models.precision import autocast
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +107,7 @@ def test_unsupported_models_fall_back_to_hf_generate_and_say_why_once(tok, capsy
 
 
 def test_greedy_equals_hf_generate_under_bf16_autocast(tok):
-    from botgrpo_cli.trainer.precision import autocast
+    from botgrpo_cli.models.precision import autocast
 
     m = model("llama", tok)
     p = SamplingParams(max_new_tokens=16, temperature=0.0)

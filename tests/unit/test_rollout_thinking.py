@@ -8,7 +8,7 @@ from rollout_models import model, tokenizer
 
 from botgrpo_cli.rollout import FastEngine, HFEngine, SamplingParams
 from botgrpo_cli.rollout.thinking import AFTER, FORCING, INSIDE, RowState, advance, forced_token
-from botgrpo_rewards.thinking import split_reasoning
+from botgrpo_rewards.protocol import split_reasoning
 
 OPEN, CLOSE = [5, 6], [7, 8]  # multi-token tags, as a tokenizer without added tags encodes them
 

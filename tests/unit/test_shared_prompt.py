@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from botgrpo_cli.trainer.logprobs import forward_logps
-from botgrpo_cli.trainer.precision import autocast
+from botgrpo_cli.models.precision import autocast
 from botgrpo_cli.trainer.shared_prompt import runs_of_equal_prompts, why_not_shared
 import rollout_models
 

@@ -9,7 +9,8 @@ import pytest
 
 from botgrpo_rewards.backend import BackendError
 from botgrpo_rewards.protocol import ScoreRequest
-from botgrpo_rewards.thinking import split_reasoning, think_options
+from botgrpo_rewards.protocol import split_reasoning
+from botgrpo_rewards.thinking import think_options
 
 # (completion, opened by the prompt) -> (answer text, truncated); shapes real reasoning models write:
 # DeepSeek-R1 / Qwen3 close the block and answer after it; R1's template opens it in the prompt.

@@ -1,0 +1,106 @@
+"""Typed, range-checked keyword options of estimators and losses, declared in their signatures.
+
+An option is annotated `Annotated[type, rule]`: `OneOf(values)`, `Range(ge=, gt=, le=, lt=)` or
+`FromTrainer()` (a tensor the trainer fills in, never a config value). `check_value` types one value
+(YAML gives 1e-4 as a string) and returns it or raises OptionError naming the option and what it
+may be; `Registry.check_options` runs it over a config's options before any model loads.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from botgrpo_cli.errors import UserError, closest
+
+
+class OptionError(UserError, ValueError):
+    """An option value outside what its estimator or loss declares (a ValueError for library callers)."""
+
+
+@dataclass(frozen=True)
+class OneOf:
+    values: tuple
+
+    def allowed(self, base: type) -> str:
+        return ", ".join(map(str, self.values))
+
+    def problem(self, value: Any) -> str | None:
+        if value in self.values:
+            return None
+        near = closest(str(value), [str(v) for v in self.values])
+        return self.allowed(str) + (f" (did you mean {near[0]}?)" if near else "")
+
+
+@dataclass(frozen=True)
+class Range:
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+
+    def allowed(self, base: type) -> str:
+        parts = [f"{op} {bound:g}" for op, bound in ((">=", self.ge), (">", self.gt), ("<=", self.le),
+                                                     ("<", self.lt)) if bound is not None]
+        return f"{_KINDS.get(base, base.__name__)} " + " and ".join(parts)
+
+    def problem(self, value: float) -> str | None:
+        ok = (math.isfinite(value) and (self.ge is None or value >= self.ge) and (self.gt is None or value > self.gt)
+              and (self.le is None or value <= self.le) and (self.lt is None or value < self.lt))
+        return None if ok else self.allowed(type(value))
+
+
+@dataclass(frozen=True)
+class FromTrainer:
+    """A tensor option the trainer computes (step boundaries, process rewards): not settable in a config."""
+
+    def allowed(self, base: type) -> str:
+        return "no value: the trainer computes it from the batch"
+
+
+_KINDS = {float: "a number", int: "an integer", str: "a string", bool: "true or false"}
+
+
+@functools.lru_cache(maxsize=None)  # signatures do not change; compute_advantages asks every step
+def rules(fn: Any) -> dict[str, tuple[type, Any]]:
+    """{option: (base type, rule)} for every Annotated keyword option of `fn`."""
+    out = {}
+    for name, hint in typing.get_type_hints(fn, include_extras=True).items():
+        if typing.get_origin(hint) is typing.Annotated:
+            base, rule = typing.get_args(hint)[:2]
+            out[name] = (base, rule)
+    return out
+
+
+def _typed(value: Any, base: type) -> Any:
+    """value as `base` (int -> float, numeric strings -> float), or raise TypeError."""
+    if base is float and isinstance(value, str):
+        value = float(value)  # ValueError -> reported by the caller
+    if base is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, base) or (base in (int, float) and isinstance(value, bool)):
+        raise TypeError
+    return value
+
+
+def check_value(option: str, owner: str, value: Any, base: type, rule: Any, user: bool) -> Any:
+    """The typed value, or OptionError "OPTION=VALUE is not valid for OWNER; allowed: ..." (one line).
+
+    user: the value comes from a config (FromTrainer options are refused) rather than the trainer.
+    """
+    if isinstance(rule, FromTrainer):
+        if user:
+            raise OptionError(f"{option} is not an option to set for {owner} ({rule.allowed(base)}); remove it")
+        return value
+    try:
+        typed = _typed(value, base)
+    except (TypeError, ValueError):
+        problem = rule.allowed(base)
+    else:
+        problem = rule.problem(typed)
+        if problem is None:
+            return typed
+    raise OptionError(f"{option}={value!r} is not valid for {owner}; allowed: {problem}")

@@ -1,0 +1,19 @@
+"""The one seed-mixing rule: a base seed and an offset (a step, an epoch, a prompt's digest) give a
+derived seed, so a sample depends only on what it names (resuming at a step samples the same)."""
+
+from __future__ import annotations
+
+import hashlib
+
+_MIX = 1_000_003  # a prime: nearby base seeds give far-apart derived seeds
+
+
+def text_digest(text: str) -> int:
+    """A stable 64-bit number for a text (Python's hash() changes between processes)."""
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+
+
+def mix_seed(seed: int, offset: int, modulus: int | None = 2**63) -> int:
+    """seed * 1_000_003 + offset, reduced modulo `modulus` (None: not reduced)."""
+    mixed = seed * _MIX + offset
+    return mixed if modulus is None else mixed % modulus

@@ -1,0 +1,254 @@
+"""Rules that used to be written twice, now in one place: the former callers agree."""
+
+from __future__ import annotations
+
+import torch
+
+from botgrpo_cli.algos import compute_advantages, zero_variance_groups
+
+
+def _near_constant_batch(seed: int):
+    """Groups of 1-4 scores; some groups equal up to float32 rounding (0.1 + 0.2 vs 0.3 and the like)."""
+    gen = torch.Generator().manual_seed(seed)
+    rows, ids = [], []
+    for k in range(8):
+        n = int(torch.randint(1, 5, (1,), generator=gen))
+        kind = k % 3
+        base = float(torch.rand(1, generator=gen))
+        if kind == 0:  # bit-equal
+            vals = [base] * n
+        elif kind == 1:  # equal up to rounding
+            vals = [torch.tensor(base, dtype=torch.float32).item() * (1 + 1e-7 * j) for j in range(n)]
+        else:
+            vals = torch.rand(n, generator=gen).tolist()
+        rows += vals
+        ids += [10 * k + 1] * n
+    return torch.tensor(rows), torch.tensor(ids)
+
+
+def test_dynamic_sampling_drops_exactly_the_groups_the_estimators_zero():
+    """algos/dapo.zero_variance_groups (dynamic sampling, the logged share) and the estimators' own
+    degenerate-group test are one rule (masked.degenerate_groups)."""
+    for seed in range(20):
+        s, g = _near_constant_batch(seed)
+        mask = torch.ones(len(s), 3, dtype=torch.bool)
+        dropped = zero_variance_groups(s, g)
+        for name in ("grpo", "rloo", "bot_grpo"):
+            adv = compute_advantages(name, token_rewards=s[:, None].expand(-1, 3), scores=s, mask=mask, group_ids=g)
+            assert bool((adv[dropped] == 0).all()), (name, seed)
+        grpo = compute_advantages("grpo", token_rewards=s[:, None].expand(-1, 3), scores=s, mask=mask, group_ids=g)
+        assert torch.equal((grpo == 0).all(1), dropped), seed  # and every other group learns something
+
+
+def test_training_and_evaluation_count_success_alike():
+    """trainer/reports.batch_success_rate (the logged `success`) and evaluation's Sample.success use
+    algos.metrics.succeeded: with fractional success metrics the mean of the metric would differ."""
+    from concurrent.futures import Future
+
+    from botgrpo_cli.evaluation.sampling import Pending, _sample
+    from botgrpo_cli.reward_client.scored import Scored
+    from botgrpo_cli.trainer.reports import batch_success_rate
+    from botgrpo_rewards.protocol import ScoreResponse
+
+    responses = [ScoreResponse(id=i, status="ok", score=v, metrics={"spec_pass": v})
+                 for i, v in enumerate([0.2, 0.5, 0.75, 0.4, 1.0])]
+    responses.append(ScoreResponse(id=9, status="timeout"))  # a failed scoring is a failure in both
+    samples = []
+    for resp in responses:
+        done = Future()
+        done.set_result(resp)
+        samples.append(_sample(Pending(0, "x", 1, True, done, None, None), "spec_pass", None))
+    assert batch_success_rate(Scored(responses), "spec_pass") == sum(s.success for s in samples) / len(samples) == 0.5
+
+
+def test_one_scoring_deadline_default():
+    """Training (reward.deadline_ms), evaluation and the integrations default to the protocol's deadline."""
+    import dataclasses
+    import inspect
+
+    from botgrpo_cli.config import RewardConfig
+    from botgrpo_cli.evaluation.runner import EvalOptions
+    from botgrpo_cli.evaluation.sampling import Scoring
+    from botgrpo_cli.integrations.service import ServiceScorer
+    from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
+
+    def default(cls, name="deadline_ms"):
+        return {f.name: f.default for f in dataclasses.fields(cls)}[name]
+
+    assert default(RewardConfig) == default(EvalOptions) == default(Scoring) == DEFAULT_DEADLINE_MS
+    assert inspect.signature(Scoring.of_task).parameters["deadline_ms"].default == DEFAULT_DEADLINE_MS
+    assert inspect.signature(ServiceScorer).parameters["deadline_ms"].default == DEFAULT_DEADLINE_MS
+
+
+def test_seed_mixing_is_one_rule_and_unchanged():
+    """trainer/rollouts (step, prompt and epoch seeds) and rollout/vllm (row seeds) mix through
+    rollout/seeds.mix_seed; the values are those of the formulas each used to write out."""
+    import hashlib
+    import random
+
+    from botgrpo_cli.rollout.seeds import text_digest
+    from botgrpo_cli.rollout.vllm import row_seed
+    from botgrpo_cli.trainer.rollouts import PromptStream, generation_seed, prompt_seed
+
+    digest = int.from_bytes(hashlib.blake2b(b"What is 2+2?", digest_size=8).digest(), "little")
+    assert text_digest("What is 2+2?") == digest
+    for seed in (0, 7, 2**40):
+        assert generation_seed(seed, 12, 2) == (seed * 1_000_003 + 12 * 1009 + 2) % 2**63
+        assert prompt_seed(seed, "What is 2+2?") == (seed * 1_000_003 + digest) % 2**63
+        assert row_seed(seed, "What is 2+2?", 3) == (seed * 1_000_003 + digest + 3 * 7919) % (2**31 - 1)
+        order = list(range(10))
+        random.Random(seed * 1_000_003 + 1).shuffle(order)
+        stream = PromptStream(list(range(10)), seed, position=10)
+        assert stream.take(10) == order  # the second epoch's shuffle
+
+
+def test_vllm_options_come_from_the_config():
+    """rollout/vllm.VLLMOptions has no defaults of its own: the config's rollout.vllm_* fields."""
+    import dataclasses
+
+    from botgrpo_cli.config import RolloutConfig
+    from botgrpo_cli.rollout.vllm import VLLMOptions
+
+    plain = VLLMOptions()
+    assert VLLMOptions.from_config(RolloutConfig(), "auto") == plain
+    for f in dataclasses.fields(VLLMOptions):
+        if f.name != "dtype":
+            assert getattr(plain, f.name) == getattr(RolloutConfig(), f"vllm_{f.name}"), f.name
+    custom = RolloutConfig(vllm_gpu_memory_utilization=0.5, vllm_dtype=None, vllm_enforce_eager=True)
+    assert VLLMOptions.from_config(custom, "bfloat16") == dataclasses.replace(
+        plain, gpu_memory_utilization=0.5, dtype="bfloat16", enforce_eager=True)
+
+
+def test_a_failed_row_gets_its_own_group_in_both_trainers():
+    """The trainer (trainer/rollouts, trainer/loop) and BoTGRPOTrainer (integrations/trl) both call
+    algos.isolate_failed; a failed row then gets advantage 0 and leaves its siblings' baseline alone."""
+    import inspect
+
+    import pytest
+
+    pytest.importorskip("trl")
+    from botgrpo_cli.algos import isolate_failed
+    from botgrpo_cli.integrations import trl
+    from botgrpo_cli.trainer import rollouts
+
+    assert rollouts.isolate_failed is isolate_failed and "isolate_failed(" in inspect.getsource(trl)
+    g, ok = torch.tensor([0, 0, 0, 1, 1]), torch.tensor([True, True, False, True, True])
+    s = torch.tensor([1.0, 0.0, 5.0, 1.0, 0.0])
+    iso = isolate_failed(g, ok)
+    assert len(set(iso.tolist())) == 3 and iso[2] not in (0, 1)
+    adv = compute_advantages("grpo", token_rewards=s[:, None], scores=s, mask=torch.ones(5, 1, dtype=torch.bool),
+                             group_ids=iso)
+    assert adv[2, 0] == 0 and torch.allclose(adv[:2], adv[3:])  # the failed row's 5.0 moved no baseline
+
+
+def test_progress_bars_are_built_in_one_place():
+    """Every progress bar comes from console.progress_bar (trainer, eval, bootstrap, reward score/render)."""
+    from pathlib import Path
+
+    import botgrpo_cli
+    from botgrpo_cli.console import progress_bar
+
+    root = Path(botgrpo_cli.__file__).parent
+    builders = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if "Progress(" in p.read_text())
+    assert builders == ["console.py"], builders
+    bar = progress_bar("[bold]train", after="{task.fields[stats]}", disable=True)
+    with bar:
+        task = bar.add_task("x", total=3, stats="ok")
+        bar.advance(task, 2)
+    assert bar.tasks[0].completed == 2 and len(bar.columns) == 5
+
+
+def test_a_lora_adapter_loads_the_same_for_resuming_and_for_evaluation(tmp_path):
+    """trainer/policy (resume) and evaluation/models (eval) load a saved adapter through
+    models/loading.load_adapter: the same weights, trainable for one and frozen for the other."""
+    from peft import LoraConfig, get_peft_model
+
+    from botgrpo_cli.bootstrap import bootstrap
+    from botgrpo_cli.config import ModelConfig
+    from botgrpo_cli.evaluation.models import Target, load
+    from botgrpo_cli.models.loading import load_pretrained, load_tokenizer
+    from botgrpo_cli.trainer.policy import load_model
+
+    base = str(bootstrap("arith_synth"))  # cached tiny model
+    lora = get_peft_model(load_pretrained(base, "float32"), LoraConfig(r=2, lora_alpha=4, task_type="CAUSAL_LM"))
+    with torch.no_grad():
+        for name, p in lora.named_parameters():
+            if "lora_B" in name:
+                p.normal_()  # a trained adapter: not the identity
+    lora.save_pretrained(tmp_path)
+    load_tokenizer(base).save_pretrained(tmp_path)  # a checkpoint's model/ folder holds both
+    resumed = load_model(base, ModelConfig(lora_r=2, lora_alpha=4), adapter=str(tmp_path))
+    evaluated, _ = load(Target("model", str(tmp_path)))
+    ids = torch.tensor([[1, 5, 9, 3]])
+    with torch.no_grad():
+        torch.testing.assert_close(resumed(ids).logits, evaluated(ids).logits)
+        assert not torch.allclose(load_pretrained(base, "float32")(ids).logits, evaluated(ids).logits)
+    assert any(p.requires_grad for p in resumed.parameters()) and not any(p.requires_grad for p in evaluated.parameters())
+
+
+def test_tasks_and_services_register_in_one_line_each(tmp_path, monkeypatch):
+    """Built-ins are one line in tasks/__init__.py's or rewards/registry.py's _BUILTIN (pyproject no
+    longer repeats them); another package adds one line to its entry points, found without editing
+    botgrpo, and cannot shadow a built-in."""
+    import importlib
+    import sys
+    import tomllib
+    from pathlib import Path
+
+    import botgrpo_tasks
+    from botgrpo_rewards import registry
+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    assert not pyproject["project"].get("entry-points", {}).get("botgrpo.tasks")  # built-ins live in code
+    dist = tmp_path / "botgrpo_plugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: botgrpo-plugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[botgrpo.tasks]\nplugin_task = botgrpo_tasks.arith_synth:make_task\n"
+                                           "react_synth = nowhere:make_task\n\n[botgrpo.services]\n"
+                                           "plugin_service = botgrpo_rewards.math.service:MathBackend\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    try:
+        assert {"plugin_task", "react_synth", "arith_synth"} <= set(botgrpo_tasks.list_tasks())
+        assert botgrpo_tasks.get_task("plugin_task").name == "arith_synth"
+        assert botgrpo_tasks.get_task("react_synth").name == "react_synth"  # the built-in wins
+        importlib.reload(registry)
+        assert registry.SERVICES["plugin_service"] == "botgrpo_rewards.math.service:MathBackend"
+        assert registry.SERVICES["math"] == "botgrpo_rewards.math.service:MathBackend"
+    finally:
+        monkeypatch.undo()
+        importlib.reload(registry)
+    assert "plugin_service" not in registry.SERVICES and "plugin_task" not in sys.modules
+
+
+def test_eval_flags_take_help_from_the_config_and_defaults_agree_with_eval_options():
+    """`botgrpo eval` flags that mirror config fields show the field's help (cli/evaluate.MIRRORS);
+    every flag's default is EvalOptions' (evaluation/runner.py), which reads the config's."""
+    import dataclasses
+
+    import typer
+    from typer.testing import CliRunner
+
+    from botgrpo_cli.cli import app
+    from botgrpo_cli.cli.evaluate import MIRRORS
+    from botgrpo_cli.cli.options import config_help
+    from botgrpo_cli.config import Config
+    from botgrpo_cli.evaluation.runner import EvalOptions
+
+    params = {p.name: p for p in typer.main.get_command(app).commands["eval"].params}
+    fields = {f.name: f for f in dataclasses.fields(EvalOptions)}
+    renamed = {"chat_template_kwarg": "chat_template_kwargs", "k": "ks", "task_option": "task_options"}
+    cfg = Config()
+    for flag, dotted in MIRRORS.items():
+        section, key = dotted.split(".")
+        option = fields[renamed.get(flag, flag)]
+        default = option.default if option.default is not dataclasses.MISSING else option.default_factory()
+        assert default == getattr(getattr(cfg, section), key), flag
+    for name, param in params.items():
+        option = fields.get(renamed.get(name, name))
+        if option is not None and option.default is not dataclasses.MISSING and name not in renamed:
+            assert param.default == option.default, name
+    result = CliRunner().invoke(app, ["eval", "--help"], env={"COLUMNS": "1000"})
+    shown = " ".join(result.output.replace("│", " ").split())
+    for dotted in MIRRORS.values():
+        assert " ".join(config_help(dotted).split()) in shown, dotted

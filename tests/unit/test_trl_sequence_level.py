@@ -1,0 +1,42 @@
+"""BoTGRPOTrainer refuses TRL's sequence-level importance sampling (GSPO) when the estimator gives
+token credit: TRL's loss would weigh each completion by the mean of its token advantages."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+pytest.importorskip("trl")
+
+from trl import GRPOConfig  # noqa: E402
+
+from botgrpo_cli.algos import ADVANTAGES, compute_advantages  # noqa: E402
+from botgrpo_cli.integrations.trl import BoTGRPOTrainer, ServiceReward, gives_token_credit  # noqa: E402
+
+
+def test_sequence_level_ratio_averages_token_advantages_away():
+    """What TRL's sequence-level loss does: the gradient of ratio_i * A[i,t] summed over a row is
+    sum_t A[i,t] times the same sequence gradient, so two rows with equal mean advantage train alike."""
+    logp = torch.zeros(2, 3, requires_grad=True)
+    ratio = torch.exp((logp - logp.detach()).mean(1, keepdim=True))  # (B, 1), as TRL's "sequence" level
+    adv = torch.tensor([[3.0, -1.0, 1.0], [1.0, 1.0, 1.0]])  # different token credit, same mean
+    (ratio * adv).sum().backward()
+    assert torch.allclose(logp.grad[0], logp.grad[1])
+
+
+def test_token_credit_is_decided_by_running_the_estimator():
+    for name in ADVANTAGES:
+        credit = gives_token_credit(name, {}, 1.0, 1.0)
+        assert gives_token_credit(name, {}, 1.0, 0.0) is False  # outcome only: constant per completion
+        assert credit == (name == "bot_grpo"), name  # pure without step_ends is one step per completion
+
+
+def test_trainer_refuses_gspo_with_token_credit_before_the_model_loads(tmp_path):
+    reward = ServiceReward(SimpleNamespace(service="math"))  # never called: the refusal comes first
+    args = GRPOConfig(output_dir=str(tmp_path), importance_sampling_level="sequence", use_cpu=True, report_to="none")
+    with pytest.raises(ValueError, match="importance_sampling_level='sequence'.*token credit is lost"):
+        BoTGRPOTrainer("no/such-model", reward_funcs=reward, args=args)
+    with pytest.raises(ValueError, match="scale='groupp' is not valid"):
+        BoTGRPOTrainer("no/such-model", reward_funcs=reward, args=args, advantage_options={"scale": "groupp"})
