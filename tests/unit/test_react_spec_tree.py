@@ -1,0 +1,115 @@
+"""The spec checks read the syntax tree, not the text (issue 27, part 5): each case is a pair of
+twins, the true one declares the thing the spec asks for, the false one only writes it in a
+comment or a string literal (or declares something else under that name), which regular
+expressions over the text took for the real thing. Real Node (spec facts from spec_facts.js)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from botgrpo_rewards.react.spec import Requirements, check_spec
+
+BASE = '''import { useState } from "react";
+export function MainCard({ title, items }: { title: string; items: string[] }) {
+  const [count, setCount] = useState(0);
+  return (
+    <div>
+      <h1>{title}</h1>
+      <button onClick={() => setCount(count + 1)}>Save</button>
+      <ul>{items.map((item) => <li key={item}>{item}</li>)}</ul>
+    </div>
+  );
+}
+'''
+REQ = Requirements.parse({"component": "MainCard", "props": [["title", "string"], ["items", "string[]"]],
+                          "state": "count", "elements": [["h1", "{title}"], ["button", "Save"]], "list": "items"})
+
+
+@pytest.fixture(scope="module")
+def failed(react_backend):
+    """failed(code) -> [(check, text of its span)] for REQ on the facts Node reads from `code`."""
+    def run(code: str) -> list[tuple[str, str]]:
+        facts = react_backend.spec_facts(code, time.monotonic() + 30)
+        return [(v.check, code[v.start:v.end]) for v in check_spec(code, REQ, facts)]
+    return run
+
+
+def test_the_base_passes(failed):
+    assert failed(BASE) == []
+
+
+# (case, true twin's code, false twin's code, the check the false twin fails, its span's text)
+TWINS = [
+    ("name only in a comment",
+     BASE.replace("export function MainCard", "export function MainCard"),
+     BASE.replace("export function MainCard", "// export function MainCard\nexport function Panel"),
+     "component", "Panel"),
+    ("name only in a string",
+     BASE + "export { MainCard as Card };\n",
+     BASE.replace("export function MainCard", "export function Panel") + 'const doc = "export function MainCard";\n',
+     "component", "Panel"),
+    ("name exported, but not a component",
+     BASE.replace("export function MainCard", "function Panel") + "export { Panel as MainCard };\n",
+     BASE.replace("export function MainCard", "export function Panel") + "export const MainCard = 1;\n",
+     "component", "Panel"),
+    ("prop type only in a comment",
+     BASE.replace("title: string;", "title: string /* the heading */;"),
+     BASE.replace("title: string;", "title: number /* title: string */;"),
+     "props", "title: number"),
+    ("prop only in a string",
+     BASE.replace("{ title: string; items: string[] }", "Props").replace("export function", "interface Props {\n  title: string;\n  items: string[];\n}\nexport function"),
+     BASE.replace("title: string; ", "").replace("{ title, items }", "{ items }") + 'const help = "title: string";\n',
+     "props", "export function MainCard({ items }: { items: string[] }) {"),
+    ("prop declared on a type the component does not take",
+     BASE.replace("{ title: string; items: string[] }", "Props & { items: string[] }").replace("export function", "type Props = { title: string };\nexport function"),
+     BASE.replace("title: string; ", "").replace("{ title, items }", "{ items }").replace("export function", "interface Unused {\n  title: string;\n}\nexport function"),
+     "props", "export function MainCard({ items }: { items: string[] }) {"),
+    ("prop type with more than the asked type",
+     BASE.replace("title: string;", "title?: string;"),
+     BASE.replace("title: string;", "title: string | number;"),
+     "props", "title: string | number"),
+    ("state only in a comment",
+     BASE.replace("const [count, setCount] = useState(0);", "const [count, setCount] = useState<number>(0); // the clicks"),
+     BASE.replace("const [count, setCount] = useState(0);", "// const [count, setCount] = useState(0);\n  let count = 0;\n  const setCount = (n: number) => { count = n; };"),
+     "state", "export function MainCard({ title, items }: { title: string; items: string[] }) {"),
+    ("state only in a template string",
+     BASE.replace("const [count, setCount] = useState(0);", "const [count, setCount] = React.useState(0);").replace('import { useState } from "react";', 'import React from "react";'),
+     BASE.replace("const [count, setCount] = useState(0);", "const [clicks, setClicks] = useState(0);\n  const note = `const [count, setCount] = useState(0)`;").replace("count + 1", "clicks + 1"),
+     "state", "const [clicks, setClicks] = useState"),
+    ("element only in a string",
+     BASE.replace("<h1>{title}</h1>", '<h1 className="big">{ title }</h1>'),
+     BASE.replace("<h1>{title}</h1>", "<h2>{title}</h2>") + 'const html = "<h1>{title}</h1>";\n',
+     "elements", "<h2>{title}</h2>"),
+    ("element only in a JSX comment",
+     BASE.replace("<h1>{title}</h1>", "{/* the heading */}<h1>{title}</h1>"),
+     BASE.replace("<h1>{title}</h1>", "{/* <h1>{title}</h1> */}"),
+     "elements", "return ("),
+    ("text only inside an attribute string",
+     BASE.replace(">Save</button>", ">\n        Save\n      </button>"),
+     BASE.replace(">Save</button>", ' title="<button>Save</button>">Done</button>'),
+     "elements", '<button onClick={() => setCount(count + 1)} title="<button>Save</button>">Done</button>'),
+    ("list only in a comment",
+     BASE.replace("{items.map((item) =>", "{/* one row each */ items.map((item) =>"),
+     BASE.replace("{items.map((item) => <li key={item}>{item}</li>)}", '{/* items.map(row) */ items.join(", ")}'),
+     "list", '<ul>{/* items.map(row) */ items.join(", ")}</ul>'),
+    ("list only in a string",
+     BASE.replace("{items.map((item) =>", "{items\n        .map((item) =>"),
+     BASE.replace("{items.map((item) => <li key={item}>{item}</li>)}", "{String('items.map(x)')}"),
+     "list", "<ul>{String('items.map(x)')}</ul>"),
+]
+
+
+@pytest.mark.parametrize("case,true_twin,false_twin,check,where", TWINS, ids=[t[0] for t in TWINS])
+def test_only_the_syntax_tree_counts(failed, case, true_twin, false_twin, check, where):
+    assert failed(true_twin) == [], case
+    assert failed(false_twin) == [(check, where)], case
+
+
+def test_a_syntax_error_keeps_the_spec_checked_on_the_recovered_tree(failed):
+    """The spec runs whatever the syntax stage says (its spans sit beside the syntax span): the
+    parser's recovered tree still holds the declarations before and after the error."""
+    broken = BASE.replace("</div>", "</dvi>")
+    assert failed(broken) == []
+    assert failed(broken.replace("function MainCard", "function Other")) == [("component", "Other")]
