@@ -172,16 +172,28 @@ const MAYBE_JSX = /<\s*[A-Za-z_$>]/;
 
 const parse = (code) => ts.createSourceFile(slotFile(0), code, ts.ScriptTarget.ES2020, true, ts.ScriptKind.TSX);
 
-/** The syntax stage, the component test and (with `spec`) the spec facts; `typed` is true when the
- * type stage should run. The facts come from their own parse, so they never depend on the batch. */
+/** The syntax stage, the component test and (with `spec`, unless the type stage will) the spec
+ * facts; `typed` is true when the type stage should run. */
 function firstStage(req) {
   const code = req.code;
   const syntax = syntaxError(code);
   const out = { id: req.id, component: MAYBE_JSX.test(code), syntax, types: null, n_type_errors: 0 };
   const typed = syntax === null && out.component && req.types !== false;
-  const source = req.spec || (syntax === null && out.component && !typed) ? parse(code) : null;
-  if (syntax === null && out.component && !typed) out.component = hasComponent(source);
-  if (req.spec) out.facts = specFacts(source);
+  if (typed) return { out, typed };
+  if (req.spec) {
+    // Absurd nesting overflows the parser's recursion; such code (it has a syntax error, or it
+    // never gets here) is answered alone, without making the rest of its batch start over.
+    try {
+      const source = parse(code);
+      if (syntax === null && out.component) out.component = hasComponent(source);
+      out.facts = specFacts(source);
+    } catch (err) {
+      if (!(err instanceof RangeError)) throw err;
+      return { out: { id: req.id, internal: `the syntax tree is too deep to read (${err.message})` }, typed };
+    }
+  } else if (syntax === null && out.component) {
+    out.component = hasComponent(parse(code));
+  }
   return { out, typed };
 }
 
@@ -189,6 +201,7 @@ function firstStage(req) {
 function typeStage(service, group) {
   const sources = service.load(group.map((g) => g.req.code));
   group.forEach(({ req, out }, k) => {
+    if (req.spec) out.facts = specFacts(sources[k]); // the same tree a parse of its own gives
     out.component = hasComponent(sources[k]);
     if (!out.component) return;
     const errors = typeErrors(sources[k], service.diagnostics(k));

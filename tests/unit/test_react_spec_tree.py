@@ -113,3 +113,24 @@ def test_a_syntax_error_keeps_the_spec_checked_on_the_recovered_tree(failed):
     broken = BASE.replace("</div>", "</dvi>")
     assert failed(broken) == []
     assert failed(broken.replace("function MainCard", "function Other")) == [("component", "Other")]
+
+
+def test_the_facts_do_not_depend_on_the_stage_or_the_batch(react_backend):
+    """Type-checked code gets its facts from its slot in the batch's program, other code from a parse
+    of its own: the same text gives the same facts either way."""
+    checker = react_backend._checker
+    for code in [BASE, TWINS[4][1], TWINS[8][2], BASE.replace("</div>", "</dvi>")]:
+        typed = checker.check(code, True, 5, time.monotonic() + 30, spec=True)["facts"]
+        assert typed == checker.check(code, False, 5, time.monotonic() + 30, spec=True)["facts"]
+
+
+def test_absurd_nesting_is_an_error_answer_and_node_goes_on(react_backend):
+    from botgrpo_rewards.backend import BackendError
+    from botgrpo_rewards.protocol import ScoreRequest
+
+    unclosed = "export function Deep() {\n  return " + "<div>" * 10_000 + ";\n}\n"
+    request = ScoreRequest(id="deep", completion=unclosed, reference={"requirements": {"component": "Deep"}},
+                           options={"spec": True})
+    with pytest.raises(BackendError, match="too deep"):
+        react_backend.score(request, time.monotonic() + 30)
+    assert react_backend.spec_facts(BASE, time.monotonic() + 30).components[0].name == "MainCard"
