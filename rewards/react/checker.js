@@ -3,7 +3,7 @@
 // Private channel (JSON Lines on stdin/stdout, spoken only by checker.py):
 //   startup  -> {"ready": true, "heap": <bytes>}           after a warm-up check
 //   request  <- {"batch": [Req, ...]}   answered by  -> {"batch": [Resp, ...], "heap": <bytes>}
-//   Req  = {"id": n, "code": "...", "types": true, "max_errors": 5, "spec": false}
+//   Req  = {"id": n, "code": "...", "types": true, "max_errors": 5, "spec": false, "component": null | "Name"}
 //   Resp = {"id": n, "component": bool, "syntax": null | Diag, "types": null | [Diag...],
 //           "n_type_errors": int, "facts": Facts (with spec only)}
 //                                                                or {"id": n, "internal": "message"}
@@ -186,7 +186,7 @@ function firstStage(req) {
     try {
       const source = parse(code);
       if (syntax === null && out.component) out.component = hasComponent(source);
-      out.facts = specFacts(source);
+      out.facts = specFacts(source, req.component);
     } catch (err) {
       if (!(err instanceof RangeError)) throw err;
       return { out: { id: req.id, internal: `the syntax tree is too deep to read (${err.message})` }, typed };
@@ -201,7 +201,7 @@ function firstStage(req) {
 function typeStage(service, group) {
   const sources = service.load(group.map((g) => g.req.code));
   group.forEach(({ req, out }, k) => {
-    if (req.spec) out.facts = specFacts(sources[k]); // the same tree a parse of its own gives
+    if (req.spec) out.facts = specFacts(sources[k], req.component); // the same tree a parse of its own gives
     out.component = hasComponent(sources[k]);
     if (!out.component) return;
     const errors = typeErrors(sources[k], service.diagnostics(k));

@@ -63,16 +63,19 @@ class ReactBackend(Backend):
         code, offset = found_code  # offset in the whole completion: spans never land in the reasoning
         if time.monotonic() >= deadline:
             raise BackendTimeout("deadline passed before the react check started")
-        found = self._checker.check(code, opts.types, opts.max_type_errors, deadline, spec=req is not None)
+        found = self._checker.check(code, opts.types, opts.max_type_errors, deadline, spec=req is not None,
+                                    component=req.component if req is not None else None)
         result = verdict(request.completion, code, offset, found, opts)
         if req is None:
             return result
         facts = SpecFacts.from_node(code, found["facts"])
         return with_spec(result, request.completion, code, offset, req, facts, opts.types, opts.type_penalty)
 
-    def spec_facts(self, code: str, deadline: float) -> SpecFacts:
-        """What the spec checks read from `code`'s syntax tree (for spec.check_spec; tests, tools)."""
-        return SpecFacts.from_node(code, self._checker.check(code, False, 1, deadline, spec=True)["facts"])
+    def spec_facts(self, code: str, deadline: float, component: str | None = None) -> SpecFacts:
+        """What the spec checks read from `code`'s syntax tree, for requirements that name `component`
+        (for spec.check_spec; tests, tools)."""
+        return SpecFacts.from_node(code, self._checker.check(code, False, 1, deadline, spec=True,
+                                                             component=component)["facts"])
 
     def close(self) -> None:
         self._checker.close()

@@ -120,7 +120,6 @@ class Component:
     name_span: tuple[int, int] | None
     start: int  # its statement
     exported_as: tuple[str, ...]  # the names it is exported under
-    props: tuple[Prop, ...]  # members of its props type
     ret: int | None  # its first `return`
 
 
@@ -146,6 +145,8 @@ class SpecFacts:
     """What the syntax tree says (checker.js's `facts`, see spec_facts.js), in code points."""
 
     components: tuple[Component, ...] = ()
+    target: int | None = None  # the component the spec describes (index in components)
+    props: tuple[Prop, ...] = ()  # members of the target's props type
     states: tuple[State, ...] = ()
     elements: tuple[Element, ...] = ()
     maps: frozenset[str] = field(default_factory=frozenset)  # names with a `name.map(...)` call
@@ -158,22 +159,20 @@ class SpecFacts:
         opt = (lambda u: None if u is None else cp(u))  # noqa: E731
         comps = tuple(Component(
             c["name"], None if c["name"] is None else (cp(c["name_start"]), cp(c["name_end"])), cp(c["start"]),
-            tuple(c["exported_as"]), tuple(Prop(p["name"], p["type"], cp(p["start"]), cp(p["end"])) for p in c["props"]),
-            opt(c["ret"])) for c in raw["components"])
+            tuple(c["exported_as"]), opt(c["ret"])) for c in raw["components"])
+        props = tuple(Prop(p["name"], p["type"], cp(p["start"]), cp(p["end"])) for p in raw["props"])
         states = tuple(State(s["value"], s["setter"], cp(s["start"]), cp(s["end"])) for s in raw["states"])
         elements = tuple(Element(
             e["tag"], cp(e["start"]), cp(e["end"]), None if e["inner"] is None else (cp(e["inner"][0]), cp(e["inner"][1])),
             tuple((name, opt(a), opt(b)) for name, a, b in e["attrs"])) for e in raw["elements"])
-        return cls(comps, states, elements, frozenset(raw["maps"]), opt(raw["first_return"]))
+        return cls(comps, raw["target"], props, states, elements, frozenset(raw["maps"]), opt(raw["first_return"]))
 
 
 def check_spec(code: str, req: Requirements, facts: SpecFacts) -> list[Violation]:
     """Every failed check of `req` on `code` (whose syntax tree says `facts`), with where it is."""
     comps = facts.components
     home = _line(code, comps[0].start if comps else _first_line(code))  # the first component's line
-    # The component the spec describes: the one with the asked name, else the first exported one.
-    target = next((c for c in comps if req.component is not None and c.name == req.component), None) \
-        or next((c for c in comps if c.exported_as), None) or (comps[0] if comps else None)
+    target = comps[facts.target] if facts.target is not None else None  # the one the spec describes
     ret = target.ret if target is not None and target.ret is not None else facts.first_return
     body = _line(code, ret) if ret is not None else home  # where elements belong
     out: list[Violation] = []
@@ -181,10 +180,9 @@ def check_spec(code: str, req: Requirements, facts: SpecFacts) -> list[Violation
         shown = next((c for c in comps if c.exported_as), target)
         where = (shown.name_span or _line(code, shown.start)) if shown is not None else home
         out.append(Violation("component", *where, f"component {req.component} is not exported under that name"))
-    members = target.props if target is not None else ()
     for name, type_ in req.props:
-        if not any(m.name == name and m.type == type_ for m in members):
-            wrong = next((m for m in members if m.name == name), None)
+        if not any(m.name == name and m.type == type_ for m in facts.props):
+            wrong = next((m for m in facts.props if m.name == name), None)
             where = (wrong.start, wrong.end) if wrong else home
             out.append(Violation("props", *where, f"prop {name} is not declared as {type_}"))
     if req.state is not None:
@@ -220,7 +218,8 @@ def _holds(code: str, e: Element, content: str) -> bool:
     if attr:
         value = re.compile(_content_re(attr.group(2)))
         return any(name == attr.group(1) and a is not None and value.fullmatch(code, a, b) for name, a, b in e.attrs)
-    return e.inner is not None and re.fullmatch(r"\s*" + _content_re(content) + r"\s*", code[e.inner[0]:e.inner[1]]) is not None
+    # pos/endpos rather than a slice: nested elements' texts overlap, slicing each would be quadratic
+    return e.inner is not None and re.compile(r"\s*" + _content_re(content) + r"\s*").fullmatch(code, *e.inner) is not None
 
 
 def _element_site(code: str, facts: SpecFacts, tag: str, content: str, fallback: tuple[int, int]) -> tuple[int, int]:

@@ -4,11 +4,14 @@
 // for code with syntax errors too, so the spec is checked whatever the syntax stage says.
 //
 // Facts (all positions UTF-16 offsets of the code, half-open):
-//   components: [{name, name_start, name_end, start, exported_as: [str], props: [Prop], ret}]
+//   components: [{name, name_start, name_end, start, exported_as: [str], ret}]
 //       top-level components in source order; `start` the statement's, `ret` the first `return`
 //       of its own body (not of nested functions) or null; exported_as the names it is exported
 //       under (its own name for `export function N`, `export default N`, `export { N }`; `M` for
 //       `export { N as M }`), `default` excluded.
+//   target:   index in components of the one the spec describes: the first named `wanted` (the
+//             requirements' component), else the first exported, else the first; null if none
+//   props:    [Prop] of the target only (a hostile file's many components cannot multiply them)
 //   Prop = {name, type, start, end}: a member of the component's props type (the first
 //       parameter's annotation, `FC<P>`'s argument or `Component<P>`'s), local interfaces, type
 //       aliases and intersections followed; `type` normalised (`T[]` for Array<T>, readonly T[]
@@ -28,7 +31,6 @@ const { componentVariable, declaresComponent, unwrap } = require('./components')
 
 const COMPONENT_PROPS_WRAPPERS = new Set(['Readonly', 'PropsWithChildren', 'React.PropsWithChildren']);
 const FC_TYPES = new Set(['FC', 'React.FC', 'FunctionComponent', 'React.FunctionComponent', 'VFC', 'React.VFC']);
-const MAX_TYPE_DEPTH = 8; // alias chains and intersections deeper than this are not followed
 
 const isFunction = (n) => ts.isFunctionDeclaration(n) || ts.isFunctionExpression(n) || ts.isArrowFunction(n)
   || ts.isMethodDeclaration(n) || ts.isConstructorDeclaration(n) || ts.isGetAccessor(n) || ts.isSetAccessor(n);
@@ -57,23 +59,27 @@ function normalType(node, source) {
   return collapse(t.getText(source));
 }
 
-/** Property members of a props type node, following local names; `seen` stops cycles. */
-function propMembers(node, source, types, depth = 0) {
-  if (!node || depth > MAX_TYPE_DEPTH) return [];
-  if (ts.isParenthesizedTypeNode(node)) return propMembers(node.type, source, types, depth + 1);
-  if (ts.isIntersectionTypeNode(node)) return node.types.flatMap((t) => propMembers(t, source, types, depth + 1));
+/** Property members of a props type node, following local names; `seen` holds the names already
+ * followed, so cycles end and each declaration is read once (no blow-up on `A & A & ...` chains). */
+function propMembers(node, source, types, seen = new Set()) {
+  if (!node) return [];
+  if (ts.isParenthesizedTypeNode(node)) return propMembers(node.type, source, types, seen);
+  if (ts.isIntersectionTypeNode(node)) return node.types.flatMap((t) => propMembers(t, source, types, seen));
   if (ts.isTypeLiteralNode(node)) return memberFacts(node.members, source);
-  if (ts.isTypeReferenceNode(node)) {
-    const name = node.typeName.getText(source);
-    if (COMPONENT_PROPS_WRAPPERS.has(name) && node.typeArguments) return propMembers(node.typeArguments[0], source, types, depth + 1);
-    const decl = types.get(name);
-    if (!decl) return [];
-    if (ts.isTypeAliasDeclaration(decl)) return propMembers(decl.type, source, types, depth + 1);
-    const inherited = (decl.heritageClauses || []).flatMap((h) => h.types)
-      .flatMap((t) => (ts.isIdentifier(t.expression) ? propMembers(ts.factory.createTypeReferenceNode(t.expression.text), source, types, depth + 1) : []));
-    return memberFacts(decl.members, source).concat(inherited);
-  }
-  return [];
+  if (!ts.isTypeReferenceNode(node)) return [];
+  const name = node.typeName.getText(source);
+  if (COMPONENT_PROPS_WRAPPERS.has(name) && node.typeArguments) return propMembers(node.typeArguments[0], source, types, seen);
+  return namedMembers(name, source, types, seen);
+}
+
+/** Members of the local interface (with what it extends) or type alias called `name`. */
+function namedMembers(name, source, types, seen) {
+  const decl = types.get(name);
+  if (!decl || seen.has(name)) return [];
+  seen.add(name);
+  if (ts.isTypeAliasDeclaration(decl)) return propMembers(decl.type, source, types, seen);
+  const bases = (decl.heritageClauses || []).flatMap((h) => h.types).filter((t) => ts.isIdentifier(t.expression));
+  return memberFacts(decl.members, source).concat(bases.flatMap((t) => namedMembers(t.expression.text, source, types, seen)));
 }
 
 function memberFacts(members, source) {
@@ -124,9 +130,8 @@ function firstReturn(node, nested) {
 
 const hasModifier = (st, kind) => !!(ts.canHaveModifiers(st) && (ts.getModifiers(st) || []).some((m) => m.kind === kind));
 
-/** Top-level components with the names each is exported under. */
+/** Top-level components (statement and facts) with the names each is exported under. */
 function componentFacts(source) {
-  const types = localTypes(source);
   const comps = [];
   const byName = new Map();
   for (const st of source.statements) {
@@ -140,10 +145,9 @@ function componentFacts(source) {
       name_end: named ? name.end : null,
       start: st.getStart(source),
       exported_as: named && hasModifier(st, ts.SyntaxKind.ExportKeyword) ? [name.text] : [],
-      props: propMembers(propsTypeNode(st, source), source, types),
       ret: ret ? ret.getStart(source) : null,
     };
-    comps.push(comp);
+    comps.push({ st, comp });
     if (named && !byName.has(name.text)) byName.set(name.text, comp);
   }
   for (const st of source.statements) { // export default N; export { N, N as M }
@@ -160,14 +164,23 @@ function componentFacts(source) {
   return comps;
 }
 
+/** Index of the component the spec describes (see the top of this file), or -1. */
+function targetIndex(comps, wanted) {
+  const named = comps.findIndex(({ comp }) => wanted != null && comp.name === wanted);
+  if (named >= 0) return named;
+  const exported = comps.findIndex(({ comp }) => comp.exported_as.length > 0);
+  return exported >= 0 ? exported : comps.length > 0 ? 0 : -1;
+}
+
 function isUseState(call, source) {
   if (!call || !ts.isCallExpression(call)) return false;
   const callee = call.expression.getText(source).replace(/\s+/g, '');
   return callee === 'useState' || callee === 'React.useState';
 }
 
-/** Everything of the tree the spec needs (see the top of this file). */
-function specFacts(source) {
+/** Everything of the tree the spec needs (see the top of this file); `wanted`: the component name
+ * the requirements ask for (or null). */
+function specFacts(source, wanted) {
   const states = [];
   const elements = [];
   const maps = [];
@@ -196,7 +209,13 @@ function specFacts(source) {
   };
   visit(source);
   const ret = firstReturn(source, true);
-  return { components: componentFacts(source), states, elements, maps, first_return: ret ? ret.getStart(source) : null };
+  const comps = componentFacts(source);
+  const target = targetIndex(comps, wanted);
+  const props = target < 0 ? [] : propMembers(propsTypeNode(comps[target].st, source), source, localTypes(source));
+  return {
+    components: comps.map(({ comp }) => comp), target: target < 0 ? null : target, props,
+    states, elements, maps, first_return: ret ? ret.getStart(source) : null,
+  };
 }
 
 module.exports = { specFacts };

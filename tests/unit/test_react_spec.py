@@ -33,7 +33,9 @@ REQ = Requirements.parse({"component": "MainCard", "props": [["title", "string"]
 @pytest.fixture(scope="module")
 def spec_of(react_backend):
     """spec_of(code, req) -> check_spec's violations, on the facts Node reads from `code`."""
-    return lambda code, req: check_spec(code, req, react_backend.spec_facts(code, time.monotonic() + 30))
+    def run(code, req):
+        return check_spec(code, req, react_backend.spec_facts(code, time.monotonic() + 30, req.component))
+    return run
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +83,7 @@ def test_score_spans_and_metrics_fold_into_the_verdict(react_backend):
     offset = completion.index(code)
     type_span = Span(offset + code.index("MainPanel"), offset + code.index("MainPanel") + 4, -1.0, "TS2322")
     base = ScoreResult(1.0, [type_span], {"syntax_ok": 1.0, "types_ok": 1.0, "n_errors": 0.0}, {})
-    facts = react_backend.spec_facts(code, time.monotonic() + 30)
+    facts = react_backend.spec_facts(code, time.monotonic() + 30, REQ.component)
     got = with_spec(base, completion, code, offset, REQ, facts, types=True, penalty=0.25)
     assert got.score == pytest.approx(5 / 7)  # 7 checks, 2 failed
     assert got.metrics["spec_ok"] == 0.0 and got.metrics["all_ok"] == 0.0
@@ -93,7 +95,7 @@ def test_score_spans_and_metrics_fold_into_the_verdict(react_backend):
     assert texts == [("Main", "TS2322"), ("Panel", "spec_component"), ('<ul>{items.join(", ")}</ul>', "spec_list")]
     assert got.info["stage"] == "spec" and got.info["line"] == 3
     clean = with_spec(ScoreResult(1.0, [], {"syntax_ok": 1.0, "types_ok": 1.0}, {}), CODE, CODE, 0, REQ,
-                      react_backend.spec_facts(CODE, time.monotonic() + 30), True, 0.25)
+                      react_backend.spec_facts(CODE, time.monotonic() + 30, REQ.component), True, 0.25)
     assert (clean.score, clean.metrics["all_ok"], clean.spans) == (1.0, 1.0, [])
 
 
@@ -103,7 +105,8 @@ def test_no_attempt_stays_the_worst_and_pass_credit_is_cut_where_the_spec_fails(
     assert (empty.score, empty.spans, empty.metrics["spec_failed"]) == (-1.0, [], 7.0)
     code = CODE.replace('<ul>{items.map((item) => <li key={item}>{item}</li>)}</ul>', "<ul></ul>")
     credit = ScoreResult(1.0, [Span(0, len(code), 0.1, "pass")], {"syntax_ok": 1.0, "types_ok": 1.0}, {})
-    got = with_spec(credit, code, code, 0, REQ, react_backend.spec_facts(code, time.monotonic() + 30), True, 0.25)
+    facts = react_backend.spec_facts(code, time.monotonic() + 30, REQ.component)
+    got = with_spec(credit, code, code, 0, REQ, facts, True, 0.25)
     ul = code.index("<ul>")
     assert [(s.start, s.end, s.reward) for s in got.spans] == [
         (0, ul, 0.1), (ul, code.index("\n", ul), -0.25), (code.index("\n", ul), len(code), 0.1)]

@@ -31,7 +31,7 @@ REQ = Requirements.parse({"component": "MainCard", "props": [["title", "string"]
 def failed(react_backend):
     """failed(code) -> [(check, text of its span)] for REQ on the facts Node reads from `code`."""
     def run(code: str) -> list[tuple[str, str]]:
-        facts = react_backend.spec_facts(code, time.monotonic() + 30)
+        facts = react_backend.spec_facts(code, time.monotonic() + 30, REQ.component)
         return [(v.check, code[v.start:v.end]) for v in check_spec(code, REQ, facts)]
     return run
 
@@ -66,6 +66,10 @@ TWINS = [
      BASE.replace("{ title: string; items: string[] }", "Props & { items: string[] }").replace("export function", "type Props = { title: string };\nexport function"),
      BASE.replace("title: string; ", "").replace("{ title, items }", "{ items }").replace("export function", "interface Unused {\n  title: string;\n}\nexport function"),
      "props", "export function MainCard({ items }: { items: string[] }) {"),
+    ("prop inherited through extends, or only on an unrelated interface",
+     BASE.replace("{ title: string; items: string[] }", "Props").replace("export function", "interface Base {\n  title: string;\n}\ninterface Props extends Base {\n  items: string[];\n}\nexport function"),
+     BASE.replace("{ title: string; items: string[] }", "Props").replace("export function", "interface Base {\n  title: string;\n}\ninterface Props {\n  items: string[];\n}\nexport function"),
+     "props", "export function MainCard({ title, items }: Props) {"),
     ("prop type with more than the asked type",
      BASE.replace("title: string;", "title?: string;"),
      BASE.replace("title: string;", "title: string | number;"),
@@ -134,3 +138,15 @@ def test_absurd_nesting_is_an_error_answer_and_node_goes_on(react_backend):
     with pytest.raises(BackendError, match="too deep"):
         react_backend.score(request, time.monotonic() + 30)
     assert react_backend.spec_facts(BASE, time.monotonic() + 30).components[0].name == "MainCard"
+
+
+def test_props_types_are_read_once_each(react_backend):
+    """A diamond of interfaces 40 levels deep (2^40 paths) and a cycle are read in linear time."""
+    chain = "interface I0 { title: string; items: string[] }\ninterface J0 { other: number }\n"
+    chain += "".join(f"interface I{k} extends I{k - 1}, J{k - 1} {{}}\ninterface J{k} extends I{k - 1}, J{k - 1} {{}}\n"
+                     for k in range(1, 41))
+    chain += "interface C1 extends C2 { a: string }\ninterface C2 extends C1 { b: string }\n"
+    code = BASE.replace("{ title: string; items: string[] }", "I40 & C1").replace("export function", chain + "export function")
+    facts = react_backend.spec_facts(code, time.monotonic() + 30, "MainCard")
+    assert sorted(p.name for p in facts.props) == ["a", "b", "items", "other", "title"]
+    assert check_spec(code, REQ, facts) == []
