@@ -112,6 +112,7 @@ class Prop:
     type: str  # normalised: `T[]` for every array spelling, else the type's text
     start: int  # code points of the code: the member from its name to the end of its type
     end: int
+    broken: bool  # the parser repaired it: it shows where the prop is but does not declare it
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,7 @@ class State:
     setter: str
     start: int  # from `const` to the end of `useState`
     end: int
+    broken: bool
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,7 @@ class Element:
     end: int
     inner: tuple[int, int] | None  # the source between its tags; None when self-closing
     attrs: tuple[tuple[str, int | None, int | None], ...]  # (name, initializer start, end)
+    broken: bool
 
 
 @dataclass(frozen=True)
@@ -160,11 +163,11 @@ class SpecFacts:
         comps = tuple(Component(
             c["name"], None if c["name"] is None else (cp(c["name_start"]), cp(c["name_end"])), cp(c["start"]),
             tuple(c["exported_as"]), opt(c["ret"])) for c in raw["components"])
-        props = tuple(Prop(p["name"], p["type"], cp(p["start"]), cp(p["end"])) for p in raw["props"])
-        states = tuple(State(s["value"], s["setter"], cp(s["start"]), cp(s["end"])) for s in raw["states"])
+        props = tuple(Prop(p["name"], p["type"], cp(p["start"]), cp(p["end"]), p["broken"]) for p in raw["props"])
+        states = tuple(State(s["value"], s["setter"], cp(s["start"]), cp(s["end"]), s["broken"]) for s in raw["states"])
         elements = tuple(Element(
             e["tag"], cp(e["start"]), cp(e["end"]), None if e["inner"] is None else (cp(e["inner"][0]), cp(e["inner"][1])),
-            tuple((name, opt(a), opt(b)) for name, a, b in e["attrs"])) for e in raw["elements"])
+            tuple((name, opt(a), opt(b)) for name, a, b in e["attrs"]), e["broken"]) for e in raw["elements"])
         return cls(comps, raw["target"], props, states, elements, frozenset(raw["maps"]), opt(raw["first_return"]))
 
 
@@ -181,17 +184,17 @@ def check_spec(code: str, req: Requirements, facts: SpecFacts) -> list[Violation
         where = (shown.name_span or _line(code, shown.start)) if shown is not None else home
         out.append(Violation("component", *where, f"component {req.component} is not exported under that name"))
     for name, type_ in req.props:
-        if not any(m.name == name and m.type == type_ for m in facts.props):
+        if not any(m.name == name and m.type == type_ and not m.broken for m in facts.props):
             wrong = next((m for m in facts.props if m.name == name), None)
             where = (wrong.start, wrong.end) if wrong else home
             out.append(Violation("props", *where, f"prop {name} is not declared as {type_}"))
     if req.state is not None:
         setter = "set" + req.state[0].upper() + req.state[1:]
-        if not any((s.value, s.setter) == (req.state, setter) for s in facts.states):
+        if not any((s.value, s.setter) == (req.state, setter) and not s.broken for s in facts.states):
             where = (facts.states[0].start, facts.states[0].end) if facts.states else home
             out.append(Violation("state", *where, f"no state {req.state} with setter {setter} from useState"))
     for tag, content in req.elements:
-        if not any(e.tag == tag and _holds(code, e, content) for e in facts.elements):
+        if not any(e.tag == tag and not e.broken and _holds(code, e, content) for e in facts.elements):
             out.append(Violation("elements", *_element_site(code, facts, tag, content, body), f"no <{tag}> with {content}"))
     if req.list is not None and req.list not in facts.maps:
         ul = next((e for e in facts.elements if e.tag in ("ul", "ol")), None)

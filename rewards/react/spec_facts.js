@@ -3,6 +3,11 @@
 // never counts. Nothing here type-checks: the parser's tree is enough, and it exists (recovered)
 // for code with syntax errors too, so the spec is checked whatever the syntax stage says.
 //
+// A construct the parser had to repair (`const [a b] = useState()`, `<h2>{x}</h3>`, a prop member)
+// is marked `broken`: it shows where the construct is, but it does not count as declaring it. A
+// `.map(` call counts even with a broken callback (a dropped `</li>` is a syntax error, already
+// penalised as one; the list is still rendered with map).
+//
 // Facts (all positions UTF-16 offsets of the code, half-open):
 //   components: [{name, name_start, name_end, start, exported_as: [str], ret}]
 //       top-level components in source order; `start` the statement's, `ret` the first `return`
@@ -12,13 +17,13 @@
 //   target:   index in components of the one the spec describes: the first named `wanted` (the
 //             requirements' component), else the first exported, else the first; null if none
 //   props:    [Prop] of the target only (a hostile file's many components cannot multiply them)
-//   Prop = {name, type, start, end}: a member of the component's props type (the first
+//   Prop = {name, type, start, end, broken}: a member of the component's props type (the first
 //       parameter's annotation, `FC<P>`'s argument or `Component<P>`'s), local interfaces, type
 //       aliases and intersections followed; `type` normalised (`T[]` for Array<T>, readonly T[]
 //       and ReadonlyArray<T>; otherwise the type's text, spaces collapsed).
-//   states:   [{value, setter, start, end}]   `const [value, setter] = useState(...)` (or React.useState),
+//   states:   [{value, setter, start, end, broken}]   `const [value, setter] = useState(...)` (or React.useState),
 //                                              from `const` to the end of `useState`
-//   elements: [{tag, start, end, inner, attrs}]  intrinsic (lowercase) JSX elements in source
+//   elements: [{tag, start, end, inner, attrs, broken}]  intrinsic (lowercase) JSX elements in source
 //       order; inner = [start, end] of the source between the tags (null when self-closing);
 //       attrs = [[name, start, end]] of each attribute's initializer (null, null without one).
 //       Positions, not texts: an outer element's text holds all of its children's.
@@ -84,7 +89,8 @@ function namedMembers(name, source, types, seen) {
 
 function memberFacts(members, source) {
   return members.filter((m) => ts.isPropertySignature(m) && m.type && (ts.isIdentifier(m.name) || ts.isStringLiteral(m.name)))
-    .map((m) => ({ name: m.name.text, type: normalType(m.type, source), start: m.getStart(source), end: m.type.end }));
+    .map((m) => ({ name: m.name.text, type: normalType(m.type, source), start: m.getStart(source), end: m.type.end,
+      broken: ts.containsParseError(m) }));
 }
 
 /** The type node that holds a component's props, if it names one. */
@@ -189,7 +195,10 @@ function specFacts(source, wanted) {
         && (ts.getCombinedNodeFlags(n) & ts.NodeFlags.Const)) {
       const names = n.name.elements;
       const plain = names.length === 2 && names.every((b) => ts.isBindingElement(b) && ts.isIdentifier(b.name) && !b.dotDotDotToken && !b.initializer);
-      if (plain) states.push({ value: names[0].name.text, setter: names[1].name.text, start: n.parent.getStart(source), end: n.initializer.expression.end });
+      if (plain) {
+        states.push({ value: names[0].name.text, setter: names[1].name.text, start: n.parent.getStart(source),
+          end: n.initializer.expression.end, broken: ts.containsParseError(n) });
+      }
     }
     if (ts.isJsxElement(n) || ts.isJsxSelfClosingElement(n)) {
       const open = ts.isJsxElement(n) ? n.openingElement : n;
@@ -198,7 +207,7 @@ function specFacts(source, wanted) {
         const attrs = open.attributes.properties.filter(ts.isJsxAttribute)
           .map((a) => [a.name.getText(source), a.initializer ? a.initializer.getStart(source) : null, a.initializer ? a.initializer.end : null]);
         const inner = ts.isJsxElement(n) ? [n.openingElement.end, n.closingElement.getStart(source)] : null;
-        elements.push({ tag, start: n.getStart(source), end: n.end, inner, attrs });
+        elements.push({ tag, start: n.getStart(source), end: n.end, inner, attrs, broken: ts.containsParseError(n) });
       }
     }
     if (ts.isCallExpression(n) && ts.isPropertyAccessExpression(n.expression) && n.expression.name.text === 'map'

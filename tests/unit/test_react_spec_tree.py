@@ -150,3 +150,14 @@ def test_props_types_are_read_once_each(react_backend):
     facts = react_backend.spec_facts(code, time.monotonic() + 30, "MainCard")
     assert sorted(p.name for p in facts.props) == ["a", "b", "items", "other", "title"]
     assert check_spec(code, REQ, facts) == []
+
+
+@pytest.mark.parametrize("before,after,check,where", [
+    ("const [count, setCount]", "const [count setCount]", "state", "const [count setCount] = useState"),
+    ("<h1>{title}</h1>", "<h1>{title}</h2>", "elements", "<h1>{title}</h2>"),
+    ("title: string;", "title: string string;", "props", "title: string"),
+])
+def test_a_construct_the_parser_had_to_repair_does_not_count(failed, before, after, check, where):
+    """Its syntax error is penalised by the syntax stage; the spec does not credit it either (the
+    clean twin is the base, which passes)."""
+    assert (check, where) in failed(BASE.replace(before, after))
