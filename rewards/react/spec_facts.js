@@ -27,7 +27,7 @@
 //       order; inner = [start, end] of the source between the tags (null when self-closing);
 //       attrs = [[name, start, end]] of each attribute's initializer (null, null without one).
 //       Positions, not texts: an outer element's text holds all of its children's.
-//   maps:     [name]   every `name.map(...)` call on a plain identifier
+//   maps:     [name]   the names with a `name.map(...)` call (on a plain identifier), once each
 //   first_return: the first `return` statement of the file, or null
 'use strict';
 
@@ -223,7 +223,7 @@ function specFacts(source, wanted) {
   const props = target < 0 ? [] : propMembers(propsTypeNode(comps[target].st, source), source, localTypes(source));
   return {
     components: comps.map(({ comp }) => comp), target: target < 0 ? null : target, props,
-    states, elements, maps, first_return: ret ? ret.getStart(source) : null,
+    states, elements, maps: [...new Set(maps)], first_return: ret ? ret.getStart(source) : null,
   };
 }
 
