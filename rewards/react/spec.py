@@ -15,9 +15,9 @@ text (`<p>Hello</p>`, `<h1>{title}</h1>`, spaces around it free), or, when it ha
 The checks compare the requirements with facts the Node checker read from the code's TypeScript
 syntax tree (spec_facts.js; the code is never run): a name, prop, state, element or text inside a
 comment or a string literal is no declaration and does not count. Each failed check puts one
-negative span (with_spec says how much) on the construct that violates it, or, when the construct is missing, on the line where it
-belongs (the component's declaration for the name, props and state; its `return` line for
-elements and the list).
+negative span (with_spec says how much) on the construct that violates it, or, when the construct
+is missing, on the line where it belongs (the component's declaration for the name, props and
+state; its `return` line for elements and the list).
 """
 
 from __future__ import annotations
