@@ -3,14 +3,17 @@
 // Private channel (JSON Lines on stdin/stdout, spoken only by checker.py):
 //   startup  -> {"ready": true, "heap": <bytes>}           after a warm-up check
 //   request  <- {"batch": [Req, ...]}   answered by  -> {"batch": [Resp, ...], "heap": <bytes>}
-//   Req  = {"id": n, "code": "...", "types": true, "max_errors": 5}
+//   Req  = {"id": n, "code": "...", "types": true, "max_errors": 5, "spec": false, "component": null | "Name"}
 //   Resp = {"id": n, "component": bool, "syntax": null | Diag, "types": null | [Diag...],
-//           "n_type_errors": int}                                or {"id": n, "internal": "message"}
+//           "n_type_errors": int, "facts": Facts (with spec only)}
+//                                                                or {"id": n, "internal": "message"}
+//   Facts = what spec.py checks, read from the syntax tree (spec_facts.js describes them)
 //   Diag = {"start": utf16, "length": utf16, "code": "syntax" | "TS2322" | "import", "message": str}
 // All positions are UTF-16 code units of `code` (the Python side converts them to code points).
 //
 // Syntax comes from esbuild (`transformSync`, loader tsx, automatic JSX); types from a TypeScript
-// LanguageService kept warm over a few in-memory files (slots), so lib and @types/react stay parsed.
+// LanguageService kept warm over a few in-memory files (slots), so lib and @types/react stay parsed;
+// its host serves only those files and the type libraries (host_files.js), never the rest of the disk.
 // Most of a type check is the new program's checker re-deriving React's JSX types (about 35 ms);
 // a batch puts its snippets in separate slots of one program, so they share one checker and that
 // cost is paid once per batch. Each slot is its own module and cannot see the others, except
@@ -21,6 +24,9 @@ const path = require('path');
 const readline = require('readline');
 const esbuild = require('esbuild');
 const ts = require('typescript');
+const { confinedFiles } = require('./host_files');
+const { hasComponent } = require('./components');
+const { specFacts } = require('./spec_facts');
 
 const SLOTS = 32; // files one program holds: the most snippets that share a checker (checker.py's MAX_BATCH)
 const slotFile = (k) => path.join(__dirname, `__botgrpo_check_${k}__.tsx`); // virtual: never written to disk
@@ -29,7 +35,6 @@ const SLOT_OF = new Map(FILES.map((f, k) => [f, k]));
 // Code that could change what another slot sees: global/module augmentation, triple-slash directives.
 const SHARES_SCOPE = /\bdeclare\b|\/\/\/\s*</;
 const ALLOWED_MODULES = new Set(['react', 'react-dom', 'react-dom/client', 'react/jsx-runtime']);
-const COMPONENT_BASES = new Set(['Component', 'PureComponent', 'React.Component', 'React.PureComponent']);
 
 const OPTIONS = {
   strict: true,
@@ -90,37 +95,29 @@ function syntaxError(code) {
 // ---------------------------------------------------------------------------------------------
 // Type stage (TypeScript LanguageService over one in-memory file)
 
-function remember(cache, key, compute) {
-  if (!cache.has(key)) cache.set(key, compute(key));
-  return cache.get(key);
-}
-
 /** A LanguageService over the slot files; `registry` shares parsed lib files between services. */
 function createService(registry) {
   const slots = FILES.map(() => ({ code: '', version: 0 }));
   let used = 1; // slots in the program: only those the current batch fills
-  const snapshots = new Map(); // lib and @types files: read once, kept for the process lifetime
-  const fileExists = new Map(); // module resolution probes the disk on every check otherwise
-  const dirExists = new Map();
   const slot = (f) => (SLOT_OF.has(f) && SLOT_OF.get(f) < used ? slots[SLOT_OF.get(f)] : undefined);
+  // The host sees the slots and the type libraries, nothing else of the disk (host_files.js).
+  const files = confinedFiles({ has: (f) => !!slot(f), text: (f) => slot(f).code });
+  const snapshots = new Map(); // library files: read once, kept for the process lifetime
   const host = {
     getCompilationSettings: () => OPTIONS,
     getScriptFileNames: () => FILES.slice(0, used),
     getScriptVersion: (f) => (slot(f) ? String(slot(f).version) : '1'),
     getScriptSnapshot: (f) => {
       if (slot(f)) return ts.ScriptSnapshot.fromString(slot(f).code);
-      if (!snapshots.has(f)) {
-        const text = ts.sys.readFile(f);
-        snapshots.set(f, text === undefined ? undefined : ts.ScriptSnapshot.fromString(text));
-      }
+      if (snapshots.has(f)) return snapshots.get(f);
+      const text = files.readFile(f);
+      if (text === undefined) return undefined; // not cached: hostile paths must not grow the map
+      snapshots.set(f, ts.ScriptSnapshot.fromString(text));
       return snapshots.get(f);
     },
     getCurrentDirectory: () => __dirname,
     getDefaultLibFileName: (o) => ts.getDefaultLibFilePath(o),
-    fileExists: (f) => !!slot(f) || remember(fileExists, f, ts.sys.fileExists),
-    readFile: (f) => (slot(f) ? slot(f).code : ts.sys.readFile(f)),
-    directoryExists: (d) => remember(dirExists, d, ts.sys.directoryExists),
-    getDirectories: (d) => ts.sys.getDirectories(d),
+    ...files,
   };
   const service = ts.createLanguageService(host, registry);
   return {
@@ -167,59 +164,35 @@ function typeErrors(source, diags) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// What counts as a component when the syntax is valid (see README.md): JSX somewhere in the
-// file, and a top-level function component (capitalised function / arrow / function expression,
-// possibly wrapped in a call such as memo(...)), an `export default` function, or a class
-// extending (React.)Component.
-
-function unwrap(expr) {
-  let e = expr;
-  while (e && (ts.isParenthesizedExpression(e) || ts.isAsExpression(e) || ts.isSatisfiesExpression(e) || ts.isCallExpression(e))) {
-    e = ts.isCallExpression(e) ? e.arguments[0] : e.expression;
-  }
-  return e;
-}
-
-const isFunctionLike = (e) => !!e && (ts.isArrowFunction(e) || ts.isFunctionExpression(e));
-const isCapitalised = (name) => !!name && /^[A-Z]/.test(name.text);
-const isDefaultExport = (st) => (ts.getCombinedModifierFlags(st) & ts.ModifierFlags.Default) !== 0;
-
-function declaresComponent(st, source) {
-  if (ts.isFunctionDeclaration(st)) return isCapitalised(st.name) || isDefaultExport(st);
-  if (ts.isExportAssignment(st)) return isFunctionLike(unwrap(st.expression));
-  if (ts.isVariableStatement(st)) {
-    return st.declarationList.declarations.some((d) => ts.isIdentifier(d.name) && isCapitalised(d.name) && isFunctionLike(unwrap(d.initializer)));
-  }
-  if (ts.isClassDeclaration(st)) {
-    return (st.heritageClauses || []).some((h) => h.types.some((t) => COMPONENT_BASES.has(t.expression.getText(source))));
-  }
-  return false;
-}
-
-function hasJsx(node) {
-  if (ts.isJsxElement(node) || ts.isJsxSelfClosingElement(node) || ts.isJsxFragment(node)) return true;
-  return !!ts.forEachChild(node, (child) => (hasJsx(child) ? true : undefined));
-}
-
-function hasComponent(source) {
-  return hasJsx(source) && source.statements.some((st) => declaresComponent(st, source));
-}
-
-// ---------------------------------------------------------------------------------------------
 // One check
 
 // Something that looks like a JSX tag: `<` then a name or `>`. A pre-filter for valid code, and
 // the whole component test for code with a syntax error, whose parse cannot be trusted.
 const MAYBE_JSX = /<\s*[A-Za-z_$>]/;
 
-/** The syntax stage and the component test; `typed` is true when the type stage should run. */
+const parse = (code) => ts.createSourceFile(slotFile(0), code, ts.ScriptTarget.ES2020, true, ts.ScriptKind.TSX);
+
+/** The syntax stage, the component test and (with `spec`, unless the type stage will) the spec
+ * facts; `typed` is true when the type stage should run. */
 function firstStage(req) {
   const code = req.code;
   const syntax = syntaxError(code);
   const out = { id: req.id, component: MAYBE_JSX.test(code), syntax, types: null, n_type_errors: 0 };
   const typed = syntax === null && out.component && req.types !== false;
-  if (syntax === null && out.component && !typed) {
-    out.component = hasComponent(ts.createSourceFile(slotFile(0), code, ts.ScriptTarget.ES2020, true, ts.ScriptKind.TSX));
+  if (typed) return { out, typed };
+  if (req.spec) {
+    // Absurd nesting overflows the parser's recursion; such code (it has a syntax error, or it
+    // never gets here) is answered alone, without making the rest of its batch start over.
+    try {
+      const source = parse(code);
+      if (syntax === null && out.component) out.component = hasComponent(source);
+      out.facts = specFacts(source, req.component);
+    } catch (err) {
+      if (!(err instanceof RangeError)) throw err;
+      return { out: { id: req.id, internal: `the syntax tree is too deep to read (${err.message})` }, typed };
+    }
+  } else if (syntax === null && out.component) {
+    out.component = hasComponent(parse(code));
   }
   return { out, typed };
 }
@@ -228,6 +201,7 @@ function firstStage(req) {
 function typeStage(service, group) {
   const sources = service.load(group.map((g) => g.req.code));
   group.forEach(({ req, out }, k) => {
+    if (req.spec) out.facts = specFacts(sources[k], req.component); // the same tree a parse of its own gives
     out.component = hasComponent(sources[k]);
     if (!out.component) return;
     const errors = typeErrors(sources[k], service.diagnostics(k));

@@ -51,8 +51,10 @@ RECENT = 16
 class _Ticket:
     """One caller's check, waiting to be sent in a batch and then for its reply."""
 
-    def __init__(self, code: str, types: bool, max_errors: int, deadline: float):
-        self.msg: dict[str, Any] = {"code": code, "types": types, "max_errors": max_errors}
+    def __init__(self, code: str, types: bool, max_errors: int, deadline: float, spec: bool = False,
+                 component: str | None = None):
+        self.msg: dict[str, Any] = {"code": code, "types": types, "max_errors": max_errors, "spec": spec,
+                                    "component": component}
         self.deadline = deadline
         self.done = threading.Event()
         self.reply: dict[str, Any] | None = None
@@ -96,10 +98,12 @@ class NodeChecker:
                 self._node.kill()
                 self._node = None
 
-    def check(self, code: str, types: bool, max_errors: int, deadline: float) -> dict[str, Any]:
-        """The checker's findings for `code` (see checker.js); BackendTimeout past `deadline`.
+    def check(self, code: str, types: bool, max_errors: int, deadline: float, spec: bool = False,
+              component: str | None = None) -> dict[str, Any]:
+        """The checker's findings for `code` (see checker.js; with `spec`, the syntax tree's `facts`
+        too, the props those of `component` if it is declared); BackendTimeout past `deadline`.
         While Node is busy the check waits; the next caller to find Node free sends every waiting check."""
-        ticket = _Ticket(code, types, max_errors, deadline)
+        ticket = _Ticket(code, types, max_errors, deadline, spec, component)
         with self._turn:
             self._overlapped.append(self._sending or bool(self._waiting))
             self._waiting.append(ticket)

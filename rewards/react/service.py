@@ -12,7 +12,7 @@ from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, Score
 from botgrpo_rewards.protocol import CAPABILITY_DETERMINISTIC, ScoreRequest
 from botgrpo_rewards.react.checker import NodeChecker
 from botgrpo_rewards.react.extract import answer_code
-from botgrpo_rewards.react.spec import Requirements, with_spec
+from botgrpo_rewards.react.spec import Requirements, SpecFacts, with_spec
 from botgrpo_rewards.react.verdict import ReactOptions, truncated_reasoning, verdict
 from botgrpo_rewards.thinking import strip_think_options
 
@@ -58,16 +58,24 @@ class ReactBackend(Backend):
         found_code = answer_code(request.completion, request.options)
         if found_code is None:
             result = truncated_reasoning(opts)
-            return result if req is None else with_spec(result, request.completion, "", 0, req, opts.types,
-                                                        opts.type_penalty)
+            return result if req is None else with_spec(result, request.completion, "", 0, req, SpecFacts(),
+                                                        opts.types, opts.type_penalty)
         code, offset = found_code  # offset in the whole completion: spans never land in the reasoning
         if time.monotonic() >= deadline:
             raise BackendTimeout("deadline passed before the react check started")
-        found = self._checker.check(code, opts.types, opts.max_type_errors, deadline)
+        found = self._checker.check(code, opts.types, opts.max_type_errors, deadline, spec=req is not None,
+                                    component=req.component if req is not None else None)
         result = verdict(request.completion, code, offset, found, opts)
         if req is None:
             return result
-        return with_spec(result, request.completion, code, offset, req, opts.types, opts.type_penalty)
+        facts = SpecFacts.from_node(code, found["facts"])
+        return with_spec(result, request.completion, code, offset, req, facts, opts.types, opts.type_penalty)
+
+    def spec_facts(self, code: str, deadline: float, component: str | None = None) -> SpecFacts:
+        """What the spec checks read from `code`'s syntax tree, for requirements that name `component`
+        (for spec.check_spec; tests, tools)."""
+        return SpecFacts.from_node(code, self._checker.check(code, False, 1, deadline, spec=True,
+                                                             component=component)["facts"])
 
     def close(self) -> None:
         self._checker.close()

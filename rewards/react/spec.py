@@ -10,33 +10,31 @@ The request's `reference.requirements` says what the component must contain:
 
 Every key is optional. An element is (tag, content): the content must be the element's whole
 text (`<p>Hello</p>`, `<h1>{title}</h1>`, spaces around it free), or, when it has the form
-`attr={x}`, an attribute of the tag (`<input value={text} ... />`). The checks read the code as
-text with regular expressions (the code is never run) and each failed check puts one -1 span on
-the construct that violates it, or, when the construct is missing, on the line where it belongs
-(the component's declaration for the name, props and state; the `return` line for elements and
-the list).
+`attr={x}`, an attribute of the tag (`<input value={text} ... />`).
+
+The checks compare the requirements with facts the Node checker read from the code's TypeScript
+syntax tree (spec_facts.js; the code is never run): a name, prop, state, element or text inside a
+comment or a string literal is no declaration and does not count. Each failed check puts one
+negative span (with_spec says how much) on the construct that violates it, or, when the construct
+is missing, on the line where it belongs (the component's declaration for the name, props and
+state; its `return` line for elements and the list).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from botgrpo_rewards.backend import BackendError, ScoreResult
 from botgrpo_rewards.protocol import Span
+from botgrpo_rewards.react.extract import Utf16Map
 from botgrpo_rewards.react.verdict import disjoint, line_end
 
 CHECKS = ("component", "props", "state", "elements", "list")
 _NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
 _TAG = re.compile(r"[a-z][a-z0-9]*\Z")
 _TYPE = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(\[\])?\Z")
-# Attributes of a JSX opening tag: anything but > and braces, or a {...} holding one more level.
-_ATTRS = r"(?:[^<>{}]|\{(?:[^{}]|\{[^{}]*\})*\})*"
-_DECL = re.compile(r"^[ \t]*(?:export[ \t]+)?(?:default[ \t]+)?(?:function[ \t]+|(?:const|let)[ \t]+)([A-Z][A-Za-z0-9_$]*)",
-                   re.MULTILINE)
-_RETURN = re.compile(r"^[ \t]*return\b", re.MULTILINE)
-_USE_STATE = re.compile(r"const\s*\[[^\]]*\]\s*=\s*(?:React\s*\.\s*)?useState\b")
 
 
 @dataclass(frozen=True)
@@ -108,52 +106,101 @@ class Violation:
     message: str
 
 
-def check_spec(code: str, req: Requirements) -> list[Violation]:
-    """Every failed check of `req` on `code`, with where it is (positions in `code`)."""
-    decl = _DECL.search(code)
-    home = _line(code, decl.start() if decl else _first_line(code))  # the declaration (or first) line
-    ret = _RETURN.search(code)
-    body = _line(code, ret.start()) if ret else home  # where elements belong
+@dataclass(frozen=True)
+class Prop:
+    name: str
+    type: str  # normalised: `T[]` for every array spelling, else the type's text
+    start: int  # code points of the code: the member from its name to the end of its type
+    end: int
+    broken: bool  # the parser repaired it: it shows where the prop is but does not declare it
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str | None  # None for an anonymous `export default function () {...}`
+    name_span: tuple[int, int] | None
+    start: int  # its statement
+    exported_as: tuple[str, ...]  # the names it is exported under
+    ret: int | None  # its first `return`
+
+
+@dataclass(frozen=True)
+class State:
+    value: str
+    setter: str
+    start: int  # from `const` to the end of `useState`
+    end: int
+    broken: bool
+
+
+@dataclass(frozen=True)
+class Element:
+    tag: str
+    start: int
+    end: int
+    inner: tuple[int, int] | None  # the source between its tags; None when self-closing
+    attrs: tuple[tuple[str, int | None, int | None], ...]  # (name, initializer start, end)
+    broken: bool
+
+
+@dataclass(frozen=True)
+class SpecFacts:
+    """What the syntax tree says (checker.js's `facts`, see spec_facts.js), in code points."""
+
+    components: tuple[Component, ...] = ()
+    target: int | None = None  # the component the spec describes (index in components)
+    props: tuple[Prop, ...] = ()  # members of the target's props type
+    states: tuple[State, ...] = ()
+    elements: tuple[Element, ...] = ()
+    maps: frozenset[str] = field(default_factory=frozenset)  # names with a `name.map(...)` call
+    first_return: int | None = None
+
+    @classmethod
+    def from_node(cls, code: str, raw: dict[str, Any]) -> "SpecFacts":
+        """The Node checker's facts for `code`, its UTF-16 offsets turned into code points."""
+        cp = Utf16Map(code).to_cp
+        opt = (lambda u: None if u is None else cp(u))  # noqa: E731
+        comps = tuple(Component(
+            c["name"], None if c["name"] is None else (cp(c["name_start"]), cp(c["name_end"])), cp(c["start"]),
+            tuple(c["exported_as"]), opt(c["ret"])) for c in raw["components"])
+        props = tuple(Prop(p["name"], p["type"], cp(p["start"]), cp(p["end"]), p["broken"]) for p in raw["props"])
+        states = tuple(State(s["value"], s["setter"], cp(s["start"]), cp(s["end"]), s["broken"]) for s in raw["states"])
+        elements = tuple(Element(
+            e["tag"], cp(e["start"]), cp(e["end"]), None if e["inner"] is None else (cp(e["inner"][0]), cp(e["inner"][1])),
+            tuple((name, opt(a), opt(b)) for name, a, b in e["attrs"]), e["broken"]) for e in raw["elements"])
+        return cls(comps, raw["target"], props, states, elements, frozenset(raw["maps"]), opt(raw["first_return"]))
+
+
+def check_spec(code: str, req: Requirements, facts: SpecFacts) -> list[Violation]:
+    """Every failed check of `req` on `code` (whose syntax tree says `facts`), with where it is."""
+    comps = facts.components
+    home = _line(code, comps[0].start if comps else _first_line(code))  # the first component's line
+    target = comps[facts.target] if facts.target is not None else None  # the one the spec describes
+    ret = target.ret if target is not None and target.ret is not None else facts.first_return
+    body = _line(code, ret) if ret is not None else home  # where elements belong
     out: list[Violation] = []
-    if req.component is not None and not _exported(code, req.component):
-        where = (decl.start(1), decl.end(1)) if decl else home
+    if req.component is not None and not any(req.component in c.exported_as for c in comps):
+        shown = next((c for c in comps if c.exported_as), target)
+        where = (shown.name_span or _line(code, shown.start)) if shown is not None else home
         out.append(Violation("component", *where, f"component {req.component} is not exported under that name"))
     for name, type_ in req.props:
-        if not re.search(rf"(?<![\w$.]){re.escape(name)}\s*\??\s*:\s*{_type_re(type_)}(?![\w$\[<])", code):
-            wrong = re.search(rf"(?<![\w$.]){re.escape(name)}\s*\??\s*:\s*[^,;}}\n]+", code)
-            where = (wrong.start(), wrong.end()) if wrong else home
+        if not any(m.name == name and m.type == type_ and not m.broken for m in facts.props):
+            wrong = next((m for m in facts.props if m.name == name), None)
+            where = (wrong.start, wrong.end) if wrong else home
             out.append(Violation("props", *where, f"prop {name} is not declared as {type_}"))
     if req.state is not None:
         setter = "set" + req.state[0].upper() + req.state[1:]
-        if not re.search(rf"const\s*\[\s*{re.escape(req.state)}\s*,\s*{re.escape(setter)}\s*\]\s*=\s*"
-                         rf"(?:React\s*\.\s*)?useState\b", code):
-            other = _USE_STATE.search(code)
-            where = (other.start(), other.end()) if other else home
+        if not any((s.value, s.setter) == (req.state, setter) and not s.broken for s in facts.states):
+            where = (facts.states[0].start, facts.states[0].end) if facts.states else home
             out.append(Violation("state", *where, f"no state {req.state} with setter {setter} from useState"))
     for tag, content in req.elements:
-        if not _element_re(tag, content).search(code):
-            out.append(Violation("elements", *_element_site(code, tag, content, body), f"no <{tag}> with {content}"))
-    if req.list is not None and not re.search(rf"(?<![\w$.]){re.escape(req.list)}\s*\.\s*map\s*\(", code):
-        ul = re.search(r"<(ul|ol)\b" + _ATTRS + r">", code)
-        where = (ul.start(), line_end(code, ul.start(), len(code))) if ul else body
+        if not any(e.tag == tag and not e.broken and _holds(code, e, content) for e in facts.elements):
+            out.append(Violation("elements", *_element_site(code, facts, tag, content, body), f"no <{tag}> with {content}"))
+    if req.list is not None and req.list not in facts.maps:
+        ul = next((e for e in facts.elements if e.tag in ("ul", "ol")), None)
+        where = (ul.start, line_end(code, ul.start, len(code))) if ul else body
         out.append(Violation("list", *where, f"{req.list} is not rendered with {req.list}.map(...)"))
     return out
-
-
-def _exported(code: str, name: str) -> bool:
-    n = re.escape(name)
-    patterns = (rf"\bexport\s+(?:default\s+)?(?:async\s+)?function\s+{n}\b",
-                rf"\bexport\s+(?:const|let)\s+{n}\b",
-                rf"\bexport\s+default\s+{n}\s*;?\s*$",
-                rf"\bexport\s*\{{[^}}]*(?<![\w$]){n}(?:\s+as\s+default)?\s*[,}}]")
-    return any(re.search(p, code, re.MULTILINE) for p in patterns)
-
-
-def _type_re(type_: str) -> str:
-    if type_.endswith("[]"):
-        inner = re.escape(type_[:-2])
-        return rf"(?:{inner}\s*\[\s*\]|(?:ReadonlyArray|Array)\s*<\s*{inner}\s*>|readonly\s+{inner}\s*\[\s*\])"
-    return re.escape(type_)
 
 
 def _content_re(content: str) -> str:
@@ -164,23 +211,30 @@ def _content_re(content: str) -> str:
     return re.escape(content)
 
 
-def _element_re(tag: str, content: str) -> re.Pattern:
-    attr = re.fullmatch(r"([A-Za-z][\w-]*)=(\{.*\})", content)
-    if attr:  # an attribute of the tag, e.g. value={text}
-        return re.compile(rf"<{tag}\b{_ATTRS}(?<![\w-]){re.escape(attr.group(1))}\s*=\s*{_content_re(attr.group(2))}")
-    return re.compile(rf"<{tag}\b{_ATTRS}>\s*{_content_re(content)}\s*</{tag}\s*>")
+_ATTR_CONTENT = re.compile(r"([A-Za-z][\w-]*)=(\{.*\})", re.DOTALL)
 
 
-def _element_site(code: str, tag: str, content: str, fallback: tuple[int, int]) -> tuple[int, int]:
+def _holds(code: str, e: Element, content: str) -> bool:
+    """`e`'s whole text is `content` (spaces around it free), or `content` = `attr={x}` is one of its
+    attributes."""
+    attr = _ATTR_CONTENT.fullmatch(content)
+    if attr:
+        value = re.compile(_content_re(attr.group(2)))
+        return any(name == attr.group(1) and a is not None and value.fullmatch(code, a, b) for name, a, b in e.attrs)
+    # pos/endpos rather than a slice: nested elements' texts overlap, slicing each would be quadratic
+    return e.inner is not None and re.compile(r"\s*" + _content_re(content) + r"\s*").fullmatch(code, *e.inner) is not None
+
+
+def _element_site(code: str, facts: SpecFacts, tag: str, content: str, fallback: tuple[int, int]) -> tuple[int, int]:
     """The construct a missing element was most likely meant to be: the same content under another
     tag, else the first element with this tag, else the fallback line."""
-    if not re.fullmatch(r"[A-Za-z][\w-]*=\{.*\}", content):
-        same_content = re.search(rf"<([a-z][a-z0-9]*)\b{_ATTRS}>\s*{_content_re(content)}\s*</\1\s*>", code)
+    if not _ATTR_CONTENT.fullmatch(content):
+        same_content = next((e for e in facts.elements if _holds(code, e, content)), None)
         if same_content:
-            return same_content.start(), same_content.end()
-    same_tag = re.search(rf"<{tag}\b{_ATTRS}>?", code)
+            return same_content.start, same_content.end
+    same_tag = next((e for e in facts.elements if e.tag == tag), None)
     if same_tag:
-        return same_tag.start(), line_end(code, same_tag.start(), len(code))
+        return same_tag.start, line_end(code, same_tag.start, len(code))
     return fallback
 
 
@@ -197,9 +251,9 @@ def _line(code: str, pos: int) -> tuple[int, int]:
     return pos, max(end, min(pos + 1, len(code)))
 
 
-def with_spec(result: ScoreResult, completion: str, code: str, offset: int, req: Requirements,
+def with_spec(result: ScoreResult, completion: str, code: str, offset: int, req: Requirements, facts: SpecFacts,
               types: bool, penalty: float) -> ScoreResult:
-    """`result` (the syntax/types verdict) with the spec folded in.
+    """`result` (the syntax/types verdict) with the spec folded in (`facts`: the syntax tree's, of `code`).
 
     A positive score is multiplied by checks passed / checks (a no-attempt score stays as it is, so
     no attempt stays the worst outcome); each violation is a span of -`penalty` (the service passes
@@ -208,7 +262,7 @@ def with_spec(result: ScoreResult, completion: str, code: str, offset: int, req:
     a no attempt gets no spans. Metrics: spec_ok, spec_checks, spec_failed, spec_<check>_failed per
     check, and all_ok = syntax_ok x types_ok (with types) x spec_ok.
     """
-    found = check_spec(code, req)
+    found = check_spec(code, req, facts)
     n = req.n_checks()
     metrics = dict(result.metrics)
     metrics["spec_ok"] = float(not found)
