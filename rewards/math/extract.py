@@ -96,6 +96,16 @@ def answer_region(text: str, think_tags: tuple[str, str] | None = DEFAULT_THINK_
     return after, ""
 
 
+def answer_bounds(text: str, think_tags: tuple[str, str] | None = DEFAULT_THINK_TAGS,
+                  think_open: bool = False) -> tuple[int, int]:
+    """[start, end) of the text that is graded (the answer, the step checks): after the reasoning
+    block and before an end-of-turn token; empty (start == end) while the model was still thinking."""
+    junk = _CHAT_END.search(text)
+    end = junk.start() if junk else len(text)
+    start, why = answer_region(text[:end], think_tags, think_open)
+    return (end, end) if why else (start, end)
+
+
 def extract_answer(text: str, think_tags: tuple[str, str] | None = DEFAULT_THINK_TAGS,
                    think_open: bool = False) -> Extraction:
     """The final answer of a completion (see the module docstring for the rules)."""
@@ -106,8 +116,8 @@ def extract_answer(text: str, think_tags: tuple[str, str] | None = DEFAULT_THINK
         return _none(why)
     pairs = match_braces(text, region)
     boxes, unclosed = _boxes(text, region, pairs)
-    if unclosed >= 0 and (not boxes or unclosed > boxes[-1][1]):
-        return _none("unbalanced braces in the final \\boxed{}")
+    if unclosed >= 0 and (not boxes or unclosed >= _paragraph_start(text, boxes[-1][0], region)):
+        return _none("unbalanced braces in the final \\boxed{}")  # also one around a closed box
     marker = _last_marker(text, region)
     if marker is not None and (not boxes or marker[0] >= _paragraph_start(text, boxes[-1][0], region)):
         if not boxes or marker[1] >= boxes[-1][0]:
@@ -258,6 +268,9 @@ def _sentence_ends_there(text: str, pos: int, end: int) -> bool:
 def _from_boxes(text: str, boxes: list[tuple[int, int]], region: int) -> Extraction:
     para_start = _paragraph_start(text, boxes[-1][0], region)
     final = [b for b in boxes if b[0] >= para_start] or boxes[-1:]
+    final = [_unwrap(text, s, e) for s, e in final]
+    if any(_BOX.search(text, s, e) for s, e in final):
+        return _none("boxes inside a \\boxed{}")  # "\\boxed{3 \\boxed{5}}": a hedge in one box
     values = {_canon(text[s:e]) for s, e in final}
     if len(values) > 1:
         return _none(f"{len(values)} different boxed answers")
@@ -265,6 +278,16 @@ def _from_boxes(text: str, boxes: list[tuple[int, int]], region: int) -> Extract
     if start >= end:
         return _none("empty \\boxed{}")
     return Extraction(text[start:end], start, end, "boxed")
+
+
+def _unwrap(text: str, start: int, end: int) -> tuple[int, int]:
+    """The inside of a box that holds only a box ("\\boxed{\\boxed{5}}" is 5)."""
+    while True:
+        s, e = _trim(text, start, end)
+        m = _BOX.match(text, s, e)
+        if not m or match_braces(text, m.end() - 1).get(m.end() - 1) != e - 1:
+            return start, end
+        start, end = m.end(), e - 1
 
 
 def _bare(text: str, region: int, turn_ended: bool = False) -> Extraction:

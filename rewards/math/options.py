@@ -30,6 +30,7 @@ class MathOptions:
     answer_penalty: float = 0.5  # minus this on a wrong answer (and on the last line without one)
     step_penalty: float = 0.5  # minus this on the first step holding a false equality
     step_credit: float = STEP_CREDIT  # plus this on each step whose equalities are verified true
+    grounding: bool = True  # step credit only for operands from the prompt or earlier results (grounding.py)
 
     def outcomes(self) -> list[Outcome]:
         """The reward contract's outcomes, best first, with the score and span rewards each can earn."""
@@ -58,6 +59,7 @@ def read_options(request: ScoreRequest) -> MathOptions:
                for name in ("answer_credit", "answer_penalty", "step_penalty", "step_credit")}
     opts = MathOptions(bool_option(request.options, "steps", False), bool_option(request.options, "penalize_missing", True),
                        _rel_tol(request), tags, opened,
-                       number_option(request.options, "missing_score", MathOptions.missing_score, -1.0, 0.0), **numbers)
+                       number_option(request.options, "missing_score", MathOptions.missing_score, -1.0, 0.0), **numbers,
+                       grounding=bool_option(request.options, "grounding", True))
     check_order("math", opts.outcomes())
     return opts

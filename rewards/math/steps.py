@@ -71,6 +71,19 @@ def split_steps(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def repeated_paragraphs(text: str) -> int:
+    """Paragraphs (blank-line separated, whitespace normalised) that repeat an earlier one: the
+    looping an RL-trained policy falls into (issue 27)."""
+    seen: set[str] = set()
+    repeats = 0
+    for para in _BLANK.split(text):
+        key = " ".join(para.split())
+        if key:
+            repeats += key in seen
+            seen.add(key)
+    return repeats
+
+
 def _words_before(text: str, pos: int) -> list[str]:
     """The word just before `pos` and the word adjacent before it, lower-cased ([] / [w] / [v, w])."""
     m = re.search(r"(?:([A-Za-z]+)[ \t]+)?([A-Za-z]+)\s*$", text[max(0, pos - 40) : pos])
