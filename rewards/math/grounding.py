@@ -101,16 +101,13 @@ def ground(found: list[Equation], verdicts: list[bool | None], known: set[Fracti
     known = set(known)
     out: list[bool] = []
     for eq, verdict in zip(found, verdicts):
-        results = result_values(eq.right)
-        operands = side_numbers(eq.left) + ([] if results else side_numbers(eq.right))
-        ok = all(n in known for n in operands)
+        running = verdict is None and eq.head is not None and eq.right.startswith(eq.head)
+        results = result_values(eq.head if running else eq.right)  # type: ignore[arg-type]
+        rest = eq.right[len(eq.head):] if running else ("" if results else eq.right)  # type: ignore[arg-type]
+        ok = all(n in known for n in side_numbers(eq.left) + side_numbers(rest))
         out.append(ok)
-        if not ok:
-            continue
-        if verdict is True:
+        if ok and (verdict is True or running):
             known |= results
-        elif verdict is None and eq.head is not None:
-            known |= result_values(eq.head)
     return Grounding(tuple(out), frozenset(known))
 
 
