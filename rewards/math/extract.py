@@ -27,6 +27,7 @@ from botgrpo_rewards.thinking import DEFAULT_TAGS, split_reasoning
 
 DEFAULT_THINK_TAGS = DEFAULT_TAGS
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_BRACELESS_BOX = re.compile(r"\\(?:boxed|fbox)[ \t]+(-?\d+(?:\.\d+)?|[A-Za-z])(?![\w{])(?!\.\d)")
 _CHAT_END = re.compile(r"<\|im_end\|>|<\|im_start\|>|<\|endoftext\|>|<\|eot_id\|>|<\|end\|>|</s>")
 _PARA = re.compile(r"\n[ \t]*\n")
 # A final-answer phrase; the answer starts at its end. Order does not matter: the last match wins.
@@ -143,7 +144,10 @@ def _boxes(text: str, region: int, pairs: dict[int, int]) -> tuple[list[tuple[in
             continue
         found.append((brace + 1, close))
         covered = close
-    return found, unclosed
+    for m in _BRACELESS_BOX.finditer(text, region):  # "\\boxed 5": TeX boxes the next token
+        if not any(s <= m.start() < e for s, e in found):
+            found.append((m.start(1), m.end(1)))
+    return sorted(found), unclosed
 
 
 def _paragraph_start(text: str, pos: int, region: int) -> int:
@@ -307,7 +311,8 @@ def _last_sentence(text: str, start: int, end: int, turn_ended: bool) -> Extract
     """The value the last sentence states ("Therefore, the probability is 2/3."), if it states one."""
     hope = _HOPE.search(text, start, end)
     end = _trim(text, start, hope.start() if hope else end)[1]
-    if not hope and not turn_ended and text[end - 1 : end] not in (".", "!"):
+    closed_math = text.endswith(("$", "\\)", "\\]"), start, end)  # "... is $\\frac23$": the value is whole
+    if not hope and not turn_ended and text[end - 1 : end] not in (".", "!") and not closed_math:
         return _none("no \\boxed{} answer or final-answer phrase (the last sentence is unfinished)")
     while end > start and text[end - 1] in _TRAILING:
         end -= 1

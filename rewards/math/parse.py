@@ -49,7 +49,8 @@ _COMMANDS = {
 }
 _UNICODE = {"π": "PI", "√": "SQRT", "×": "*", "÷": "/", "·": "*", "−": "-", "∞": "INF", "⋅": "*"}
 _SINGLE = set("+-*/^!%()[]{}")
-_TOKEN = re.compile(r"\s+|\d+(?:\.\d*)?|\.\d+|\\[A-Za-z]+|\\.|[A-Za-z]+|.", re.S)
+# A subscripted name ("v_0", "x_{12}") is one variable.
+_TOKEN = re.compile(r"\s+|\d+(?:\.\d*)?|\.\d+|\\[A-Za-z]+|\\.|[A-Za-z]_(?:\{[A-Za-z0-9]{1,8}\}|[A-Za-z0-9])|[A-Za-z]+|.", re.S)
 
 
 def tokenize(text: str) -> list[tuple[str, str]]:
@@ -69,6 +70,8 @@ def tokenize(text: str) -> list[tuple[str, str]]:
                 raise ParseError(f"unsupported command {tok}")
             if kind is not None:
                 out.append((kind, tok))
+        elif "_" in tok and tok[0].isalpha() and tok.isascii():
+            out.append(("VAR", tok.replace("{", "").replace("}", "")))
         elif tok in _UNICODE:
             out.append((_UNICODE[tok], tok))
         elif tok.isalpha() and tok.isascii():
