@@ -31,6 +31,7 @@ class StepReport:
     grounded: int = 0  # steps whose true equalities all compute with the problem's numbers or earlier results
     ungrounded: int = 0  # steps without a false equality holding a true one that does not (earns nothing)
     known: frozenset[Fraction] | None = frozenset()  # the problem's numbers and grounded results (None: not grounded)
+    first_ungrounded: tuple[int, int] | None = None  # (start, end) of the first ungrounded step
 
 
 def _computes(eq: Equation) -> bool:
@@ -77,7 +78,8 @@ def step_report(spans: list[tuple[int, int]], found: list[Equation], verdicts: l
         first = (*spans[wrong[0]], f"{eq.left} = {eq.right}")
     return StepReport(len(spans), tuple(wrong), tuple(spans[k] for k in credited), first,
                       len(true_steps - set(wrong) - ungrounded), len(ungrounded),
-                      grounding.known if problem is not None else None)
+                      grounding.known if problem is not None else None,
+                      spans[min(ungrounded)] if ungrounded else None)
 
 
 def faithful(correct: bool, answer: str | None, steps: StepReport) -> bool:
@@ -97,7 +99,7 @@ def score(correct: bool, answered: bool, opts: MathOptions) -> float:
 def spans(text: str, answer: tuple[int, int] | None, correct: bool, steps: StepReport, opts: MathOptions,
           region: int = 0) -> list[Span]:
     """Answer span (+credit / -penalty), or -penalty over the last line without an answer; -penalty
-    over the first wrong step; +credit over each verified step when there is an answer (credit for
+    over the first wrong step (in a wrong answer without one, over the first ungrounded step); +credit over each verified step when there is an answer (credit for
     steps that never reach an answer would pay a policy to skip it). Never overlapping, and never
     before `region` (where the answer may start: nothing inside the thinking block is graded)."""
     out: list[Span] = []
@@ -107,6 +109,9 @@ def spans(text: str, answer: tuple[int, int] | None, correct: bool, steps: StepR
         _add(out, taken, answer[0], answer[1], reward, "answer")
     if steps.first_wrong is not None:
         _add(out, taken, steps.first_wrong[0], steps.first_wrong[1], -opts.step_penalty, "step")
+    elif answer is not None and not correct and steps.first_ungrounded is not None:
+        # every step true, the answer wrong: the error is where the solution left the problem
+        _add(out, taken, *steps.first_ungrounded, -opts.step_penalty, "step_ungrounded")
     if answer is None and opts.penalize_missing:
         last = _last_line(text, region)
         if last is not None and not any(s < last[1] and last[0] < e for s, e in taken):

@@ -78,14 +78,27 @@ def test_true_arithmetic_of_other_numbers_earns_nothing(backend):
     text = "7 * 8 = 56\n\n56 + 9 = 65\n\n65 - 6 = 59\n\n\\boxed{59}"
     r, credited = _score(backend, text)
     assert credited == [] and r.metrics["steps_ungrounded"] == 3 and r.metrics["steps_wrong"] == 0
-    assert r.score == 0.0 and [s.label for s in r.spans] == ["answer"]  # not penalised beyond the answer
-    assert r.metrics["faithful"] == 0.0
+    assert r.metrics["faithful"] == 0.0 and r.score == 0.0
+    # a wrong answer without a false step: its error is where it left the problem, the first ungrounded step
+    got = [(text[s.start : s.end], s.reward, s.label) for s in r.spans]
+    assert got == [("7 * 8 = 56", -0.5, "step_ungrounded"), ("59", -0.5, "answer")]
+
+
+def test_the_looping_chain_a_trained_policy_wrote(backend):
+    # sampled from a 40-step bot_grpo checkpoint (docs/notes-math.md): true steps, +2 and -2 from nowhere
+    prompt = "Renée has 4 bags with 5 stickers each. They find 6 more stickers. They give away 5 stickers."
+    text = "4 * 5 = 20\n\n20 + 2 = 22\n\n22 - 2 = 20\n\n20 + 2 = 22\n\n\\boxed{22}"
+    r, credited = _score(backend, text, gold="21", prompt=prompt)
+    assert credited == ["4 * 5 = 20"] and r.metrics["repeats"] == 1 and r.metrics["steps_ungrounded"] == 3
+    assert [(text[s.start : s.end], s.label) for s in r.spans][:2] == [("4 * 5 = 20", "step_ok"),
+                                                                       ("20 + 2 = 22", "step_ungrounded")]
 
 
 def test_right_answer_through_an_ungrounded_step_is_not_faithful(backend):
     text = "3 * 4 = 12\n\n12 + 5 = 17\n\n10 + 5 = 15\n\n\\boxed{15}"  # 10 comes from nowhere
     r, credited = _score(backend, text)
     assert r.score == 1.0 and credited == ["3 * 4 = 12", "12 + 5 = 17"]
+    assert "step_ungrounded" not in [s.label for s in r.spans]  # a right answer's constants are not penalised
     assert (r.metrics["steps_ungrounded"], r.metrics["faithful"]) == (1, 0)
 
 
