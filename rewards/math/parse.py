@@ -241,7 +241,7 @@ def _atom(st: _State) -> sympy.Expr:
     if kind == "NUM":
         return _number(st, text)
     if kind == "VAR":
-        return sympy.Symbol(text)
+        return _variable(text)
     if kind == "PI":
         return sympy.pi
     if kind == "INF":
@@ -260,6 +260,11 @@ def _atom(st: _State) -> sympy.Expr:
     if kind == "BINOM":
         return _binom(_frac_arg(st), _frac_arg(st))
     raise ParseError(f"unexpected {text!r}")
+
+
+def _variable(name: str) -> sympy.Expr:
+    """A letter is a variable, except `i`: the imaginary unit, as answers write it ("3 + 4i", "i^2")."""
+    return sympy.I if name == "i" else sympy.Symbol(name)
 
 
 def _bracketed(st: _State) -> sympy.Expr:
@@ -282,7 +287,7 @@ def _frac_arg(st: _State) -> sympy.Expr:
             st.tokens[st.pos - 1 : st.pos] = [("NUM", text[0]), ("NUM", text[1:])]
         return sympy.Integer(text[0])
     if kind == "VAR":
-        return sympy.Symbol(text)
+        return _variable(text)
     raise ParseError("bad \\frac argument")
 
 

@@ -96,7 +96,7 @@ TWINS: list[tuple[str, str, bool]] = [
     ("|z| = 5", "5", True), ("f^{-1}(3) = 2", "2", True), ("x^2 + y = 4", "4", False),  # the gold names its unknown
     ("\\{1, 2\\}", "{2, 1}", True), ("\\{1, 2\\}", "{1, 3}", False),  # sets in TeX braces
     ("\\{n!, 2\\}", "\\{n!, 2\\}", True), ("\\{a, b\\}", "\\{b, c\\}", False),  # symbolic elements
-    ("1+i", "i+1", True), ("1+i", "1-i", False),
+    ("1+i", "i+1", True), ("1+i", "1-i", False), ("-1", "i^2", True), ("1", "i^2", False),  # i is imaginary
     ("v_0 t", "t v_0", True), ("v_0 t", "v_1 t", False),  # subscripted names
     ("x^2y^3", "y^3x^2", True), ("x^2y^3", "x^3y^2", False),  # juxtaposed powers
     ("\\frac{1}{2}", "\\sin 30^\\circ", True), ("\\frac{1}{2}", "\\sin 60^\\circ", False),  # degrees inside \\sin
