@@ -81,7 +81,8 @@ class MathBackend(Backend):
         if found.answer is not None:
             correct, reason = self.judge(found.answer, gold_answer(gold), deadline, opts.rel_tol)
         region = answer_bounds(request.completion, opts.think_tags, opts.think_open)
-        steps = self._check_steps(request.completion, region, request.prompt if opts.grounding else None, deadline) \
+        grounded = opts.grounding and bool(request.prompt.strip())  # the problem's numbers come from the prompt
+        steps = self._check_steps(request.completion, region, request.prompt if grounded else None, deadline) \
             if opts.steps else StepReport()
         answer = (found.start, found.end) if found.answer is not None else None
         info: dict[str, Any] = {"answer": _clip(found.answer or ""), "gold": _clip(gold), "reason": reason}
@@ -90,6 +91,8 @@ class MathBackend(Backend):
         metrics = {"correct": float(correct), "extracted": float(answer is not None),
                    "steps": float(steps.n_steps), "steps_wrong": float(len(steps.wrong)),
                    "repeats": float(repeated_paragraphs(request.completion))}
+        if opts.steps and not grounded:
+            info["grounding"] = "off: " + ("the request has no prompt" if opts.grounding else "option grounding is false")
         if opts.steps:
             metrics.update(steps_grounded=float(steps.grounded), steps_ungrounded=float(steps.ungrounded),
                            faithful=float(reward.faithful(correct, found.answer, steps)))
@@ -144,7 +147,7 @@ class MathBackend(Backend):
     def _check_steps(self, text: str, region: tuple[int, int], prompt: str | None, deadline: float) -> StepReport:
         """Step checks of the graded region only (never inside the thinking block); credit needs
         operands grounded in the prompt's numbers or earlier results (grounding.py; prompt None:
-        the `grounding` option is off and every operand counts as grounded)."""
+        grounding is off, by the option or for want of a prompt, and every operand counts)."""
         spans = [(region[0] + s, region[0] + e) for s, e in split_steps(text[region[0]:region[1]])]
         found = [e for e in equations(text, spans) if len(e.left) <= MAX_SIDE_CHARS and len(e.right) <= MAX_SIDE_CHARS]
         return reward.step_report(spans, found, self._equation_verdicts(found, deadline),

@@ -113,11 +113,13 @@ def test_steps_after_a_slip_are_not_grounded(backend):
     assert credited == ["3 * 4 = 12"] and (r.metrics["steps_wrong"], r.metrics["steps_ungrounded"]) == (1, 1)
 
 
-def test_no_prompt_grounds_nothing_and_the_option_turns_grounding_off(backend):
-    text = "3 * 4 = 12\n\n12 + 5 = 17\n\n17 - 2 = 15\n\n\\boxed{15}"
-    assert _score(backend, text, prompt="")[1] == []
+def test_without_a_prompt_or_with_the_option_off_grounding_is_off(backend):
+    # nothing to ground in: the old rule (any true step), said in info; no ungrounded penalty either
+    r, credited = _score(backend, "7 * 8 = 56\n\n56 + 1 = 57\n\n\\boxed{57}", gold="50", prompt="")
+    assert credited == ["7 * 8 = 56", "56 + 1 = 57"] and "no prompt" in r.info["grounding"]
+    assert "step_ungrounded" not in [s.label for s in r.spans] and r.metrics["steps_ungrounded"] == 0
     r, credited = _score(backend, "7 * 8 = 56\n\n\\boxed{56}", gold="56", grounding=False)
-    assert credited == ["7 * 8 = 56"] and r.metrics["faithful"] == 1.0
+    assert credited == ["7 * 8 = 56"] and r.metrics["faithful"] == 1.0 and "option" in r.info["grounding"]
 
 
 def test_arith_synth_corpus_is_faithful_exactly_without_slips(backend):
