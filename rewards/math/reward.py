@@ -32,6 +32,7 @@ class StepReport:
     ungrounded: int = 0  # steps without a false equality holding a true one that does not (earns nothing)
     known: frozenset[Fraction] | None = frozenset()  # the problem's numbers and grounded results (None: not grounded)
     first_ungrounded: tuple[int, int] | None = None  # (start, end) of the first ungrounded step
+    repeats: tuple[tuple[int, int], ...] = ()  # paragraphs repeating an earlier one (after the thinking block)
 
 
 def _computes(eq: Equation) -> bool:
@@ -63,7 +64,7 @@ def credited_steps(found: list[Equation], verdicts: list[bool | None], wrong: se
 
 
 def step_report(spans: list[tuple[int, int]], found: list[Equation], verdicts: list[bool | None],
-                problem: set[Fraction] | None) -> StepReport:
+                problem: set[Fraction] | None, repeats: list[tuple[int, int]] = ()) -> StepReport:
     """The step spans, wrong / grounded / credited steps from the equalities' verdicts (doubt is
     neither right nor wrong) and the problem's numbers (None: grounding is off, all count)."""
     wrong = sorted({e.step for e, v in zip(found, verdicts) if v is False})
@@ -79,7 +80,7 @@ def step_report(spans: list[tuple[int, int]], found: list[Equation], verdicts: l
     return StepReport(len(spans), tuple(wrong), tuple(spans[k] for k in credited), first,
                       len(true_steps - set(wrong) - ungrounded), len(ungrounded),
                       grounding.known if problem is not None else None,
-                      spans[min(ungrounded)] if ungrounded else None)
+                      spans[min(ungrounded)] if ungrounded else None, tuple(repeats))
 
 
 def faithful(correct: bool, answer: str | None, steps: StepReport) -> bool:
@@ -116,6 +117,8 @@ def spans(text: str, answer: tuple[int, int] | None, correct: bool, steps: StepR
         last = _last_line(text, region)
         if last is not None and not any(s < last[1] and last[0] < e for s, e in taken):
             _add(out, taken, last[0], last[1], -opts.answer_penalty, "no_answer")
+    for start, end in steps.repeats:  # measured: step spans made looping pay (docs/notes-math.md)
+        _add(out, taken, start, end, -opts.repeat_penalty, "repeat")
     if answer is not None and opts.step_credit > 0:
         for start, end in steps.verified:
             _add(out, taken, start, end, opts.step_credit, "step_ok")

@@ -90,7 +90,7 @@ class MathBackend(Backend):
             info["first_wrong_step"] = _clip(steps.first_wrong[2])
         metrics = {"correct": float(correct), "extracted": float(answer is not None),
                    "steps": float(steps.n_steps), "steps_wrong": float(len(steps.wrong)),
-                   "repeats": float(repeated_paragraphs(request.completion))}
+                   "repeats": float(len(repeated_paragraphs(request.completion)))}
         if opts.steps and not grounded:
             info["grounding"] = "off: " + ("the request has no prompt" if opts.grounding else "option grounding is false")
         if opts.steps:
@@ -151,7 +151,7 @@ class MathBackend(Backend):
         spans = [(region[0] + s, region[0] + e) for s, e in split_steps(text[region[0]:region[1]])]
         found = [e for e in equations(text, spans) if len(e.left) <= MAX_SIDE_CHARS and len(e.right) <= MAX_SIDE_CHARS]
         return reward.step_report(spans, found, self._equation_verdicts(found, deadline),
-                                  None if prompt is None else problem_numbers(prompt))
+                                  None if prompt is None else problem_numbers(prompt), repeated_paragraphs(text, *region))
 
     def _equation_verdicts(self, found: list[Equation], deadline: float) -> list[bool | None]:
         if not found:

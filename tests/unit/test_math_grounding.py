@@ -134,3 +134,17 @@ def test_arith_synth_corpus_is_faithful_exactly_without_slips(backend):
         assert m["faithful"] == float(not it.slips), (it.completion, m)
         if not it.slips:
             assert m["steps_grounded"] == len(it.problem.ops) and m["steps_ungrounded"] == 0
+
+
+def test_a_repeated_paragraph_costs_repeat_penalty(backend):
+    # measured (docs/notes-math.md): step spans made looping pay; a repeat earns nothing and costs
+    text = "3 * 4 = 12\n\n12 + 5 = 17\n\n12 + 5 = 17\n\n17 - 2 = 15\n\n\\boxed{15}"
+    r, credited = _score(backend, text)
+    got = [(text[s.start : s.end], s.reward, s.label) for s in r.spans]
+    assert got[2] == ("12 + 5 = 17", -0.5, "repeat") and r.metrics["repeats"] == 1
+    assert credited == ["3 * 4 = 12", "12 + 5 = 17", "17 - 2 = 15"] and r.score == 1.0
+    r, _ = _score(backend, text, repeat_penalty=0)
+    assert "repeat" not in [s.label for s in r.spans]
+    # only after the thinking block: a model may restate a line while thinking
+    r, _ = _score(backend, "<think>\nfirst\n\n12 + 5 = 17\n\n12 + 5 = 17\n\n</think>\n3 * 4 = 12\n\n\\boxed{12}", gold="12")
+    assert "repeat" not in [s.label for s in r.spans] and r.metrics["repeats"] == 1
