@@ -13,7 +13,7 @@ from fractions import Fraction
 
 from botgrpo_rewards.math.grounding import answer_value, ground
 from botgrpo_rewards.math.options import MathOptions
-from botgrpo_rewards.math.steps import Equation
+from botgrpo_rewards.math.steps import Equation, repeated_paragraphs
 from botgrpo_rewards.protocol import Span
 
 # An equality computes something when a side holds an operator or a LaTeX command ("2 = 2" does not).
@@ -91,6 +91,16 @@ def faithful(correct: bool, answer: str | None, steps: StepReport) -> bool:
         return False
     value = answer_value(answer or "")
     return value is None or steps.known is None or value in steps.known
+
+
+def metrics(text: str, correct: bool, answer: str | None, steps: StepReport, checked: bool) -> dict[str, float]:
+    """The service's metrics (README); the grounding ones only when steps were `checked`."""
+    out = {"correct": float(correct), "extracted": float(answer is not None), "steps": float(steps.n_steps),
+           "steps_wrong": float(len(steps.wrong)), "repeats": float(len(repeated_paragraphs(text)))}
+    if checked:
+        out.update(steps_grounded=float(steps.grounded), steps_ungrounded=float(steps.ungrounded),
+                   faithful=float(faithful(correct, answer, steps)))
+    return out
 
 
 def score(correct: bool, answered: bool, opts: MathOptions) -> float:

@@ -88,14 +88,9 @@ class MathBackend(Backend):
         info: dict[str, Any] = {"answer": _clip(found.answer or ""), "gold": _clip(gold), "reason": reason}
         if steps.first_wrong is not None:
             info["first_wrong_step"] = _clip(steps.first_wrong[2])
-        metrics = {"correct": float(correct), "extracted": float(answer is not None),
-                   "steps": float(steps.n_steps), "steps_wrong": float(len(steps.wrong)),
-                   "repeats": float(len(repeated_paragraphs(request.completion)))}
+        metrics = reward.metrics(request.completion, correct, found.answer, steps, opts.steps)
         if opts.steps and not grounded:
             info["grounding"] = "off: " + ("the request has no prompt" if opts.grounding else "option grounding is false")
-        if opts.steps:
-            metrics.update(steps_grounded=float(steps.grounded), steps_ungrounded=float(steps.ungrounded),
-                           faithful=float(reward.faithful(correct, found.answer, steps)))
         return ScoreResult(score=reward.score(correct, answer is not None, opts),
                            spans=reward.spans(request.completion, answer, correct, steps, opts, region[0]), metrics=metrics, info=info)
 
