@@ -160,7 +160,8 @@ class ArithSynthTask(SyntheticTask):
     step_separator = "\n\n"
     stop = ()  # completions end with the model's EOS
     max_new_tokens = 96
-    eval_metrics = ("correct", "steps_wrong")
+    # faithful: right answer with every step true and grounded (the math service's metrics, README there)
+    eval_metrics = ("correct", "faithful", "steps_wrong", "steps_ungrounded", "repeats")
     # 800 steps instead of the tiny recipe's 500: at 500 the model computes too few steps right
     # (base pass@1 0.05, measured), at 1500 it exceeds 0.5 and leaves little to learn.
     bootstrap_sft = {"tiny": {"steps": 800}}

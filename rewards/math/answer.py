@@ -17,10 +17,19 @@ _DROP = [r"\$", r"\\\(", r"\\\)", r"\\\[", r"\\\]", r"\\displaystyle", r"\\left"
 _DROP_RE = re.compile("|".join(_DROP))
 _WRAP = re.compile(r"\\(?:text|textbf|textrm|textnormal|textit|textup|mathrm|mathbf|mathit|mathsf|mbox|operatorname)"
                    r"\s*\{([^{}]*)\}")
-_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?=\.\d|(?![\d,.]))")
+_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?=\.\d|,\s|(?![\d,.]))")
 _SPACED_THOUSANDS = re.compile(r"-?\d{1,3}(?: \d{3})+(?:\.\d+)?")
 _PERCENT_WORD = re.compile(r"\s*(?:percent(?:age)?|pct)\.?\s*$", re.I)
 _PM = re.compile(r"\\pm|±")
+# "(5,250)" is a pair: inside brackets a comma before three digits is a thousands separator only
+# when items are written with ", " ("[1,000, 2,000]").
+# "1 1/2" is the mixed number 3/2 (a whole number, a space, a proper fraction), not 11/2.
+_MIXED = re.compile(r"(?<![\d./^_{])(-?)(\d+) (\d+)/(\d+)(?![\d./])")
+_ORDINAL = re.compile(r"(?<=\d)\s*(?:\^\s*\{\s*(?:st|nd|rd|th)\s*\}|\^(?:st|nd|rd|th)|(?:st|nd|rd|th))(?![A-Za-z])")
+_TRIG = re.compile(r"\\(?:sin|cos|tan|cot|sec|csc)(?![A-Za-z])")
+_DEGREES = re.compile(r"(\d+(?:\.\d+)?)\s*(?:\^\s*\{?\s*\\circ\s*\}?|°|\\degree)")
+# "3 million": a magnitude word multiplies (it is not a unit to drop).
+_MAGNITUDES = {"thousand": 3, "million": 6, "billion": 9, "trillion": 12}
 _LHS = re.compile(r"^\s*(?:\\?[A-Za-z]+(?:_\{?\w+\}?)?|[A-Za-z]\([A-Za-z]\))\s*(?:=|\\in)\s*")
 _MEMBER = re.compile(r"^\s*[A-Za-z]\s*\\in\s*")
 _CONNECTIVE = re.compile(r"\s+(?:and|or)\s+|\\quad|\\qquad", re.I)
@@ -46,16 +55,28 @@ def normalize(text: str) -> str:
     """Strip presentation (math delimiters, spacing, \\text units, degrees, dollar signs)."""
     s = text.strip()
     s = _WRAP.sub(lambda m: " " + m.group(1) + " ", s)
+    if _TRIG.search(s):  # "\\sin 30^\\circ": degrees inside a function are an angle, not presentation
+        s = _DEGREES.sub(lambda m: f"\\frac{{{m.group(1)}\\pi}}{{180}}", s)
     s = re.sub(r"(?<=\d),\\!\s*(?=\d)", ",", s)  # "11,\! 111" is one number
     s = _DROP_RE.sub("", s)
     s = s.replace("\\%", "%").replace("\\{", "\x01").replace("\\}", "\x02").replace("\\cfrac", "\\frac")
-    s = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), s)
+    pairs = ", " not in s  # inside brackets "(5,250)" is a pair, "[1,000, 2,000]" two numbers
+    s = _THOUSANDS.sub(lambda m: m.group() if pairs and _depth_at(s, m.start()) else m.group().replace(",", ""), s)
     if _SPACED_THOUSANDS.fullmatch(s.strip()):  # "1 000" written alone
         s = s.replace(" ", "")
+    s = _MIXED.sub(_mixed, s)
+    s = _ORDINAL.sub("", s)
     s = _PERCENT_WORD.sub("%", s)
     s = _CONNECTIVE.sub(",", s)
     s = re.sub(r"\s+", " ", s).strip().rstrip(".")
     return s.strip()
+
+
+def _mixed(m: re.Match) -> str:
+    sign, whole, num, den = m.groups()
+    if int(den) == 0 or int(num) >= int(den):  # "1 3/2" is not how mixed numbers are written
+        return m.group()
+    return f"{sign}({whole}+{num}/{den})"
 
 
 def clean_item(item: str) -> str:
@@ -66,6 +87,8 @@ def clean_item(item: str) -> str:
         if not m or not s[: m.start()].strip():
             break
         word = m.group(1)
+        if word.lower() in _MAGNITUDES:  # "3 million" is 3*10^6
+            return f"({s[: m.start()].strip()})*10^{_MAGNITUDES[word.lower()]}"
         if word.lower() in _NOT_UNITS or not (word.lower() in _UNITS or len(word) >= 3):
             break
         s = s[: m.start()].strip()
@@ -107,7 +130,9 @@ def _closes_at_end(s: str) -> bool:
 
 _RELATION = re.compile(r"<=|>=|!=|<|>")
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
-_NAME = r"\\?[A-Za-z]+(?:_\{?\w+\}?)?(?:\([^()=]*\))?"
+# A name: "x", "f(3)", "a_{10}", "\\overline{AB}", "f^{-1}(3)", "f'(x)", "|z|", "\\log_2 8" (a function and its argument).
+_NAME_CORE = r"\\?[A-Za-z]+(?:\{[A-Za-z ]+\})?(?:_\{?\w+\}?)?(?:\^\{-1\})?'*(?:\([^()=]*\))?"
+_NAME = rf"(?:\|\s*{_NAME_CORE}\s*\||\\[A-Za-z]+(?:_\{{?\w+\}}?)?\s*\d+|{_NAME_CORE})"
 # A left-hand side that only names what was asked for: "x", "f(3)", "m+n", "abc", "(p,q)", "\angle A".
 _NAME_LHS = re.compile(rf"\s*(?:{_NAME}(?:\s*(?:[+*]|\\cdot)?\s*{_NAME})*|\(\s*{_NAME}(?:\s*,\s*{_NAME})+\s*\))\s*")
 _MATRIX = re.compile(r"\s*[\[(]?\s*\\begin\{([pbvBV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}\s*[\])]?\s*", re.S)
@@ -139,6 +164,20 @@ def drop_lhs(s: str, gold: bool = False) -> str:
     if gold and len(sides) == 2 and not _NAME_LHS.fullmatch(sides[0]):
         return s
     return sides[-1].strip()
+
+
+_FUNCTION_CALL = re.compile(r"\\(?:arc)?(?:sin|cos|tan|cot|sec|csc)h?(?![A-Za-z])|\\(?:log|ln|exp)(?![A-Za-z])"
+                            r"|(?<![A-Za-z\\])[A-Za-z](?:\^\{-1\})?'*\s*\(")
+
+
+def left_sides_differ(answer: str, gold: str) -> bool:
+    """Both state a function's value and name different ones: "\\cos x = 42/59" does not answer
+    "\\sin x = 42/59", nor "g(3) = 5" "f(3) = 5" (dropping both left sides would equate them). A
+    left side that names no function ("y = 3x + 2" for "f(x) = 3x + 2") is not compared."""
+    a, g = (equation_sides(_cut_approx(normalize(t))) for t in (answer, gold))
+    if len(a) < 2 or len(g) != 2 or not (_FUNCTION_CALL.search(a[0]) and _FUNCTION_CALL.search(g[0])):
+        return False
+    return re.sub(r"[\s{}()]", "", a[0]) != re.sub(r"[\s{}()]", "", g[0])
 
 
 def _expand_pm(items: list[str]) -> list[str]:
@@ -209,6 +248,8 @@ def _structure(s: str) -> Shape:
         return Shape("union", tuple(_structure(p.strip()) for p in split_top(s, "\\cup")))
     if len(s) >= 2 and s[0] == "\x01" and s[-1] == "\x02" and _closes_at_end(s):
         return Shape("set", tuple(clean_item(p) for p in _expand_pm(split_top(s[1:-1]))))
+    if len(s) >= 2 and s[0] == "{" and s[-1] == "}" and _closes_at_end(s) and len(split_top(s[1:-1])) > 1:
+        return Shape("set", tuple(clean_item(p) for p in _expand_pm(split_top(s[1:-1]))))  # "{1, 2}": TeX braces
     if len(s) >= 2 and s[0] in "([" and s[-1] in ")]" and _closes_at_end(s):
         items = tuple(clean_item(p) for p in split_top(s[1:-1]))
         if len(items) == 2 and (s[0] == "[" or s[-1] == "]"):

@@ -27,6 +27,7 @@ from botgrpo_rewards.protocol import DEFAULT_TAGS, split_reasoning
 
 DEFAULT_THINK_TAGS = DEFAULT_TAGS
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_BRACELESS_BOX = re.compile(r"\\(?:boxed|fbox)[ \t]+(-?\d+(?:\.\d+)?|[A-Za-z])(?![\w{])(?!\.\d)")
 _CHAT_END = re.compile(r"<\|im_end\|>|<\|im_start\|>|<\|endoftext\|>|<\|eot_id\|>|<\|end\|>|</s>")
 _PARA = re.compile(r"\n[ \t]*\n")
 # A final-answer phrase; the answer starts at its end. Order does not matter: the last match wins.
@@ -96,6 +97,16 @@ def answer_region(text: str, think_tags: tuple[str, str] | None = DEFAULT_THINK_
     return after, ""
 
 
+def answer_bounds(text: str, think_tags: tuple[str, str] | None = DEFAULT_THINK_TAGS,
+                  think_open: bool = False) -> tuple[int, int]:
+    """[start, end) of the text that is graded (the answer, the step checks): after the reasoning
+    block and before an end-of-turn token; empty (start == end) while the model was still thinking."""
+    junk = _CHAT_END.search(text)
+    end = junk.start() if junk else len(text)
+    start, why = answer_region(text[:end], think_tags, think_open)
+    return (end, end) if why else (start, end)
+
+
 def extract_answer(text: str, think_tags: tuple[str, str] | None = DEFAULT_THINK_TAGS,
                    think_open: bool = False) -> Extraction:
     """The final answer of a completion (see the module docstring for the rules)."""
@@ -106,8 +117,8 @@ def extract_answer(text: str, think_tags: tuple[str, str] | None = DEFAULT_THINK
         return _none(why)
     pairs = match_braces(text, region)
     boxes, unclosed = _boxes(text, region, pairs)
-    if unclosed >= 0 and (not boxes or unclosed > boxes[-1][1]):
-        return _none("unbalanced braces in the final \\boxed{}")
+    if unclosed >= 0 and (not boxes or unclosed >= _paragraph_start(text, boxes[-1][0], region)):
+        return _none("unbalanced braces in the final \\boxed{}")  # also one around a closed box
     marker = _last_marker(text, region)
     if marker is not None and (not boxes or marker[0] >= _paragraph_start(text, boxes[-1][0], region)):
         if not boxes or marker[1] >= boxes[-1][0]:
@@ -133,7 +144,10 @@ def _boxes(text: str, region: int, pairs: dict[int, int]) -> tuple[list[tuple[in
             continue
         found.append((brace + 1, close))
         covered = close
-    return found, unclosed
+    for m in _BRACELESS_BOX.finditer(text, region):  # "\\boxed 5": TeX boxes the next token
+        if not any(s <= m.start() < e for s, e in found):
+            found.append((m.start(1), m.end(1)))
+    return sorted(found), unclosed
 
 
 def _paragraph_start(text: str, pos: int, region: int) -> int:
@@ -258,6 +272,9 @@ def _sentence_ends_there(text: str, pos: int, end: int) -> bool:
 def _from_boxes(text: str, boxes: list[tuple[int, int]], region: int) -> Extraction:
     para_start = _paragraph_start(text, boxes[-1][0], region)
     final = [b for b in boxes if b[0] >= para_start] or boxes[-1:]
+    final = [_unwrap(text, s, e) for s, e in final]
+    if any(_BOX.search(text, s, e) for s, e in final):
+        return _none("boxes inside a \\boxed{}")  # "\\boxed{3 \\boxed{5}}": a hedge in one box
     values = {_canon(text[s:e]) for s, e in final}
     if len(values) > 1:
         return _none(f"{len(values)} different boxed answers")
@@ -265,6 +282,16 @@ def _from_boxes(text: str, boxes: list[tuple[int, int]], region: int) -> Extract
     if start >= end:
         return _none("empty \\boxed{}")
     return Extraction(text[start:end], start, end, "boxed")
+
+
+def _unwrap(text: str, start: int, end: int) -> tuple[int, int]:
+    """The inside of a box that holds only a box ("\\boxed{\\boxed{5}}" is 5)."""
+    while True:
+        s, e = _trim(text, start, end)
+        m = _BOX.match(text, s, e)
+        if not m or match_braces(text, m.end() - 1).get(m.end() - 1) != e - 1:
+            return start, end
+        start, end = m.end(), e - 1
 
 
 def _bare(text: str, region: int, turn_ended: bool = False) -> Extraction:
@@ -284,7 +311,8 @@ def _last_sentence(text: str, start: int, end: int, turn_ended: bool) -> Extract
     """The value the last sentence states ("Therefore, the probability is 2/3."), if it states one."""
     hope = _HOPE.search(text, start, end)
     end = _trim(text, start, hope.start() if hope else end)[1]
-    if not hope and not turn_ended and text[end - 1 : end] not in (".", "!"):
+    closed_math = text.endswith(("$", "\\)", "\\]"), start, end)  # "... is $\\frac23$": the value is whole
+    if not hope and not turn_ended and text[end - 1 : end] not in (".", "!") and not closed_math:
         return _none("no \\boxed{} answer or final-answer phrase (the last sentence is unfinished)")
     while end > start and text[end - 1] in _TRAILING:
         end -= 1

@@ -30,10 +30,12 @@ class MathOptions:
     answer_penalty: float = 0.5  # minus this on a wrong answer (and on the last line without one)
     step_penalty: float = 0.5  # minus this on the first step holding a false equality
     step_credit: float = STEP_CREDIT  # plus this on each step whose equalities are verified true
+    grounding: bool = True  # step credit only for operands from the prompt or earlier results (grounding.py)
+    repeat_penalty: float = 0.5  # minus this on each paragraph that repeats an earlier one (with steps)
 
     def outcomes(self) -> list[Outcome]:
         """The reward contract's outcomes, best first, with the score and span rewards each can earn."""
-        step_low = -self.step_penalty if self.steps else 0.0
+        step_low = -max(self.step_penalty, self.repeat_penalty) if self.steps else 0.0
         step_high = self.step_credit if self.steps else 0.0
         missing_low = min(step_low, -self.answer_penalty if self.penalize_missing else 0.0)
         return [
@@ -55,9 +57,10 @@ def read_options(request: ScoreRequest) -> MathOptions:
     check_option_names("math", request.options, tuple(MathOptions.__dataclass_fields__))
     tags, opened = think_options(request.options)
     numbers = {name: number_option(request.options, name, getattr(MathOptions, name), 0.0, 1.0)
-               for name in ("answer_credit", "answer_penalty", "step_penalty", "step_credit")}
+               for name in ("answer_credit", "answer_penalty", "step_penalty", "step_credit", "repeat_penalty")}
     opts = MathOptions(bool_option(request.options, "steps", False), bool_option(request.options, "penalize_missing", True),
                        _rel_tol(request), tags, opened,
-                       number_option(request.options, "missing_score", MathOptions.missing_score, -1.0, 0.0), **numbers)
+                       number_option(request.options, "missing_score", MathOptions.missing_score, -1.0, 0.0), **numbers,
+                       grounding=bool_option(request.options, "grounding", True))
     check_order("math", opts.outcomes())
     return opts

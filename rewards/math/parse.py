@@ -49,7 +49,8 @@ _COMMANDS = {
 }
 _UNICODE = {"π": "PI", "√": "SQRT", "×": "*", "÷": "/", "·": "*", "−": "-", "∞": "INF", "⋅": "*"}
 _SINGLE = set("+-*/^!%()[]{}")
-_TOKEN = re.compile(r"\s+|\d+(?:\.\d*)?|\.\d+|\\[A-Za-z]+|\\.|[A-Za-z]+|.", re.S)
+# A subscripted name ("v_0", "x_{12}") is one variable.
+_TOKEN = re.compile(r"\s+|\d+(?:\.\d*)?|\.\d+|\\[A-Za-z]+|\\.|[A-Za-z]_(?:\{[A-Za-z0-9]{1,8}\}|[A-Za-z0-9])|[A-Za-z]+|.", re.S)
 
 
 def tokenize(text: str) -> list[tuple[str, str]]:
@@ -69,6 +70,8 @@ def tokenize(text: str) -> list[tuple[str, str]]:
                 raise ParseError(f"unsupported command {tok}")
             if kind is not None:
                 out.append((kind, tok))
+        elif "_" in tok and tok[0].isalpha() and tok.isascii():
+            out.append(("VAR", tok.replace("{", "").replace("}", "")))
         elif tok in _UNICODE:
             out.append((_UNICODE[tok], tok))
         elif tok.isalpha() and tok.isascii():
@@ -238,7 +241,7 @@ def _atom(st: _State) -> sympy.Expr:
     if kind == "NUM":
         return _number(st, text)
     if kind == "VAR":
-        return sympy.Symbol(text)
+        return _variable(text)
     if kind == "PI":
         return sympy.pi
     if kind == "INF":
@@ -257,6 +260,11 @@ def _atom(st: _State) -> sympy.Expr:
     if kind == "BINOM":
         return _binom(_frac_arg(st), _frac_arg(st))
     raise ParseError(f"unexpected {text!r}")
+
+
+def _variable(name: str) -> sympy.Expr:
+    """A letter is a variable, except `i`: the imaginary unit, as answers write it ("3 + 4i", "i^2")."""
+    return sympy.I if name == "i" else sympy.Symbol(name)
 
 
 def _bracketed(st: _State) -> sympy.Expr:
@@ -279,7 +287,7 @@ def _frac_arg(st: _State) -> sympy.Expr:
             st.tokens[st.pos - 1 : st.pos] = [("NUM", text[0]), ("NUM", text[1:])]
         return sympy.Integer(text[0])
     if kind == "VAR":
-        return sympy.Symbol(text)
+        return _variable(text)
     raise ParseError("bad \\frac argument")
 
 

@@ -86,6 +86,26 @@ NUMBERS: list[tuple[str, str, bool]] = [
     ("90", "90%", True), ("2", "1", False),
 ]
 
+# Formats the peer corpora showed misread (issue 27), each as a true and a false twin.
+TWINS: list[tuple[str, str, bool]] = [
+    ("(5,250)", "(5, 250)", True), ("5250", "(5,250)", False), ("5250", "5,250", True),  # a pair, not thousands
+    ("\\frac{3}{2}", "1 1/2", True), ("\\frac{11}{2}", "1 1/2", False), ("1 1/2", "11/2", False),  # mixed numbers
+    ("3000000", "3 million", True), ("3", "3 million", False), ("2", "2 \\text{ billion}", False),  # magnitudes
+    ("\\sin x = \\frac{42}{59}", "\\sin x = 42/59", True), ("\\sin x = \\frac{42}{59}", "\\cos x = \\frac{42}{59}", False),
+    ("f(3) = 5", "f(3) = 5", True), ("f(3) = 5", "g(3) = 5", False),  # a function-call left side is kept
+    ("|z| = 5", "5", True), ("f^{-1}(3) = 2", "2", True), ("x^2 + y = 4", "4", False),  # the gold names its unknown
+    ("\\{1, 2\\}", "{2, 1}", True), ("\\{1, 2\\}", "{1, 3}", False),  # sets in TeX braces
+    ("\\{n!, 2\\}", "\\{n!, 2\\}", True), ("\\{a, b\\}", "\\{b, c\\}", False),  # symbolic elements
+    ("1+i", "i+1", True), ("1+i", "1-i", False), ("-1", "i^2", True), ("1", "i^2", False),  # i is imaginary
+    ("v_0 t", "t v_0", True), ("v_0 t", "v_1 t", False),  # subscripted names
+    ("x^2y^3", "y^3x^2", True), ("x^2y^3", "x^3y^2", False),  # juxtaposed powers
+    ("\\frac{1}{2}", "\\sin 30^\\circ", True), ("\\frac{1}{2}", "\\sin 60^\\circ", False),  # degrees inside \\sin
+    ("\\mathcal{F}", "\\mathcal{F}", True), ("\\mathcal{F}", "\\mathcal{G}", False),
+    ("3.14", "\\approx 3.14", True), ("3.14", "\\approx 3.15", False),
+    ("7", "7\\mathrm{th}", True), ("7", "8^{\\text{th}}", False),  # ordinals
+    ("10:30", "10:30 \\text{ AM}", True), ("15:00", "3:00 PM", True), ("15:00", "3:00 AM", False),  # clock times
+]
+
 WORK = "We set up the equation from the problem.\nSimplifying both sides carefully gives the value below."
 
 
@@ -135,6 +155,7 @@ FORMATS = {
     "bare": (_bare, ANSWERS),
     "gsm8k": (_gsm8k, NUMBERS),
     "wizardmath": (_wizardmath, NUMBERS),
+    "misread_formats": (_boxed, TWINS),
 }
 
 # Rows the templates cannot express: which of several answers is the final one.
@@ -151,6 +172,17 @@ SPECIAL: list[tuple[str, str, str, bool]] = [
     ("final_choice", "9", "Answer \\[ 9 \\]", True),
     ("final_choice", "9", "Answer $$ 9 $$", True),
     ("final_choice", "10", "Answer \\( (9+1) \\)", True),
+    # issue 27: garbled boxes are no answer (a hedge); TeX's braceless box; prose answers
+    ("hedge", "5", "\\boxed{5} and \\boxed{\\boxed{5}", False),  # an unclosed box around a closed one
+    ("hedge", "5", "So it is \\boxed{3 \\boxed{5}}.", False),
+    ("hedge", "5", "So it is \\boxed{\\boxed{5}}.", True),
+    ("hedge", "5", "The answer is \\boxed{3}\n\\boxed{5}", False),
+    ("hedge", "5", "So it is \\boxed 5.", True),
+    ("hedge", "5", "So it is \\boxed 6.", False),
+    ("sentence", "\\frac{2}{3}", "Therefore, the probability is $\\frac{2}{3}$", True),
+    ("sentence", "\\frac{2}{3}", "Therefore, the probability is $\\frac{1}{3}$", False),
+    ("sentence", "9", "Answer \\[ 8 \\]", False),
+    ("sentence", "12", "Adding the two parts, the total is 12", False),  # cut off: 12 may be the start of 120
     # no box and no phrase: the value the last finished sentence states
     ("sentence", "\\frac{2}{3}", "P(A) = 1/2 + P(A)/4, so P(A) = 2/3. Therefore, the probability that Alice wins is 2/3. <|im_start|>user", True),
     ("sentence", "12", "Each divisor gives one. Therefore, there are 12 distinct sequences that meet the conditions. I hope it is correct.", True),

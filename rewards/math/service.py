@@ -16,12 +16,13 @@ from typing import Any
 from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult
 from botgrpo_rewards.lru import LRU
 from botgrpo_rewards.math.answer import clean_item, normalize
-from botgrpo_rewards.math.extract import extract_answer, gold_answer
+from botgrpo_rewards.math.extract import answer_bounds, extract_answer, gold_answer
+from botgrpo_rewards.math.grounding import problem_numbers
 from botgrpo_rewards.math.options import read_options
 from botgrpo_rewards.math.pool import JobFailed, JobTimeout, NoWorker, WorkerDied, WorkerPool
 from botgrpo_rewards.math import reward
 from botgrpo_rewards.math.reward import StepReport
-from botgrpo_rewards.math.steps import Equation, equations, split_steps
+from botgrpo_rewards.math.steps import Equation, equations, repeated_paragraphs, split_steps
 from botgrpo_rewards.protocol import CAPABILITY_DETERMINISTIC, ScoreRequest
 
 MAX_ANSWER_CHARS = 2000
@@ -79,15 +80,19 @@ class MathBackend(Backend):
         correct, reason = False, found.reason
         if found.answer is not None:
             correct, reason = self.judge(found.answer, gold_answer(gold), deadline, opts.rel_tol)
-        steps = self._check_steps(request.completion, deadline) if opts.steps else StepReport()
+        region = answer_bounds(request.completion, opts.think_tags, opts.think_open)
+        grounded = opts.grounding and bool(request.prompt.strip())  # the problem's numbers come from the prompt
+        steps = self._check_steps(request.completion, region, request.prompt if grounded else None, deadline) \
+            if opts.steps else StepReport()
         answer = (found.start, found.end) if found.answer is not None else None
         info: dict[str, Any] = {"answer": _clip(found.answer or ""), "gold": _clip(gold), "reason": reason}
         if steps.first_wrong is not None:
             info["first_wrong_step"] = _clip(steps.first_wrong[2])
-        metrics = {"correct": float(correct), "extracted": float(answer is not None),
-                   "steps": float(steps.n_steps), "steps_wrong": float(len(steps.wrong))}
+        metrics = reward.metrics(request.completion, correct, found.answer, steps, opts.steps)
+        if opts.steps and not grounded:
+            info["grounding"] = "off: " + ("the request has no prompt" if opts.grounding else "option grounding is false")
         return ScoreResult(score=reward.score(correct, answer is not None, opts),
-                           spans=reward.spans(request.completion, answer, correct, steps, opts), metrics=metrics, info=info)
+                           spans=reward.spans(request.completion, answer, correct, steps, opts, region[0]), metrics=metrics, info=info)
 
     def _run(self, name: str, args: tuple, deadline: float) -> Any:
         """A pool job, retried on other workers if its worker died (killed from outside: not the
@@ -134,18 +139,14 @@ class MathBackend(Backend):
         self._cache.put(key, verdict)
         return verdict
 
-    def _check_steps(self, text: str, deadline: float) -> StepReport:
-        """Which steps hold a false equality, which earn credit for a verified one (doubt counts as neither)."""
-        spans = split_steps(text)
+    def _check_steps(self, text: str, region: tuple[int, int], prompt: str | None, deadline: float) -> StepReport:
+        """Step checks of the graded region only (never inside the thinking block); credit needs
+        operands grounded in the prompt's numbers or earlier results (grounding.py; prompt None:
+        grounding is off, by the option or for want of a prompt, and every operand counts)."""
+        spans = [(region[0] + s, region[0] + e) for s, e in split_steps(text[region[0]:region[1]])]
         found = [e for e in equations(text, spans) if len(e.left) <= MAX_SIDE_CHARS and len(e.right) <= MAX_SIDE_CHARS]
-        verdicts = self._equation_verdicts(found, deadline)
-        wrong = sorted({e.step for e, v in zip(found, verdicts) if v is False})
-        true = reward.credited_steps(found, verdicts, set(wrong))
-        first = None
-        if wrong:
-            eq = next(e for e, v in zip(found, verdicts) if v is False and e.step == wrong[0])
-            first = (*spans[wrong[0]], f"{eq.left} = {eq.right}")
-        return StepReport(len(spans), tuple(wrong), tuple(spans[k] for k in true), first)
+        return reward.step_report(spans, found, self._equation_verdicts(found, deadline),
+                                  None if prompt is None else problem_numbers(prompt), repeated_paragraphs(text, *region))
 
     def _equation_verdicts(self, found: list[Equation], deadline: float) -> list[bool | None]:
         if not found:

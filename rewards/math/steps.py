@@ -71,6 +71,23 @@ def split_steps(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def repeated_paragraphs(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Spans of the paragraphs (blank-line separated, whitespace normalised) of text[start:end] that
+    repeat an earlier one: the looping a policy trained with step spans falls into (issue 27)."""
+    end = len(text) if end is None else end
+    seen: set[str] = set()
+    out: list[tuple[int, int]] = []
+    bounds = [start] + [m.end() for m in _BLANK.finditer(text, start, end)] + [end]
+    for a, b in zip(bounds, bounds[1:]):
+        key = " ".join(text[a:b].split())
+        if key in seen:
+            lead = len(text[a:b]) - len(text[a:b].lstrip())
+            out.append((a + lead, a + len(text[a:b].rstrip())))
+        elif key:
+            seen.add(key)
+    return out
+
+
 def _words_before(text: str, pos: int) -> list[str]:
     """The word just before `pos` and the word adjacent before it, lower-cased ([] / [w] / [v, w])."""
     m = re.search(r"(?:([A-Za-z]+)[ \t]+)?([A-Za-z]+)\s*$", text[max(0, pos - 40) : pos])

@@ -66,12 +66,15 @@ def test_scores_pipelined_requests_including_hostile_ones(service, tmp_path):
 
 
 # id -> (score, steps_wrong, span labels) a careful grader gives the example rollouts
-# (step_ok: a step whose closed-form equalities are verified true; no answer scores missing_score -1)
+# (step_ok: a step whose closed-form equalities are verified true and grounded: their operands are the
+# prompt's numbers or earlier grounded results; no answer scores missing_score -1). Not grounded, so no
+# credit: aime-2 (the factorisation brings in 2, 4, 3 and the divisor formula's 1s), arith-3 step 2
+# (13 is the false step's result), frac-1 (the common denominator 6 is not the problem's).
 OK = "step_ok"
 EXPECTED = {
-    "aime-1": (1.0, 0, ["answer"]), "aime-2": (1.0, 0, [OK, OK, "answer"]), "aime-3": (0.0, 1, [OK, "step", "answer"]),
+    "aime-1": (1.0, 0, ["answer"]), "aime-2": (1.0, 0, ["answer"]), "aime-3": (0.0, 1, ["step", "answer"]),
     "arith-1": (1.0, 0, [OK, OK, "answer"]), "arith-2": (0.0, 1, [OK, "step", "answer"]),
-    "arith-3": (1.0, 1, ["step", OK, "answer"]), "frac-1": (1.0, 0, [OK, "answer"]), "frac-2": (0.0, 1, ["step", "answer"]),
+    "arith-3": (1.0, 1, ["step", "answer"]), "frac-1": (1.0, 0, ["answer"]), "frac-2": (0.0, 1, ["step", "answer"]),
     "roots-1": (1.0, 0, ["answer"]), "hedge-1": (-1.0, 0, ["no_answer"]), "none-1": (-1.0, 0, ["no_answer"]),
     "geo-1": (1.0, 0, [OK, "answer"]), "pct-1": (1.0, 0, [OK, "answer"]),
 }

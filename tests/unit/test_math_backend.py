@@ -22,13 +22,17 @@ def backend():
     b.close()
 
 
-def score(b, completion, gold, deadline_s=10.0, **options):
-    req = ScoreRequest(id="t", completion=completion, reference={"answer": gold}, options=options)
+BASE_METRICS = {"correct", "extracted", "steps", "steps_wrong", "repeats"}
+STEP_METRICS = {"steps_grounded", "steps_ungrounded", "faithful"}  # only with the steps option
+
+
+def score(b, completion, gold, deadline_s=10.0, prompt="", **options):
+    req = ScoreRequest(id="t", completion=completion, prompt=prompt, reference={"answer": gold}, options=options)
     start = time.monotonic()
     result = b.score(req, start + deadline_s)
     assert time.monotonic() - start < deadline_s
     validate_spans(result.spans, len(completion))  # sorted, non-overlapping, inside the text
-    assert set(result.metrics) == {"correct", "extracted", "steps", "steps_wrong"}
+    assert set(result.metrics) == BASE_METRICS | (STEP_METRICS if options.get("steps") else set())
     return result
 
 
@@ -88,31 +92,36 @@ def test_passed_deadline_is_a_timeout(backend):
 
 
 STEPS = "Step 1: 3 * 4 = 12.\nStep 2: 12 + 5 = 18.\nStep 3: 18 / 2 = 9.\nStep 4: So the answer is \\boxed{9}."
+PROMPT = "Tom has 3 boxes of 4 pens. He buys 5 more, gives 8 away and shares the rest between 2 friends."
 
 
 def test_first_false_step_gets_a_negative_span_and_true_steps_credit(backend):
-    r = score(backend, STEPS, "9", steps=True)
+    r = score(backend, STEPS, "9", prompt=PROMPT, steps=True)
     assert r.metrics["steps"] == 4 and r.metrics["steps_wrong"] == 1
     assert r.score == 1.0  # the outcome is judged separately from the steps
     got = [(STEPS[s.start : s.end], s.reward, s.label) for s in r.spans]
-    assert got == [("Step 1: 3 * 4 = 12.", 0.25, "step_ok"), ("Step 2: 12 + 5 = 18.", -0.5, "step"),
-                   ("Step 3: 18 / 2 = 9.", 0.25, "step_ok"), ("9", 1.0, "answer")]
+    # step 3 is true, but 18 is the result of the false step 2, so it is not grounded: no credit
+    assert got == [("Step 1: 3 * 4 = 12.", 0.25, "step_ok"), ("Step 2: 12 + 5 = 18.", -0.5, "step"), ("9", 1.0, "answer")]
+    assert (r.metrics["steps_grounded"], r.metrics["steps_ungrounded"], r.metrics["faithful"]) == (1, 1, 0)
     assert "12 + 5 = 18" in r.info["first_wrong_step"]
+    r = score(backend, STEPS, "9", prompt=PROMPT, steps=True, grounding=False)  # the pre-#27 rule
+    assert [s.label for s in r.spans] == ["step_ok", "step", "step_ok", "answer"]
 
 
 def test_steps_off_by_default_and_true_steps_unpenalised(backend):
     assert score(backend, STEPS, "9").metrics["steps"] == 0
     good = STEPS.replace("= 18", "= 17").replace("18 / 2 = 9", "17 - 8 = 9")
-    r = score(backend, good, "9", steps=True)
+    r = score(backend, good, "9", prompt=PROMPT, steps=True)
     assert r.metrics["steps_wrong"] == 0 and [s.label for s in r.spans] == ["step_ok"] * 3 + ["answer"]
-    r = score(backend, good, "9", steps=True, step_credit=0)
+    assert (r.metrics["steps_grounded"], r.metrics["steps_ungrounded"], r.metrics["faithful"]) == (3, 0, 1)
+    r = score(backend, good, "9", prompt=PROMPT, steps=True, step_credit=0)
     assert [s.label for s in r.spans] == ["answer"]
 
 
 def test_step_credit_cannot_be_farmed(backend):
     # What a bot_grpo policy learned on arith_synth: trivial equalities and repeated true lines.
     text = "3 * 4 = 12\n\n2 = 2\n\n12 = 12\n\n3 * 4 = 12\n\n12 + 5 = 17\n\n\\boxed{17}"
-    r = score(backend, text, "17", steps=True)
+    r = score(backend, text, "17", prompt=PROMPT, steps=True)
     credited = [text[s.start : s.end] for s in r.spans if s.label == "step_ok"]
     assert credited == ["3 * 4 = 12", "12 + 5 = 17"] and r.metrics["steps_wrong"] == 0
 

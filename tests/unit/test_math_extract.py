@@ -20,7 +20,8 @@ def _answer(text):
     ("\\boxed{ 5 }", "5"),
     ("first \\boxed{3}\n\nWait, I made an error. It is \\boxed{4}.", "4"),
     ("so \\boxed{3} and again \\boxed{ 3 }", "3"),
-    ("outer \\boxed{\\boxed{9}}", "\\boxed{9}"),
+    ("outer \\boxed{\\boxed{9}}", "9"),  # a box around a box is the box
+    ("\\boxed{5} so again \\boxed{5}", "5"),  # the same value twice is no hedge (twin of the rows below)
     ("The final answer is 17.", "17"),
     ("The final answer is: $\\frac{3}{4}$.", "\\frac{3}{4}"),
     ("Answer: 12 cm", "12 cm"),
@@ -37,6 +38,10 @@ def test_extracts(text, answer):
     ("\\boxed{3} and \\boxed{4}", "different"),
     ("\\boxed{\\frac{1}{2}", "unbalanced"),
     ("\\boxed{3}\n\nthen \\boxed{4", "unbalanced"),
+    ("\\boxed{5} and \\boxed{\\boxed{5}", "unbalanced"),  # an unclosed final box around a closed one
+    ("\\boxed{5}. Final: \\boxed{", "unbalanced"),
+    ("\\boxed{3 \\boxed{5}}", "inside"),  # two values in one box: a hedge
+    ("The answer is \\boxed{3}\n\\boxed{5}", "different"),  # several boxes in the final statement
     ("no answer here, I tried 3 and 4 and got stuck", "no \\boxed"),
     ("\\boxed{}", "empty"),
     ("The final answer is", "without"),

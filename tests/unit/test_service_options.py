@@ -20,7 +20,7 @@ def test_math_rejects_a_misspelled_option_before_any_work():
         backend.score(ScoreRequest(id="1", completion="\\boxed{2}", reference={"answer": "2"},
                                    options={"step": True}), time.monotonic() + 5)
     assert info.value.type == "bad_request"
-    assert str(info.value).startswith("unknown math option(s) step; known: answer_credit, answer_penalty, missing_score, penalize_missing, rel_tol")
+    assert str(info.value).startswith("unknown math option(s) step; known: answer_credit, answer_penalty, grounding, missing_score, penalize_missing, rel_tol")
 
 
 def test_render_rejects_a_misspelled_option_before_rendering():
