@@ -219,6 +219,7 @@ class HttpServer:
                 if conn.transport is not None:
                     conn.transport.abort()
             await asyncio.sleep(0)  # let the aborted connections finish
+            self.tally.flush(everything=True)
 
     async def _sweep(self) -> None:
         """Close connections past their deadline (idle, a request arriving too slowly, answers unread)."""

@@ -24,10 +24,11 @@ class LogTally:
         else:
             self._open[kind] = (held[0], held[1], held[2] + 1)
 
-    def flush(self) -> None:
+    def flush(self, everything: bool = False) -> None:
+        """Summarise the kinds whose interval has passed (all of them with `everything`, at shutdown)."""
         now = self.clock()
         for kind, (start, level, count) in list(self._open.items()):
-            if now - start >= self.interval_s:
+            if everything or now - start >= self.interval_s:
                 del self._open[kind]
                 if count:
                     self.log.log(level, "%d more in the last %.0f s: %s", count, now - start, kind)
