@@ -1,8 +1,11 @@
 """Secrets out of everything a run writes (config.yaml, checkpoints, TensorBoard / W&B config).
 
-A value is a secret when its key names one (`api_key`, `hf_token`, `password`, ...), when it is the
-password part of a URL (`https://user:PASS@host`), or, in an argv list, when it follows a secret
-flag (`--token X`, `--api-key=X`) or is a secret environment assignment (`HF_TOKEN=X`).
+A value is a secret when its key names one (`api_key`, `hf_token`, `password`, ...); inside any
+string, when it is the userinfo of a URL (`https://user:PASS@host`, `https://TOKEN@host`), a secret
+query parameter (`?api_key=X`, `&sig=X`), the value of a secret header (`Authorization: Bearer X`),
+a bearer credential, the value after a secret flag (`--token X`, `--api-key=X`, also inside a
+shell string such as `sh -c '... --token X'`) or a secret environment assignment (`HF_TOKEN=X`);
+and, in an argv list, the item after a secret flag.
 """
 
 from __future__ import annotations
@@ -11,9 +14,14 @@ import re
 from typing import Any
 
 REDACTED = "<redacted>"
-_SECRET_WORDS = frozenset("key apikey token secret password passwd credential credentials auth authorization "
-                          "cookie".split())
-_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*:)(?P<pw>[^/@\s]+)(?P<tail>@)")
+_SECRET_WORDS = frozenset("key apikey token secret password passwd pwd credential credentials auth authorization "
+                          "cookie sig signature jwt session".split())
+_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/?#@\s'\"]+)@")
+_QUERY = re.compile(r"(?P<head>[?&;](?P<name>[A-Za-z0-9_.%-]+)=)(?P<value>[^&#\s'\"]+)")
+_HEADER = re.compile(r"(?P<head>\b(?P<name>[A-Za-z][A-Za-z0-9_-]*)\s*:[ \t]*)(?P<value>[^\s'\"][^\r\n'\"]*)")
+_BEARER = re.compile(r"(?P<head>\bBearer\s+)(?P<value>[A-Za-z0-9._~+/=-]{4,})")  # other schemes: via their header
+_FLAG = re.compile(r"(?P<head>(?<![\w-])(?P<name>--?[A-Za-z][A-Za-z0-9_-]*)(?:=|\s+))(?P<value>'[^']*'|\"[^\"]*\"|[^\s'\"]+)")
+_ENV = re.compile(r"(?P<head>(?<![\w-])(?P<name>[A-Za-z_][A-Za-z0-9_]*)=)(?P<value>'[^']*'|\"[^\"]*\"|[^\s'\"&;]+)")
 _ASSIGNMENT = re.compile(r"^(?P<name>-{0,2}[A-Za-z_][A-Za-z0-9_-]*)=(?P<value>.*)$", re.S)
 
 
@@ -22,8 +30,31 @@ def is_secret_name(name: Any) -> bool:
     return bool(set(re.split(r"[^a-z0-9]+", words)) & _SECRET_WORDS)
 
 
+def _hide_when_secret(match: re.Match) -> str:
+    """`head` + REDACTED when the match's `name` names a secret; else the match, a quoted value
+    searched in turn (`sh -c '... --token X'`: the quote belongs to `-c`)."""
+    value = match["value"]
+    if value.startswith(REDACTED):  # hidden by an earlier pattern
+        return match[0]
+    if is_secret_name(match["name"]):
+        return match["head"] + REDACTED
+    if len(value) >= 2 and value[0] in "'\"" and value[-1] == value[0]:
+        return match["head"] + value[0] + _string(value[1:-1]) + value[0]
+    return match[0]
+
+
+def _hide_userinfo(match: re.Match) -> str:
+    user, sep, _ = match["info"].partition(":")
+    return match["head"] + (f"{user}:{REDACTED}" if sep else REDACTED) + "@"
+
+
 def _string(text: str) -> str:
-    return _URL_PASSWORD.sub(lambda m: m["head"] + REDACTED + m["tail"], text)
+    text = _USERINFO.sub(_hide_userinfo, text)
+    text = _QUERY.sub(_hide_when_secret, text)
+    text = _BEARER.sub(lambda m: m["head"] + REDACTED, text)
+    text = _HEADER.sub(_hide_when_secret, text)
+    text = _FLAG.sub(_hide_when_secret, text)
+    return _ENV.sub(_hide_when_secret, text)
 
 
 def _argv(items: list) -> list:

@@ -5,8 +5,12 @@ and BODY while a request arrives (all of it, head and body, must arrive within -
 its first byte: a client trickling one byte at a time cannot hold a connection), then BUSY while
 the runner's threads score it (requests on one connection are answered in order: pipelined ones
 wait in the buffer, and reading pauses when they pile up), and CLOSING once its last answer is
-written. A client that
-stops reading its answers is closed after the same timeout. Each problem is one log line.
+written. A client that stops reading its answers is closed after the same timeout.
+
+A connection is *trusted* once a request head passed `admit` (the token, when one is set). Until
+then it must have sent a whole request head `header_timeout_s` (default 10 s) after connecting,
+and it is the first to be closed when the server needs room (http_server.py): idle sockets from a
+client without the token cannot lock out one that has it. Repeated problems are summed up in the log (log_tally.py).
 """
 
 from __future__ import annotations
@@ -106,6 +110,8 @@ class Connection(asyncio.Protocol):
         self.blocked = False  # the client is not reading its answers (our write buffer is full)
         self.paused = False  # reading paused: pipelined requests waiting while one is scored, or unread answers
         self.eof = False  # the client closed its sending side
+        self.trusted = False  # a request head of it was admitted (see the module docstring)
+        self.started = 0.0  # when the current request's first byte arrived
 
     # asyncio callbacks ------------------------------------------------------------------------
 
@@ -121,7 +127,8 @@ class Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.state in (HEAD, BODY, BUSY):
-            log.info("client %s disconnected mid-request%s", self.peer, f": {type(exc).__name__}" if exc else "")
+            self.server.tally.note(logging.INFO, "clients disconnected mid-request", "client %s disconnected "
+                                   "mid-request%s", self.peer, f": {type(exc).__name__}" if exc else "")
         self.state, self.deadline = CLOSED, None
         self.server.closed(self)
 
@@ -141,7 +148,8 @@ class Connection(asyncio.Protocol):
         if self.state == BUSY:
             return True  # keep the sending side open for its answer; closed after it
         if self.state in (HEAD, BODY):
-            log.info("client %s closed its side mid-request", self.peer)
+            self.server.tally.note(logging.INFO, "clients closed their side mid-request",
+                                   "client %s closed its side mid-request", self.peer)
             self.state = CLOSING
         return False  # asyncio closes the transport
 
@@ -163,15 +171,30 @@ class Connection(asyncio.Protocol):
     def expire(self) -> None:
         """Called by the server's sweep once `deadline` has passed."""
         why = "not reading its answers" if self.blocked else WAITING_FOR.get(self.state, self.state)
-        log.info("closing the connection from %s: %s for %g s (--http-timeout-s)", self.peer, why, self.settings.timeout_s)
+        if self.trusted:
+            limit = f"{self.settings.timeout_s:g} s (--http-timeout-s)"
+        else:
+            limit = f"{self._timeout():g} s after connecting, with no admitted request"
+        self.server.tally.note(logging.INFO, f"connections closed at their timeout ({why})",
+                               "closing the connection from %s: %s for %s", self.peer, why, limit)
         self._abort()
 
+    def evictable(self) -> bool:
+        """Closed first when the server needs room: no admitted request yet, and none being read past its head."""
+        return not self.trusted and self.state in (IDLE, HEAD)
+
+    def _timeout(self) -> float:
+        """Silence and request time allowed: shorter for a connection that has not shown its token."""
+        return self.settings.timeout_s if self.trusted else min(self.settings.timeout_s, self.settings.header_timeout_s)
+
     def _wait_idle(self) -> None:
-        self.state, self.deadline = IDLE, self.server.now() + self.settings.timeout_s
+        self.state, self.deadline = IDLE, self.server.now() + self._timeout()
 
     def _start_request(self) -> None:
         self.state = HEAD  # one deadline for the whole request, head and body
-        self.deadline = self.server.now() + self.settings.timeout_s
+        self.started = self.server.now()
+        if self.trusted or self.deadline is None:  # else the one set on arrival: a head within header_timeout_s of connecting
+            self.deadline = self.started + self._timeout()
 
     def _advance(self) -> None:
         try:
@@ -200,6 +223,9 @@ class Connection(asyncio.Protocol):
         del self.buf[: end.end()]
         self.scanned = 0
         self.body_len = admit(self.head, self.server.expected, self.settings.max_body_bytes)
+        if not self.trusted:  # its body may now take the full --http-timeout-s
+            self.trusted = True
+            self.deadline = self.started + self.settings.timeout_s
         self.state = BODY
         if self.body_len > len(self.buf) and "100-continue" in self.head.headers.get("expect", "").lower():
             self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # type: ignore[union-attr]
@@ -210,7 +236,7 @@ class Connection(asyncio.Protocol):
         body = bytes(self.buf[: self.body_len])
         del self.buf[: self.body_len]
         self.state, self.deadline = BUSY, None  # scoring is bounded by the runner's deadlines
-        respond(self.head, body, self.server.runner, self._done)  # type: ignore[arg-type]
+        respond(self.head, body, self.server.runner, self._done, self.settings.max_batch)  # type: ignore[arg-type]
 
     def _done(self, reply: Reply) -> None:
         """From any thread: the answer goes out on the loop's thread."""
@@ -231,7 +257,7 @@ class Connection(asyncio.Protocol):
             self._next_request()
 
     def _next_request(self) -> None:
-        self.deadline = self.server.now() + self.settings.timeout_s
+        self.deadline = self.server.now() + self._timeout()
         if self.paused:
             self.paused = False
             self.transport.resume_reading()  # type: ignore[union-attr]

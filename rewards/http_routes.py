@@ -18,6 +18,7 @@ from botgrpo_rewards.protocol import ProtocolError, ScoreRequest, ScoreResponse,
 from botgrpo_rewards.service import ServiceRunner
 
 SCORE_PATH = "/v1/score"
+MAX_BATCH = 4096  # requests in one POST; the botgrpo client sends 64
 METHODS = ("GET", "POST")
 
 
@@ -122,34 +123,65 @@ def _scorable(obj: Any) -> ScoreRequest:
     return req
 
 
-def score_items(runner: ServiceRunner, items: list[Any], done: Callable[[list[dict]], None]) -> None:
-    """Submit many request objects; `done(answers)` is called once, in input order, when the last is
-    answered (on whichever thread answers it). Bad items get error answers in their place."""
-    answers: list[ScoreResponse | None] = [None] * len(items)
-    left = [len(items)]
-    lock = threading.Lock()
+class _Batch:
+    """One POST's requests, fed to the runner at most `window` at a time: the runner's queue is
+    first come, first served, so a POST of thousands would otherwise make every other client wait
+    behind all of them. Each answer lets the next request of the batch in, behind whatever the
+    other connections queued meanwhile."""
 
-    def put(i: int, resp: ScoreResponse) -> None:
-        answers[i] = resp
-        with lock:
-            left[0] -= 1
-            last = left[0] == 0
+    def __init__(self, runner: ServiceRunner, items: list[Any], window: int, done: Callable[[list[dict]], None]):
+        self.runner, self.items, self.window, self.done = runner, items, max(1, window), done
+        self.answers: list[ScoreResponse | None] = [None] * len(items)
+        self.next = self.inflight = 0
+        self.left = len(items)
+        self.feeding = False  # one thread submits at a time; answers arriving meanwhile are picked up by it
+        self.lock = threading.Lock()
+
+    def feed(self) -> None:
+        with self.lock:
+            if self.feeding:
+                return
+            self.feeding = True
+        while True:
+            with self.lock:
+                if self.next >= len(self.items) or self.inflight >= self.window:
+                    self.feeding = False
+                    return
+                i, self.next, self.inflight = self.next, self.next + 1, self.inflight + 1
+            try:
+                req = _scorable(self.items[i])
+            except ProtocolError as err:
+                self.put(i, error_response(err.id, err.type, str(err)))
+                continue
+            self.runner.submit(req, lambda resp, i=i: self.put(i, resp))
+
+    def put(self, i: int, resp: ScoreResponse) -> None:
+        self.answers[i] = resp
+        with self.lock:
+            self.inflight -= 1
+            self.left -= 1
+            last = self.left == 0
         if last:
-            done([a.to_json() for a in answers])  # type: ignore[union-attr]
+            self.done([a.to_json() for a in self.answers])  # type: ignore[union-attr]
+        else:
+            self.feed()
 
+
+def score_items(runner: ServiceRunner, items: list[Any], done: Callable[[list[dict]], None],
+                window: int | None = None) -> None:
+    """Submit many request objects, at most `window` (default: the runner's max_inflight) in the
+    runner at once; `done(answers)` is called once, in input order, when the last is answered (on
+    whichever thread answers it). Bad items get error answers in their place."""
     if not items:
         done([])
-    for i, obj in enumerate(items):
-        try:
-            req = _scorable(obj)
-        except ProtocolError as err:
-            put(i, error_response(err.id, err.type, str(err)))
-            continue
-        runner.submit(req, lambda resp, i=i: put(i, resp))
+        return
+    _Batch(runner, items, window or runner.max_inflight, done).feed()
 
 
-def respond(head: Head, body: bytes, runner: ServiceRunner, done: Callable[[Reply], None]) -> None:
-    """Answer an admitted request: `done(reply)` is called exactly once."""
+def respond(head: Head, body: bytes, runner: ServiceRunner, done: Callable[[Reply], None],
+            max_batch: int = MAX_BATCH) -> None:
+    """Answer an admitted request: `done(reply)` is called exactly once. A POST of more than
+    `max_batch` requests is answered 413, unscored."""
     if head.method == "GET":
         done(answer_get(head.path, runner))
         return
@@ -159,6 +191,10 @@ def respond(head: Head, body: bytes, runner: ServiceRunner, done: Callable[[Repl
         done(Reply(400, error_body("bad_request", str(err))))
         return
     if isinstance(obj, dict) and isinstance(obj.get("requests"), list):
+        if len(obj["requests"]) > max_batch:
+            done(Reply(413, error_body("too_large", f"{len(obj['requests'])} requests in one POST is over the limit "
+                                                    f"of {max_batch}; send at most {max_batch} per POST")))
+            return
         score_items(runner, obj["requests"], lambda answers: done(Reply(200, {"responses": answers})))
     else:
         score_items(runner, [obj], lambda answers: done(Reply(200, answers[0])))

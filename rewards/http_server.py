@@ -6,11 +6,16 @@ keep-alive connections cost one thread, not 16 threads fighting over the GIL.
 
 Hardening, all in `HttpSettings`: a bearer token (`Authorization: Bearer T`, checked on every
 endpoint; a bind beyond loopback without one is refused unless explicitly allowed), a body size
-limit, a timeout (idle keep-alive connections; a whole request, head and body, must arrive within
-it of its first byte; answers a client does not read), a cap on open connections, a listen backlog
-of 1024, TCP_NODELAY and one write per response (no Nagle / delayed-ACK stall on keep-alive
-connections). Client disconnects, timeouts and JSON nested too deep are one log line or one 400
-answer, never a traceback. Files: http_conn.py (a connection), http_routes.py (the endpoints).
+limit, a cap on requests per POST (whose requests enter the runner a window at a time, so one huge
+POST cannot make other clients wait behind all of it), a timeout (idle keep-alive connections; a
+whole request, head and body, must arrive within it of its first byte; answers a client does not
+read), a shorter one for connections that have not yet sent an admitted request, a cap on open
+connections and on such untrusted ones per peer address (at either cap the oldest idle untrusted
+connection is closed to make room: sockets without the token never lock out clients with it), a
+listen backlog of 1024, TCP_NODELAY and one write per response (no Nagle / delayed-ACK stall on
+keep-alive connections). Client disconnects, timeouts and JSON nested too deep are one log line or
+one 400 answer, never a traceback; repeated ones are summed up, one line per kind every 10 s.
+Files: http_conn.py (a connection), http_routes.py (the endpoints).
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from botgrpo_rewards.http_conn import CLOSED, Connection
-from botgrpo_rewards.http_routes import expected_authorization
+from botgrpo_rewards.http_routes import MAX_BATCH, expected_authorization
+from botgrpo_rewards.log_tally import LogTally
 from botgrpo_rewards.protocol import MAX_LINE_BYTES, TOKEN_ENV
 from botgrpo_rewards.service import ServiceRunner
 
@@ -36,6 +42,7 @@ log = logging.getLogger("botgrpo_rewards")
 DEFAULT_MAX_BODY_BYTES = 8_000_000
 MAX_BODY_BYTES = 4 * MAX_LINE_BYTES  # the largest --max-body-bytes accepted
 BACKLOG = 1024
+LOG_INTERVAL_S = 10.0  # repeated per-connection log lines: one summary per kind this often
 
 
 @dataclass
@@ -47,6 +54,9 @@ class HttpSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     timeout_s: float = 30.0  # idle connections, requests not received in full and unread answers: closed after it
     max_connections: int = 512
+    header_timeout_s: float = 10.0  # a connection with no admitted request yet is closed this long after connecting
+    max_untrusted_per_peer: int = 64  # connections from one address with no admitted request yet
+    max_batch: int = MAX_BATCH  # requests in one POST
 
     @classmethod
     def from_env(cls, **overrides: Any) -> "HttpSettings":
@@ -89,6 +99,10 @@ def check_exposure(host: str, settings: HttpSettings) -> None:
         raise ValueError("--token is empty; give a secret string")
     if not settings.timeout_s > 0:
         raise ValueError(f"--http-timeout-s must be more than 0 seconds, got {settings.timeout_s}")
+    if not settings.header_timeout_s > 0:
+        raise ValueError(f"header_timeout_s must be more than 0 seconds, got {settings.header_timeout_s}")
+    if settings.max_batch < 1 or settings.max_untrusted_per_peer < 1:
+        raise ValueError("max_batch and max_untrusted_per_peer must be at least 1")
     if not 0 < settings.max_body_bytes <= MAX_BODY_BYTES:
         raise ValueError(f"--max-body-bytes must be in 1..{MAX_BODY_BYTES}, got {settings.max_body_bytes}")
 
@@ -102,7 +116,8 @@ class HttpServer:
         self.settings = settings
         self.expected = expected_authorization(settings.token)
         self.sock = sock
-        self.conns: set[Connection] = set()
+        self.conns: dict[Connection, None] = {}  # open connections, oldest first
+        self.tally = LogTally(log, LOG_INTERVAL_S)
         self.loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._stop: asyncio.Event | None = None
@@ -155,20 +170,37 @@ class HttpServer:
                 log.error("http: answering failed: %s: %s", type(err).__name__, err)
 
     def opened(self, conn: Connection) -> bool:
-        """Whether a new connection may stay (under the cap); it is counted when it may."""
+        """Whether a new connection may stay; it is counted when it may. Room is made by closing the
+        oldest idle connection that has sent no admitted request (from the same peer when that
+        peer holds max_untrusted_per_peer of them); with none to close, a new one over the cap is refused."""
+        untrusted = [c for c in self.conns if c.evictable()]
+        same_peer = [c for c in untrusted if c.peer == conn.peer]
+        if len(same_peer) >= self.settings.max_untrusted_per_peer:
+            self._evict(same_peer[0], f"{len(same_peer)} connections from it sent no admitted request")
+        elif len(self.conns) >= self.settings.max_connections and untrusted:
+            self._evict(untrusted[0], f"{len(self.conns)} connections are open and it sent no admitted request")
         if len(self.conns) >= self.settings.max_connections:
-            log.warning("refusing a connection from %s: %d connections are open", conn.peer, len(self.conns))
+            self.tally.note(logging.WARNING, "connections refused at the connection cap",
+                            "refusing a connection from %s: %d connections are open", conn.peer, len(self.conns))
             return False
-        self.conns.add(conn)
+        self.conns[conn] = None
         return True
 
+    def _evict(self, conn: Connection, why: str) -> None:
+        self.tally.note(logging.INFO, "connections closed to make room (no admitted request)",
+                        "closing the connection from %s to make room: %s", conn.peer, why)
+        self.closed(conn)
+        conn.state = CLOSED
+        if conn.transport is not None:
+            conn.transport.abort()
+
     def closed(self, conn: Connection) -> None:
-        self.conns.discard(conn)
+        self.conns.pop(conn, None)
 
     async def _serve(self) -> None:
         self.loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
-        self.loop.set_exception_handler(_log_loop_error)
+        self.loop.set_exception_handler(self._log_loop_error)
         self._stop = asyncio.Event()
         if threading.current_thread() is threading.main_thread():  # stop cleanly under process managers too
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -186,20 +218,22 @@ class HttpServer:
                 if conn.transport is not None:
                     conn.transport.abort()
             await asyncio.sleep(0)  # let the aborted connections finish
+            self.tally.flush(everything=True)
 
     async def _sweep(self) -> None:
         """Close connections past their deadline (idle, a request arriving too slowly, answers unread)."""
-        tick = min(1.0, max(0.05, self.settings.timeout_s / 4))
+        tick = min(1.0, max(0.05, min(self.settings.timeout_s, self.settings.header_timeout_s) / 4))
         while True:
             await asyncio.sleep(tick)
             now = self.now()
             for conn in [c for c in self.conns if c.deadline is not None and c.deadline <= now]:
                 conn.expire()
+            self.tally.flush()
 
-
-def _log_loop_error(loop: asyncio.AbstractEventLoop, context: dict) -> None:
-    err = context.get("exception")
-    log.info("http: %s%s", context.get("message", "error"), f": {type(err).__name__}: {err}" if err else "")
+    def _log_loop_error(self, loop: asyncio.AbstractEventLoop, context: dict) -> None:
+        err = context.get("exception")
+        self.tally.note(logging.INFO, "event-loop errors", "http: %s%s", context.get("message", "error"),
+                        f": {type(err).__name__}: {err}" if err else "")
 
 
 def listen(host: str, port: int) -> socket.socket:

@@ -5,10 +5,14 @@ A backend only scores one request (backend.py). This module reads requests, runs
 deadline counted from when it starts (a watchdog answers `timeout` for the backend when it is late;
 a late result is dropped), refuses a completion over the backend's size limit before it is queued,
 and turns every backend failure or invalid result into an `error` response instead of crashing.
+A backend that queues inside (math: for a free checker process) waits in `off_the_clock()`: that
+wait moves the request's deadline too, so the deadline measures the request's own work and a
+queue never turns into timeouts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import logging
 import queue
@@ -16,7 +20,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import IO, Any, Callable
+from typing import IO, Any, Callable, Iterator
 
 from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult
 from botgrpo_rewards.protocol import (
@@ -50,6 +54,7 @@ class _Slot:
     def __init__(self, request: ScoreRequest, reply: Reply, deadline: float):
         self.request = request
         self.deadline = deadline
+        self.paused_since: float | None = None  # in the backend's own queue (off_the_clock) since then
         self._reply = reply
         self._lock = threading.Lock()
         self.answered = False
@@ -61,6 +66,37 @@ class _Slot:
             self.answered = True
         self._reply(response)
         return True
+
+
+class _Scoring(threading.local):
+    """The request a runner thread is scoring, with its runner (for off_the_clock)."""
+
+    slot: _Slot | None = None
+    runner: "ServiceRunner | None" = None
+
+
+_scoring = _Scoring()
+
+
+@contextlib.contextmanager
+def off_the_clock() -> Iterator[None]:
+    """For a backend, around a wait for its own scarce resource (a free checker process): the time
+    inside does not count against the current request's deadline. Outside a runner thread it does nothing."""
+    slot, runner = _scoring.slot, _scoring.runner
+    if slot is None or runner is None:
+        yield
+        return
+    runner._pause(slot)
+    try:
+        yield
+    finally:
+        runner._resume(slot)
+
+
+def current_deadline(fallback: float) -> float:
+    """The current request's deadline as moved by off_the_clock; `fallback` outside a runner thread."""
+    slot = _scoring.slot
+    return fallback if slot is None else slot.deadline
 
 
 def result_to_response(request: ScoreRequest, result: Any) -> ScoreResponse:
@@ -160,15 +196,34 @@ class ServiceRunner:
         return wrapped
 
     def _work(self) -> None:
+        _scoring.runner = self
         while True:
             slot = self._queue.get()
             slot.deadline = time.monotonic() + slot.request.deadline_ms / 1000  # the clock starts now
             with self._cond:
-                self._seq += 1
-                heapq.heappush(self._heap, (slot.deadline, self._seq, slot))
-                if self._heap[0][2] is slot:  # the watchdog sleeps until the earliest deadline
-                    self._cond.notify_all()
-            slot.answer(self._run(slot))
+                self._watch_locked(slot)
+            _scoring.slot = slot
+            try:
+                response = self._run(slot)
+            finally:
+                _scoring.slot = None
+            slot.answer(response)
+
+    def _watch_locked(self, slot: _Slot) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (slot.deadline, self._seq, slot))
+        if self._heap[0][2] is slot:  # the watchdog sleeps until the earliest deadline
+            self._cond.notify_all()
+
+    def _pause(self, slot: _Slot) -> None:
+        with self._cond:
+            slot.paused_since = time.monotonic()  # the watchdog passes over it meanwhile
+
+    def _resume(self, slot: _Slot) -> None:
+        with self._cond:
+            slot.deadline += time.monotonic() - (slot.paused_since or time.monotonic())
+            slot.paused_since = None
+            self._watch_locked(slot)  # its earlier entry is stale now: the watchdog drops it
 
     def _run(self, slot: _Slot) -> ScoreResponse:
         req = slot.request
@@ -190,8 +245,8 @@ class ServiceRunner:
             while not self._closed:
                 now = time.monotonic()
                 while self._heap and (self._heap[0][2].answered or self._heap[0][0] <= now):
-                    _, _, slot = heapq.heappop(self._heap)
-                    if not slot.answered:
+                    due, _, slot = heapq.heappop(self._heap)
+                    if not slot.answered and slot.paused_since is None and due >= slot.deadline:
                         # Answer outside the lock: the reply writes to a pipe and decrements _open.
                         self._cond.release()
                         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shlex
 from pathlib import Path
 from typing import Annotated, Optional
@@ -71,7 +72,7 @@ def score(
     end; every input line gets one output line (a malformed one with status error and the reason).
     """
     from botgrpo_cli.reward_client.rollouts import count_rollouts
-    from botgrpo_cli.reward_client.score_file import check_paths, partial_path
+    from botgrpo_cli.reward_client.score_file import check_paths, check_resume, partial_path
 
     services = _services_of(service)
     if command is not None and len(services) > 1:
@@ -84,11 +85,14 @@ def score(
     if resume and not partial_path(out_path).exists():
         done = " (it is already complete)" if out_path.exists() else ""
         raise UserError(f"--resume: there is no {partial_path(out_path)} to continue{done}; run without --resume")
+    made_from = {"services": services, "command": command}  # what a --resume must match
+    if resume:
+        check_resume(file, out_path, deadline_ms, made_from)
     total = count_rollouts(file)
     if not total:
         raise UserError(f"{file} has no rollout lines")
     _score_lines(file, out_path, total, services, workers, shlex.split(command) if command else None, deadline_ms,
-                 resume)
+                 resume, made_from)
 
 
 def _services_of(values: list[str]) -> dict[str, float]:
@@ -99,7 +103,9 @@ def _services_of(values: list[str]) -> dict[str, float]:
         try:
             w = float(weight) if weight else 1.0
         except ValueError:
-            raise UserError(f"--service {value!r}: the weight after '=' must be a number, e.g. render=0.5") from None
+            w = math.nan
+        if not math.isfinite(w):
+            raise UserError(f"--service {value!r}: the weight after '=' must be a finite number, e.g. render=0.5")
         if name in services:
             raise UserError(f"--service {name} is given twice; name each service once")
         services[name] = w
@@ -131,7 +137,7 @@ class _LazyPool:
 
 
 def _score_lines(file: Path, out_path: Path, total: int, services: dict[str, float], workers: int,
-                 command: list[str] | None, deadline_ms: int | None, resume: bool) -> None:
+                 command: list[str] | None, deadline_ms: int | None, resume: bool, made_from: dict) -> None:
     from rich.markup import escape
 
     from botgrpo_cli.console import console, progress_bar
@@ -150,7 +156,8 @@ def _score_lines(file: Path, out_path: Path, total: int, services: dict[str, flo
         with progress_bar("scoring with {task.fields[service]}", transient=False) as bar:
             task = bar.add_task("score", total=total, service=" + ".join(services))
             stats = score_file(file, out_path, pool.submit, deadline_ms=deadline_ms, resume=resume,
-                               progress=lambda n: bar.advance(task, n), on_problem=on_problem)
+                               progress=lambda n: bar.advance(task, n), on_problem=on_problem,
+                               made_from=made_from)
         pool_stats = pool.pool.stats if pool.pool is not None else {"restarts": 0, "resent": 0}
     finally:
         pool.close()

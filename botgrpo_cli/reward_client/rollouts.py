@@ -5,11 +5,13 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import zlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
+from botgrpo_cli.errors import UserError
 from botgrpo_rewards.protocol import (
     MAX_LINE_BYTES,
     ProtocolError,
@@ -65,17 +67,45 @@ def open_lines(path: Path) -> IO[bytes]:
     return f
 
 
+class InputCutOff(UserError):
+    """The file cannot be read past line `lineno` (a truncated or corrupt gzip stream, a read error);
+    every line before it was read whole."""
+
+    def __init__(self, path: Path, lineno: int, reason: str):
+        self.path, self.lineno, self.reason = path, lineno, reason
+        where = f"after line {lineno}" if lineno else "from its start"
+        super().__init__(f"{path} cannot be read {where} ({reason}); check or restore the file")
+
+
+def _read_problem(err: Exception) -> str:
+    if isinstance(err, EOFError):
+        return "the gzip stream ends early: the file is truncated"
+    if isinstance(err, (gzip.BadGzipFile, zlib.error)):
+        return f"corrupt gzip data: {err}"
+    return getattr(err, "strerror", None) or str(err)
+
+
+def _lines_of(path: Path) -> Iterator[bytes | None]:
+    """read_lines of the (gunzipped) file; a read error is InputCutOff after the last whole line."""
+    lineno = 0
+    try:
+        with open_lines(path) as f:
+            for lineno, data in enumerate(read_lines(f), 1):
+                yield data
+    except (EOFError, OSError, zlib.error) as err:
+        raise InputCutOff(path, lineno, _read_problem(err)) from None
+
+
 def _raw_lines(path: Path) -> Iterator[tuple[int, str]]:
     """(line number, text) of each non-blank line, read lazily. Undecodable bytes become U+FFFD;
     a line over MAX_LINE_BYTES keeps only its head (it is answered as too large)."""
-    with open_lines(path) as f:
-        for lineno, data in enumerate(read_lines(f), 1):
-            if data is None:
-                yield lineno, ""
-                continue
-            text = data.decode("utf-8", errors="replace").rstrip("\r\n")
-            if text.strip():
-                yield lineno, text
+    for lineno, data in enumerate(_lines_of(path), 1):
+        if data is None:
+            yield lineno, ""
+            continue
+        text = data.decode("utf-8", errors="replace").rstrip("\r\n")
+        if text.strip():
+            yield lineno, text
 
 
 def iter_rollouts(path: Path, deadline_ms: int | None = None) -> Iterator[RolloutLine]:
@@ -88,11 +118,15 @@ def iter_rollouts(path: Path, deadline_ms: int | None = None) -> Iterator[Rollou
 
 
 def count_rollouts(path: Path) -> int:
-    """Non-blank lines of a rollout file (for progress), read in blocks."""
+    """Non-blank lines of a rollout file (for progress), read in blocks; a file cut off after some
+    lines counts those (scoring reports the cut), one unreadable from its start is InputCutOff."""
     n = 0
-    with open_lines(path) as f:
-        for line in read_lines(f):
+    try:
+        for line in _lines_of(path):
             n += line is None or bool(line.strip())
+    except InputCutOff as cut:
+        if not cut.lineno:
+            raise
     return n
 
 

@@ -4,8 +4,9 @@ Each job runs in a worker subprocess (worker.py). A job that overruns its limit 
 killed and replaced in the background; no signals or alarms are used in the caller's threads.
 The limit is on the worker's CPU time, not the wall clock: on a loaded machine a check gets less of
 a core per second, and a wall-clock limit would make the verdict depend on how busy the machine is.
-A wall-clock bound (the request's deadline) still applies on top. Thread-safe: callers share a
-queue of idle workers. Each worker is a LineChild (botgrpo_rewards.protocol), the one manager of
+A wall-clock bound (the request's deadline) still applies on top, counted from the job's start: the
+wait for a free worker (`acquire`) is the caller's queue, not the job's time. Thread-safe: callers
+share a queue of idle workers. Each worker is a LineChild (botgrpo_rewards.protocol), the one manager of
 child processes; this module adds the job lines, the CPU limit and the replacement policy.
 """
 
@@ -117,18 +118,24 @@ class WorkerPool:
         if not self._closed:
             threading.Thread(target=self._respawn, args=(worker.fresh,), daemon=True).start()
 
-    def run(self, job: str, args: list, cpu_limit: float, wall_limit: float) -> Any:
-        """Run `job(*args)` in a worker: wait for a free one, then let it run until it has used
-        `cpu_limit` CPU seconds; everything (the wait included) ends after `wall_limit` seconds."""
-        end = time.monotonic() + max(wall_limit, 0.0)
+    def acquire(self, timeout: float) -> LineChild:
+        """A free worker, waiting up to `timeout` seconds for one (NoWorker after it)."""
         try:
-            worker = self._idle.get(timeout=max(wall_limit, 0.0))
+            return self._idle.get(timeout=max(timeout, 0.0))
         except queue.Empty:
             raise NoWorker("no checker process was free in time") from None
+
+    def release(self, worker: LineChild) -> None:
+        """Give back a worker from `acquire` that ran no job."""
+        self._idle.put(worker)
+
+    def run_on(self, worker: LineChild, job: str, args: list, cpu_limit: float, wall_limit: float) -> Any:
+        """Run `job(*args)` on an acquired worker (given back, or replaced, by the time this returns):
+        it may use `cpu_limit` CPU seconds and `wall_limit` wall seconds, both counted from the job's start."""
         try:
             if not worker.send(json.dumps({"job": job, "args": args}, ensure_ascii=True)):
                 raise ChildExited("checker process gone")
-            reply = _receive(worker, max(end - time.monotonic(), 0.0), cpu_limit)
+            reply = _receive(worker, max(wall_limit, 0.0), cpu_limit)
         except (ChildExited, ValueError):  # died, or wrote a broken line while dying
             self._replace(worker)
             raise WorkerDied("checker process died") from None
@@ -139,6 +146,12 @@ class WorkerPool:
         if not reply.get("ok"):
             raise JobFailed(str(reply.get("error")))
         return reply["result"]
+
+    def run(self, job: str, args: list, cpu_limit: float, wall_limit: float) -> Any:
+        """acquire + run_on with one wall-clock bound on both: everything ends after `wall_limit` seconds."""
+        end = time.monotonic() + max(wall_limit, 0.0)
+        worker = self.acquire(wall_limit)
+        return self.run_on(worker, job, args, cpu_limit, end - time.monotonic())
 
     def pids(self) -> list[int]:
         """Process ids of the idle workers (for tests and diagnostics)."""

@@ -24,12 +24,19 @@ from botgrpo_rewards.math import reward
 from botgrpo_rewards.math.reward import StepReport
 from botgrpo_rewards.math.steps import Equation, equations, repeated_paragraphs, split_steps
 from botgrpo_rewards.protocol import CAPABILITY_DETERMINISTIC, ScoreRequest
+from botgrpo_rewards.service import current_deadline, off_the_clock
 
 MAX_ANSWER_CHARS = 2000
 MAX_SIDE_CHARS = 600
 # CPU seconds one check may use. Ordinary answers take milliseconds; only a pathological one
 # (a huge expansion, a giant binomial) comes near this. CPU time, not wall time: see pool.py.
 CHECK_LIMIT_CPU_S = 3.0
+# How long a request waits for a free checker process at most (off its deadline's clock). Only a
+# broken pool (its processes failing to restart) comes near it; the answer is then status error.
+QUEUE_LIMIT_S = 300.0
+# Requests scored at once per checker process: enough to keep each one busy while the others are
+# parsed and answered, few enough that a client sending `max_inflight` never queues long for one.
+REQUESTS_PER_CHECKER = 8
 _INTEGER = re.compile(r"-?\d{1,1000}")
 
 
@@ -54,9 +61,10 @@ class MathBackend(Backend):
     name = "math"
     version = "0.1.0"
     capabilities = ("spans", "steps", CAPABILITY_DETERMINISTIC)
-    max_inflight = 64
+    max_inflight = 2 * REQUESTS_PER_CHECKER
 
     def __init__(self, workers: int = 2, check_limit_s: float = CHECK_LIMIT_CPU_S, cache_size: int = 65536):
+        self.max_inflight = REQUESTS_PER_CHECKER * workers
         self.check_limit_s = check_limit_s
         self.pool = WorkerPool(workers)
         self._cache = LRU(cache_size)
@@ -105,16 +113,25 @@ class MathBackend(Backend):
         raise BackendError("math checker processes keep dying; see the service's stderr", "backend")
 
     def _run_once(self, name: str, args: tuple, deadline: float) -> Any:
-        """Run a job within check_limit_s CPU seconds and the request's deadline. Running out of
-        either is BackendTimeout (status `timeout`: masked and counted by the trainer, never a wrong
-        verdict and never cached), so a verdict cannot depend on how loaded the machine is."""
+        """Run a job within check_limit_s CPU seconds and the request's deadline. The wait for a free
+        checker process is off the request's clock (the deadline moves by it: a queue is not the
+        request's work, and on a loaded machine it must not turn into timeouts). Running out of CPU
+        seconds or of the deadline is BackendTimeout (status `timeout`: masked and counted by the
+        trainer, never a wrong verdict and never cached)."""
+        waited = time.monotonic()
+        with off_the_clock():
+            try:
+                worker = self.pool.acquire(QUEUE_LIMIT_S)
+            except NoWorker:
+                raise BackendError(f"no checker process became free in {QUEUE_LIMIT_S:g} s; the checker pool is "
+                                   "broken, see the service's stderr", "backend") from None
+        deadline = current_deadline(deadline + time.monotonic() - waited)  # the fallback: called outside a runner
         remaining = deadline - time.monotonic()
         if remaining <= 0:
+            self.pool.release(worker)
             raise BackendTimeout("deadline passed before the check ran")
         try:
-            return self.pool.run(name, list(args), self.check_limit_s, remaining)
-        except NoWorker:
-            raise BackendTimeout("no checker process was free before the deadline") from None
+            return self.pool.run_on(worker, name, list(args), self.check_limit_s, remaining)
         except JobTimeout:
             if time.monotonic() >= deadline - 0.01:
                 raise BackendTimeout("deadline passed while checking") from None

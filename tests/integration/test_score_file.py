@@ -156,3 +156,104 @@ def test_memory_stays_bounded_on_100k_lines(tmp_path):
     assert code == "0"
     assert int(max_rss_kb) < 200 * 1024, f"peak RSS {int(max_rss_kb) / 1024:.0f} MB"
     assert (tmp_path / "big.scored.jsonl").read_bytes().count(b"\n") == 100_000
+
+
+def _one_line_error(proc: subprocess.CompletedProcess) -> str:
+    said = (proc.stdout + proc.stderr).strip().splitlines()
+    assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
+    assert len([x for x in said if x.startswith("error:")]) == 1, said
+    return " ".join(" ".join(said).split())
+
+
+def _echo_rows(path: Path) -> list[dict]:  # info holds the echo process's pid
+    return [{k: v for k, v in json.loads(x).items() if k != "info"} for x in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("target", [".", "/", ""])
+def test_a_folder_as_output_is_one_line(tmp_path, target):
+    (tmp_path / "in.jsonl").write_text(_math_line(1) + "\n")
+    said = _one_line_error(_score(str(tmp_path / "in.jsonl"), "--service", "math", "-o", target))
+    assert "is a folder" in said and len(said.splitlines()) == 1
+
+
+def test_a_corrupt_gzip_and_a_nan_weight_are_one_line(tmp_path):
+    corrupt = tmp_path / "bad.jsonl.gz"
+    corrupt.write_bytes(b"\x1f\x8b" + b"not deflate at all" * 50)
+    assert "corrupt gzip data" in _one_line_error(_score(str(corrupt), "--service", "math"))
+    (tmp_path / "in.jsonl").write_text(_math_line(1) + "\n")
+    for weight in ("nan", "inf", "x"):
+        said = _one_line_error(_score(str(tmp_path / "in.jsonl"), "-s", "math", "-s", f"react={weight}"))
+        assert "finite number" in said
+
+
+def test_a_truncated_gzip_scores_every_readable_line_then_says_so(tmp_path):
+    import zlib
+
+    lines = "".join(_math_line(i) + "\n" for i in range(400))
+    data = gzip.compress(lines.encode())
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(data[: len(data) // 2])
+    readable = zlib.decompressobj(wbits=31).decompress(data[: len(data) // 2]).count(b"\n")
+    assert 0 < readable < 400
+    said = _one_line_error(_score(str(cut), "--service", "echo", "--command", ECHO))
+    assert f"after line {readable}" in said and "truncated" in said and "--resume" in said
+    partial = tmp_path / "cut.scored.jsonl.partial"
+    assert len(_echo_rows(partial)) == readable and all(r["status"] == "ok" for r in _echo_rows(partial))
+    cut.write_bytes(data)  # the whole file restored: --resume finishes it
+    proc = _score(str(cut), "--service", "echo", "--command", ECHO, "--resume")
+    assert proc.returncode == 0, proc.stderr
+    (tmp_path / "plain.jsonl").write_text(lines)
+    assert _score(str(tmp_path / "plain.jsonl"), "--service", "echo", "--command", ECHO).returncode == 0
+    assert _echo_rows(tmp_path / "cut.scored.jsonl") == _echo_rows(tmp_path / "plain.scored.jsonl")
+    assert not partial.exists() and not (tmp_path / "cut.scored.jsonl.partial.json").exists()
+
+
+def test_resume_refuses_another_input_or_another_service(tmp_path):
+    lines = [_math_line(i) + "\n" for i in range(30)]
+    data = gzip.compress("".join(lines).encode())
+    source = tmp_path / "in.jsonl.gz"
+    source.write_bytes(data[: len(data) * 2 // 3])  # a partial output to continue: scoring stops at the cut
+    _one_line_error(_score(str(source), "--service", "math"))
+    partial = tmp_path / "in.scored.jsonl.partial"
+    before = partial.read_bytes()
+    assert before.count(b"\n") > 2
+    said = _one_line_error(_score(str(source), "--service", "react", "--resume"))
+    assert "other settings" in said and "math" in said and "react" in said
+    said = _one_line_error(_score(str(source), "--service", "math", "--deadline-ms", "5000", "--resume"))
+    assert "deadline_ms" in said
+    with gzip.open(source, "wt") as f:  # lines prepended: every kept line now sits against another input line
+        f.write(_math_line(99) + "\n" + "".join(lines))
+    said = _one_line_error(_score(str(source), "--service", "math", "--resume"))
+    assert "line 1 of" in said and "not made from" in said
+    (tmp_path / "in.scored.jsonl.partial.json").unlink()  # no record of what it was made from: not continued
+    said = _one_line_error(_score(str(source), "--service", "math", "--resume"))
+    assert "missing or unreadable" in said
+    assert partial.read_bytes() == before  # a refused resume leaves the partial as it was
+
+
+def _limit_file_size(limit: int):
+    def apply() -> None:
+        import resource
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+def test_a_full_disk_reports_exactly_the_lines_saved_and_resume_finishes(tmp_path):
+    lines = "".join(_math_line(i) + "\n" for i in range(600))
+    source = tmp_path / "in.jsonl"
+    source.write_text(lines)
+    proc = subprocess.run([*BOTGRPO, "reward", "score", str(source), "--service", "echo", "--command", ECHO],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"},
+                          preexec_fn=_limit_file_size(60_000))
+    said = _one_line_error(proc)
+    partial = tmp_path / "in.scored.jsonl.partial"
+    on_disk = partial.read_bytes()
+    saved = on_disk.count(b"\n")
+    assert on_disk.endswith(b"\n") and 0 < saved < 600
+    assert f"{saved} lines are saved there" in said
+    assert _score(str(source), "--service", "echo", "--command", ECHO, "--resume").returncode == 0
+    (tmp_path / "again.jsonl").write_text(lines)
+    assert _score(str(tmp_path / "again.jsonl"), "--service", "echo", "--command", ECHO).returncode == 0
+    assert _echo_rows(tmp_path / "in.scored.jsonl") == _echo_rows(tmp_path / "again.scored.jsonl")
