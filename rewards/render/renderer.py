@@ -199,8 +199,8 @@ class Renderer:
     @staticmethod
     async def _fresh_document(slot: _Slot) -> None:
         await slot.page.goto(PAGE_URL, wait_until="domcontentloaded")
-        await slot.cdp.send("Storage.clearDataForOrigin", {"origin": ORIGIN, "storageTypes": "all"})
-        await slot.cdp.send("Page.resetNavigationHistory")
+        await asyncio.gather(slot.cdp.send("Storage.clearDataForOrigin", {"origin": ORIGIN, "storageTypes": "all"}),
+                             slot.cdp.send("Page.resetNavigationHistory"))
 
     async def _reset(self, slot: _Slot) -> None:
         """Replace a slot whose page is stuck or crashed; restart the browser if that fails."""
