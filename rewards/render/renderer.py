@@ -1,12 +1,13 @@
 """Render compiled components to screenshots in one Chromium, driven from a dedicated asyncio thread.
 
 Design: one browser per process; `pages` slots, each a browser context with one page. Every render
-gets a document of its own: after each render the slot's origin storage is cleared and the page
-navigates to a fresh in-memory document (a new JavaScript realm, React loaded by an init script),
-in the background, before the slot serves again; page.js refuses to mount twice in one document.
-A render is then one evaluate (mount) and one screenshot. Every request other than that document
-is aborted; the browser itself has no route out (chromium.py's flags). A render past its deadline
-gets its slot's context closed and rebuilt in the background; if that hangs, the browser is restarted. Chromium is the one child here that is not a LineChild
+gets a document of its own: after each render, in the background and before the slot serves
+again, the page navigates to a fresh in-memory document (a new JavaScript realm, React loaded by
+an init script) and the origin's storage is cleared; page.js refuses to mount twice in one
+document. A render is then one evaluate (mount) and one screenshot. Every request other than that
+document is aborted, and the browser itself has no route out (chromium.py's flags). A render past
+its deadline gets its slot's context closed and rebuilt in the background; if that hangs, the
+browser is restarted. Chromium is the one child here that is not a LineChild
 (botgrpo_rewards.protocol): Playwright starts it and speaks its own pipe protocol to it, so its
 life cycle is Playwright's launch/close plus the slot resets below. The esbuild helper is a LineChild.
 """
