@@ -207,6 +207,7 @@ class VlmClient:
                 last = str(err)
             except urllib.error.HTTPError as err:
                 _log_reply(err)
+                err.close()
                 if err.code not in RETRY_STATUSES:
                     hint = " (a redirect, not followed: set BOTGRPO_VLM_BASE_URL to the final address)" if 300 <= err.code < 400 else ""
                     raise BackendError(f"vlm judge: the server answered HTTP {err.code}{hint}") from None
