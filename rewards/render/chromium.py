@@ -9,9 +9,25 @@ from pathlib import Path
 ENV_VAR = "BOTGRPO_CHROMIUM"
 SYSTEM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 
-# --no-sandbox: Chromium refuses to start as root otherwise (the page is still fenced by routing + CSP).
+# The browser has no route out, whatever a page asks for. Playwright's routing and the page's CSP
+# see only requests; these flags also stop what never becomes one. Measured with listeners on
+# 127.0.0.1 (tests/integration/test_render_sandbox.py): without them, WebRTC sent STUN over UDP and
+# TURN over TCP to a port the page chose, and preconnects (an <iframe src>, a target=_blank link or
+# form) and speculation-rules prefetches opened TCP connections routing never saw.
+NO_NETWORK_ARGS = (
+    # Every connection goes to a proxy that cannot be resolved, loopback included (Chromium
+    # otherwise bypasses the proxy for localhost), and no host name resolves (no DNS queries).
+    "--proxy-server=http://proxy.botgrpo.invalid:9",
+    "--proxy-bypass-list=<-loopback>",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    # WebRTC: no UDP at all, and TCP (TURN) only through that proxy.
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+)
+
+# --no-sandbox: Chromium refuses to start as root otherwise (the page is still fenced by the flags
+# above, routing, the CSP and its sandbox directive).
 # The background-networking family stops Chromium's own traffic, which floods a closed network.
-LAUNCH_ARGS = (
+LAUNCH_ARGS = NO_NETWORK_ARGS + (
     "--no-sandbox",
     "--disable-gpu",
     "--disable-quic",
@@ -23,8 +39,9 @@ LAUNCH_ARGS = (
     "--disable-extensions",
     "--disable-dev-shm-usage",
     "--mute-audio",
-    # Without a frame-rate cap a screenshot waits ~10 ms for its frame instead of ~35 ms.
-    "--disable-frame-rate-limit",
+    # No --disable-frame-rate-limit: it saved ~25 ms per screenshot on a reused page, but with a
+    # navigation per render the uncapped compositor doubled the CPU per render (measured: ~270 vs
+    # ~380-490 ms CPU, wall median ~350 vs ~365-515 ms, on the loaded 2-CPU machine).
     # Keep timers and frames at full speed for pages Chromium might consider hidden.
     "--disable-background-timer-throttling",
     "--disable-renderer-backgrounding",

@@ -1,12 +1,13 @@
 """Render compiled components to screenshots in one Chromium, driven from a dedicated asyncio thread.
 
-Design: one browser per process; `pages` slots, each a browser context with one reused page that
-holds an in-memory document with React already loaded (an init script, so nothing is transferred or
-parsed per render). A render is one evaluate (page.js undoes the previous render's DOM, timers,
-listeners and globals, then mounts) and one screenshot. After an error, or every RECYCLE renders,
-the page is reloaded for a fresh JavaScript realm. Every request other than that document is
-aborted. A render past its deadline gets its slot's context closed and rebuilt in the background;
-if that hangs, the browser is restarted. Chromium is the one child here that is not a LineChild
+Design: one browser per process; `pages` slots, each a browser context with one page. Every render
+gets a document of its own: after each render, in the background and before the slot serves
+again, the page navigates to a fresh in-memory document (a new JavaScript realm, React loaded by
+an init script) and the origin's storage is cleared; page.js refuses to mount twice in one
+document. A render is then one evaluate (mount) and one screenshot. Every request other than that
+document is aborted, and the browser itself has no route out (chromium.py's flags). A render past
+its deadline gets its slot's context closed and rebuilt in the background; if that hangs, the
+browser is restarted. Chromium is the one child here that is not a LineChild
 (botgrpo_rewards.protocol): Playwright starts it and speaks its own pipe protocol to it, so its
 life cycle is Playwright's launch/close plus the slot resets below. The esbuild helper is a LineChild.
 """
@@ -28,12 +29,19 @@ from botgrpo_rewards.render.chromium import LAUNCH_ARGS, find_chromium
 
 log = logging.getLogger("botgrpo_rewards.render")
 PAGE_URL = "http://render.botgrpo.invalid/"
+ORIGIN = PAGE_URL.rstrip("/")
 PAGE_JS = (Path(__file__).resolve().parent / "page.js").read_text(encoding="utf-8")
 # connect-src/img-src/etc. 'none' stop fetch, XHR, WebSockets, images and frames even if routing missed one.
 CSP = (
     "default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
-    "img-src data: blob:; font-src data:; connect-src 'none'; frame-src 'none'; form-action 'none'; base-uri 'none'"
+    "img-src data: blob:; font-src data:; connect-src 'none'; frame-src 'none'; child-src 'none'; "
+    "worker-src 'none'; form-action 'none'; base-uri 'none'"
 )
+# Sent as a header (a <meta> cannot sandbox): the browser itself then opens no popups or new windows
+# (window.open, target=_blank links and forms), shows no dialogs and submits no forms;
+# allow-same-origin keeps localStorage working for components that use it (cleared between renders).
+HEADERS = {"Content-Security-Policy": CSP + "; sandbox allow-scripts allow-same-origin",
+           "Cache-Control": "no-store"}
 # Animations and transitions off, so a screenshot does not depend on when it was taken.
 STILL_CSS = (
     "*,*::before,*::after{animation:none!important;transition:none!important;caret-color:transparent!important}"
@@ -46,7 +54,9 @@ HTML = (
 )
 MAX_BOXES = 2000
 RESET_TIMEOUT_S = 5.0
-RECYCLE = 200  # renders between realm reloads, which bounds what a leak can accumulate
+# Waiting for a slot (its page reloading, or being rebuilt after a timeout) is the service's own
+# work, not the request's: it does not count against the deadline, up to this long.
+SLOT_WAIT_S = 60.0
 
 
 class BrowserUnavailable(RuntimeError):
@@ -76,8 +86,6 @@ class _Slot:
     context: object
     page: object
     cdp: object
-    uses: int = 0
-    dirty: bool = False  # reload the document before the next render
     crashed: bool = False
 
 
@@ -97,7 +105,7 @@ class Renderer:
         self._browser = None
         self._pw = None
         self._slots: asyncio.Queue | None = None
-        self._resets: set[asyncio.Task] = set()
+        self._resets: set[asyncio.Task] = set()  # background reloads and rebuilds of slots
         self._restart_lock = asyncio.Lock()
         self._closing = False
         self.broken: str | None = None  # set when Chromium cannot be brought back
@@ -118,8 +126,9 @@ class Renderer:
 
     def render(self, js: str, deadline: float) -> Render:
         """Mount CommonJS component code and screenshot it. Raises RenderTimeout past `deadline`
-        (a `time.monotonic()` value)."""
-        return self._call(self._render(js, deadline), timeout=max(0.0, deadline - time.monotonic()) + 2.0)
+        (a `time.monotonic()` value), not counting the wait for a free page."""
+        budget = max(0.0, deadline - time.monotonic())
+        return self._call(self._render(js, budget), timeout=budget + SLOT_WAIT_S + 2.0)
 
     def _call(self, coro, timeout: float):
         fut = asyncio.run_coroutine_threadsafe(coro, self._loop)
@@ -165,7 +174,7 @@ class Renderer:
         await context.route_web_socket("**/*", _drop_socket)
         await context.add_init_script(self.runtime_js)
         await context.add_init_script(PAGE_JS)
-        context.on("page", _close_popup)
+        context.on("page", _close_popup)  # the sandbox opens none; closed should one appear anyway
         page = await context.new_page()
         page.on("dialog", _dismiss)
         slot = _Slot(self._browser, context, page, await context.new_cdp_session(page))
@@ -173,10 +182,26 @@ class Renderer:
         await page.goto(PAGE_URL, wait_until="domcontentloaded")
         return slot
 
-    def _schedule_reset(self, slot: _Slot) -> None:
-        task = asyncio.get_running_loop().create_task(self._reset(slot))
+    def _in_background(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
         self._resets.add(task)
         task.add_done_callback(self._resets.discard)
+
+    async def _refresh(self, slot: _Slot) -> None:
+        """Give a used slot a fresh document and empty storage, then free it; rebuild it if that fails.
+        The navigation comes first: it ends the old document, which could otherwise write again."""
+        try:
+            await asyncio.wait_for(self._fresh_document(slot), RESET_TIMEOUT_S)
+        except (PlaywrightError, asyncio.TimeoutError):
+            await self._reset(slot)
+            return
+        self._slots.put_nowait(slot)
+
+    @staticmethod
+    async def _fresh_document(slot: _Slot) -> None:
+        await slot.page.goto(PAGE_URL, wait_until="domcontentloaded")
+        await asyncio.gather(slot.cdp.send("Storage.clearDataForOrigin", {"origin": ORIGIN, "storageTypes": "all"}),
+                             slot.cdp.send("Page.resetNavigationHistory"))
 
     async def _reset(self, slot: _Slot) -> None:
         """Replace a slot whose page is stuck or crashed; restart the browser if that fails."""
@@ -207,46 +232,46 @@ class Renderer:
             except PlaywrightError as err:
                 log.warning("relaunching Chromium failed: %s", err)
 
-    async def _render(self, js: str, deadline: float) -> Render:
+    async def _render(self, js: str, budget: float) -> Render:
         loop = asyncio.get_running_loop()
         if self.broken:
             raise BrowserUnavailable(self.broken)
         try:
-            slot = await asyncio.wait_for(self._slots.get(), max(0.0, deadline - loop.time()))
+            slot = await asyncio.wait_for(self._slots.get(), SLOT_WAIT_S)
         except asyncio.TimeoutError:
-            raise RenderTimeout("no free page before the deadline") from None
+            raise RenderTimeout("no page became free (the browser is stuck?)") from None
         if self.fresh_context:
             await slot.context.close()
             slot = await self._new_slot()
+        deadline = loop.time() + budget
         try:
             result = await asyncio.wait_for(self._mount(slot, js), max(0.0, deadline - loop.time()))
         except asyncio.TimeoutError:
-            self._schedule_reset(slot)
+            self._in_background(self._reset(slot))
             raise RenderTimeout("the render did not finish before its deadline") from None
         except PlaywrightError as err:
             if slot.crashed or slot.page.is_closed():
-                self._schedule_reset(slot)
+                self._in_background(self._reset(slot))
                 return Render(rendered=False, error="the page crashed (out of memory?)")
-            slot.dirty = True
-            self._slots.put_nowait(slot)
+            self._release(slot)
             return Render(rendered=False, error=_first_line(err))
-        slot.dirty = slot.dirty or bool(result.errors) or slot.page.url != PAGE_URL
-        self._slots.put_nowait(slot)
+        self._release(slot)
         return result
 
+    def _release(self, slot: _Slot) -> None:
+        if self.fresh_context:  # the baseline replaces the whole context before its next render
+            self._slots.put_nowait(slot)
+        else:
+            self._in_background(self._refresh(slot))
+
     async def _mount(self, slot: _Slot, js: str) -> Render:
-        t0 = time.perf_counter()
-        slot.uses += 1
-        if slot.dirty or slot.uses % RECYCLE == 0:
-            slot.dirty = False
-            await slot.page.goto(PAGE_URL, wait_until="domcontentloaded")
         t1 = time.perf_counter()
         dom = await slot.page.evaluate("([js, n]) => window.__botgrpoMount(js, n)", [js, MAX_BOXES])
         t2 = time.perf_counter()
         shot = await slot.cdp.send("Page.captureScreenshot", {"format": "png", "optimizeForSpeed": True})
         png = base64.b64decode(shot["data"])
         t3 = time.perf_counter()
-        timings = {"reload_ms": (t1 - t0) * 1e3, "mount_ms": (t2 - t1) * 1e3, "screenshot_ms": (t3 - t2) * 1e3}
+        timings = {"mount_ms": (t2 - t1) * 1e3, "screenshot_ms": (t3 - t2) * 1e3}
         return Render(rendered=dom["nodes"] > 0, png=png, text=dom["text"], boxes=dom["boxes"],
                       errors=dom["errors"], error=None if dom["nodes"] > 0 else "the component rendered nothing",
                       timings=timings)
@@ -260,9 +285,17 @@ def _first_line(err: Exception) -> str:
     return text.splitlines()[0][:500] if text else type(err).__name__
 
 
+def _is_top_document(request) -> bool:
+    try:
+        return request.url == PAGE_URL and request.resource_type == "document" and request.frame.parent_frame is None
+    except PlaywrightError:  # a request with no frame (a worker's)
+        return False
+
+
 async def _route(route) -> None:
-    if route.request.url == PAGE_URL and route.request.resource_type == "document":
-        await route.fulfill(status=200, content_type="text/html; charset=utf-8", body=HTML)
+    # Only the top frame's own document is served: a frame of any address, this one included, is not.
+    if _is_top_document(route.request):
+        await route.fulfill(status=200, content_type="text/html; charset=utf-8", headers=HEADERS, body=HTML)
     else:
         await route.abort("blockedbyclient")
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import threading
 import time
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from botgrpo_rewards.render.vlm import VlmClient, VlmConfig, judge_pair
 OPTIONS = ("judge", "mode", "save_group", "vlm_model", "vlm_timeout_s", "vlm_max_retries", "missing_score", "rendered_score")
 
 REF_CACHE_SIZE = 512
+VLM_CACHE_SIZE = 10_000  # verdicts of every model together: a request's model name pins nothing else
 
 
 class RenderBackend(Backend):
@@ -53,8 +53,7 @@ class RenderBackend(Backend):
         self._compiler: Compiler | None = None
         self._renderer: Renderer | None = None
         self._refs = LRU(REF_CACHE_SIZE)  # code hash -> Render of trusted code
-        self._vlm: dict[tuple, VlmClient] = {}
-        self._lock = threading.Lock()
+        self._verdicts = LRU(VLM_CACHE_SIZE)  # VLM verdicts, shared by every model and request
 
     def start(self) -> None:
         self._compiler = Compiler()
@@ -106,10 +105,7 @@ class RenderBackend(Backend):
         return result
 
     def _vlm_client(self, options: dict) -> VlmClient:
-        config = VlmConfig.from_settings(options, self.vlm_base_url, self.vlm_model)
-        key = (config.url, config.model, config.api_key, config.request_timeout_s, config.max_retries)
-        with self._lock:
-            return self._vlm.setdefault(key, VlmClient(config))
+        return VlmClient(VlmConfig.from_settings(options, self.vlm_base_url, self.vlm_model), self._verdicts)
 
     # ------------------------------------------------------------------ scoring
 

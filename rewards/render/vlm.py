@@ -3,18 +3,26 @@
 Single mode asks for {"score": 0-10, "reason": "..."} about a candidate (and a reference when one
 exists); pairwise mode asks which of two screenshots follows the instruction better. Replies are
 parsed leniently (code fences, prose around the JSON), transient failures are retried with
-exponential backoff inside the deadline, and verdicts are cached by (model, prompt, image hashes).
+exponential backoff inside the deadline, and verdicts are cached by (model, prompt, image hashes)
+in one bounded cache the service shares across models.
+
+What goes back to the requester names no address, key or server text: a failure is a generic
+reason and the HTTP status. Redirects are never followed, so the key is only ever sent to the
+configured address.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import http.client
 import json
+import logging
 import os
 import re
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from typing import Callable
@@ -34,6 +42,19 @@ PAIR_PROMPT = (
     'instruction better? Reply with JSON only: {{"winner": 1 | 2 | "tie", "reason": "<one sentence>"}}'
 )
 RETRY_STATUSES = {408, 409, 425, 429, 500, 502, 503, 504}
+log = logging.getLogger("botgrpo_rewards.render")
+
+
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """A 3xx is answered as the HTTP error it is: following it would send the key (and the
+    screenshots) to an address the service was not configured with."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+# No redirects; proxies from the environment as urllib's default opener has them.
+_OPENER = urllib.request.build_opener(_RefuseRedirects)
 
 
 @dataclass
@@ -58,6 +79,7 @@ class VlmConfig:
         if not base or not model:
             raise BackendError("the vlm judge needs a server: start the render service with BOTGRPO_VLM_BASE_URL "
                                "(e.g. http://127.0.0.1:8000/v1) and BOTGRPO_VLM_MODEL set", "bad_request")
+        _check_base_url(base)
         if not isinstance(model, str):
             raise BackendError("option vlm_model must be a string", "bad_request")
         try:
@@ -71,12 +93,25 @@ class VlmConfig:
 
     @property
     def url(self) -> str:
-        base = self.base_url.rstrip("/")
-        return base + ("/chat/completions" if base.endswith("/v1") else "/v1/chat/completions")
+        """The chat completions endpoint under base_url; a query (some servers take the key there) is kept."""
+        parts = urllib.parse.urlsplit(self.base_url)
+        path = parts.path.rstrip("/")
+        path += "/chat/completions" if path.endswith("/v1") else "/v1/chat/completions"
+        return urllib.parse.urlunsplit(parts._replace(path=path))
+
+
+def _check_base_url(base: str) -> None:
+    """Refuse a server address urllib cannot use safely; the message never repeats the address."""
+    parts = urllib.parse.urlsplit(base)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BackendError("BOTGRPO_VLM_BASE_URL must be an http:// or https:// address with a host", "backend")
+    if parts.username is not None or parts.password is not None:
+        raise BackendError("BOTGRPO_VLM_BASE_URL must not hold credentials (user:key@host); "
+                           "put the key in BOTGRPO_VLM_API_KEY", "backend")
 
 
 class MalformedReply(ValueError):
-    """The model's reply holds no usable verdict."""
+    """The model's reply holds no usable verdict (the message says why, never what the reply said)."""
 
 
 def parse_json_object(text: str) -> dict:
@@ -88,7 +123,7 @@ def parse_json_object(text: str) -> dict:
             continue
         if isinstance(obj, dict):
             return obj
-    raise MalformedReply(f"no JSON object in the reply: {text[:200]!r}")
+    raise MalformedReply("no JSON object in the reply")
 
 
 def parse_score(text: str) -> tuple[float, str]:
@@ -98,7 +133,7 @@ def parse_score(text: str) -> tuple[float, str]:
     try:
         value = float(raw)
     except (TypeError, ValueError):
-        raise MalformedReply(f"reply has no numeric score: {obj!r}") from None
+        raise MalformedReply("the reply has no numeric score") from None
     if value != value:  # NaN
         raise MalformedReply("reply score is NaN")
     return min(10.0, max(0.0, value)) / 10.0, str(obj.get("reason", ""))[:500]
@@ -109,7 +144,7 @@ def parse_winner(text: str) -> str:
     raw = str(parse_json_object(text).get("winner", "")).strip().lower()
     table = {"1": "first", "a": "first", "first": "first", "2": "second", "b": "second", "second": "second", "tie": "tie"}
     if raw not in table:
-        raise MalformedReply(f"reply names no winner: {raw!r}")
+        raise MalformedReply("the reply names no winner")
     return table[raw]
 
 
@@ -131,11 +166,12 @@ def _image_part(png: bytes) -> dict:
 
 
 class VlmClient:
-    """Thread-safe judge client with a bounded verdict cache."""
+    """Thread-safe judge client. Cheap to make per request: all it keeps is `cache` (request hash ->
+    parsed verdict), which the service passes in so that every model shares one bound."""
 
-    def __init__(self, config: VlmConfig, cache_size: int = 10_000):
+    def __init__(self, config: VlmConfig, cache: LRU | None = None):
         self.config = config
-        self._cache = LRU(cache_size)  # request hash -> parsed verdict
+        self._cache = cache if cache is not None else LRU(10_000)
 
     def score(self, instruction: str, candidate: bytes, reference: bytes | None, deadline: float) -> tuple[float, str]:
         """(score in [0, 1], reason) for a candidate screenshot, optionally beside a reference."""
@@ -148,7 +184,8 @@ class VlmClient:
         return self._cached(PAIR_PROMPT.format(instruction=instruction), [first, second], parse_winner, deadline)
 
     def _cached(self, prompt: str, images: list[bytes], parse: Callable, deadline: float):
-        key = hashlib.sha256("\0".join([self.config.model, prompt] + [hashlib.sha256(i).hexdigest() for i in images]).encode()).hexdigest()
+        parts = [self.config.url, self.config.model, prompt] + [hashlib.sha256(i).hexdigest() for i in images]
+        key = hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
         cached = self._cache.get(key)
         if cached is not None:
             return cached
@@ -169,11 +206,14 @@ class VlmClient:
             except MalformedReply as err:
                 last = str(err)
             except urllib.error.HTTPError as err:
+                _log_reply(err)
+                err.close()
                 if err.code not in RETRY_STATUSES:
-                    raise BackendError(f"vlm judge: {self.config.url} answered HTTP {err.code}: {err.read()[:300]!r}") from None
+                    hint = " (a redirect, not followed: set BOTGRPO_VLM_BASE_URL to the final address)" if 300 <= err.code < 400 else ""
+                    raise BackendError(f"vlm judge: the server answered HTTP {err.code}{hint}") from None
                 last = f"HTTP {err.code}"
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as err:
-                last = f"{type(err).__name__}: {err}"
+            except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
+                last = _failure(err)
             pause = self.config.backoff_s * 2**attempt
             if time.monotonic() + pause >= deadline:
                 raise BackendTimeout(f"vlm judge: deadline passed after {attempt + 1} attempt(s) ({last})")
@@ -186,16 +226,34 @@ class VlmClient:
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
         req = urllib.request.Request(self.config.url, data=json.dumps(body).encode(), headers=headers, method="POST")
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with _OPENER.open(req, timeout=timeout) as resp:
             raw = resp.read()
         try:
             payload = json.loads(raw)
         except ValueError:
-            raise MalformedReply(f"the server's body is not JSON: {raw[:200]!r}") from None
+            raise MalformedReply("the server's reply is not JSON") from None
         try:
             content = payload["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
-            raise MalformedReply(f"not a chat completion: {str(payload)[:200]}") from None
+            raise MalformedReply("the server's reply is not a chat completion") from None
         if isinstance(content, list):  # some servers return content parts
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
         return str(content or "")
+
+
+def _failure(err: Exception) -> str:
+    """A transport failure in words that name no address (urllib's messages can)."""
+    reason = err.reason if isinstance(err, urllib.error.URLError) else err
+    if isinstance(reason, TimeoutError):
+        return "timed out"
+    return f"connection failed ({type(reason).__name__})" if isinstance(reason, BaseException) else "connection failed"
+
+
+def _log_reply(err: urllib.error.HTTPError) -> None:
+    """The server's error body is for the operator's log (debug level), never the requester."""
+    if log.isEnabledFor(logging.DEBUG):
+        try:
+            body = err.read(300)
+        except OSError:
+            body = b""
+        log.debug("vlm judge: HTTP %d, body %r", err.code, body)

@@ -1,7 +1,7 @@
 """The render backend with real Chromium: renders, similarity, and hostile components.
 
 One backend (one browser, one page) serves the whole module, so every hostile case is followed by
-a normal render in the same worker. The similarity judge is checked on real task references
+a normal render in the same worker (escapes and leaks between requests: test_render_sandbox.py). The similarity judge is checked on real task references
 (tasks/data/react) against blank pages, the other references, and small hand edits of each.
 """
 
@@ -11,9 +11,7 @@ import asyncio
 import io
 import os
 import signal
-import socket
 import statistics
-import threading
 import time
 
 import numpy as np
@@ -230,61 +228,13 @@ def test_hostile_answered_in_time_and_worker_survives(backend, body):
     _assert_still_serving(backend)
 
 
-class _Listener:
-    """A TCP server on 127.0.0.1 that counts connection attempts."""
-
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.count = 0
-        self.running = True
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        while self.running:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.count += 1
-            conn.close()
-
-    def stop(self):
-        self.running = False
-        self.thread.join()
-        self.sock.close()
-
-
-def test_network_is_blocked(backend):
-    listener = _Listener()
-    url = f"http://127.0.0.1:{listener.port}"
-    escapes = [
-        f'export default function App() {{ fetch("{url}/fetch").catch(() => 0); return <p>fetch</p>; }}',
-        f'export default function App() {{ const x = new XMLHttpRequest(); x.open("GET", "{url}/xhr"); x.send(); return <p>xhr</p>; }}',
-        f'export default function App() {{ return <div><img src="{url}/img.png" /><p style={{{{backgroundImage: "url({url}/bg.png)"}}}}>img</p></div>; }}',
-        f'export default function App() {{ try {{ new WebSocket("ws://127.0.0.1:{listener.port}/ws"); }} catch (e) {{}} return <p>ws</p>; }}',
-        f'import {{ useEffect }} from "react";\nexport default function App() {{ useEffect(() => {{ window.location.href = "{url}/nav"; }}, []); return <p>nav</p>; }}',
-        f'export default function App() {{ window.open("{url}/popup"); return <a href="{url}/link">link</a>; }}',
-    ]
-    try:
-        for code in escapes:
-            _score(backend, code)
-        time.sleep(0.5)  # let anything that slipped out arrive
-        assert listener.count == 0
-    finally:
-        listener.stop()
-    _assert_still_serving(backend)
-
-
 def test_browser_is_restarted_after_it_dies(backend):
     renderer = backend._renderer
+    _assert_still_serving(backend)  # the reference is rendered and cached before the browser dies
     asyncio.run_coroutine_threadsafe(renderer._browser.close(), renderer._loop).result(10)
+    # The page may be found dead by the render (a failed render) or by the reload before it.
     res = _score(backend, GOOD, deadline_s=10)
-    assert res.metrics["rendered"] == 0.0 and "crashed" in res.info["render_error"]
+    assert res.score == 1.0 or "crashed" in res.info["render_error"]
     res = _score(backend, GOOD, deadline_s=10)
     assert res.score == 1.0 and renderer.restarts == 1
 

@@ -56,6 +56,7 @@ def test_vlm_config_url_and_env(monkeypatch):
     cfg = VlmConfig.from_settings({})
     assert cfg.url == "http://h:1/v1/chat/completions" and cfg.model == "m" and cfg.api_key == "sk-server"
     assert VlmConfig.from_settings({}, base_url="http://x:2").url == "http://x:2/v1/chat/completions"
+    assert VlmConfig.from_settings({}, base_url="https://x/v1/?key=s").url == "https://x/v1/chat/completions?key=s"
     # a request's options never move the server or its key; they may pick the model name
     cfg = VlmConfig.from_settings({"vlm_base_url": "http://evil:1", "vlm_api_key": "x", "vlm_model": "n"})
     assert (cfg.base_url, cfg.api_key, cfg.model) == ("http://h:1/v1/", "sk-server", "n")
