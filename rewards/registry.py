@@ -1,14 +1,54 @@
-"""Service names -> backend classes, imported lazily so each service loads only what it needs."""
+"""Service names -> backend classes, imported lazily so each service loads only what it needs.
+
+Other packages add services through the entry-point group `botgrpo.rewards` (a name -> a Backend
+class, "package.module:Class"); the built-ins are listed here so a source checkout that was not
+pip-installed still finds them.
+"""
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
+from functools import cached_property
+from importlib.metadata import entry_points
+from typing import Iterator
 
-SERVICES = {
+ENTRY_POINT_GROUP = "botgrpo.rewards"
+
+BUILTIN = {
     "math": "botgrpo_rewards.math.service:MathBackend",
     "react": "botgrpo_rewards.react.service:ReactBackend",
     "render": "botgrpo_rewards.render.service:RenderBackend",
+    "function": "botgrpo_rewards.function.service:FunctionBackend",  # a user's Python function (--function)
 }
+
+
+class _Services(Mapping):
+    """name -> "module:Class". Installed plugins are looked up only when a name is not built in or
+    the whole list is asked for: scanning every installed package's entry points costs a good part
+    of a second, which a built-in service's start-up should not pay."""
+
+    def __getitem__(self, name: str) -> str:
+        return BUILTIN[name] if name in BUILTIN else self._all[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in BUILTIN or name in self._all
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all)
+
+    def __len__(self) -> int:
+        return len(self._all)
+
+    @cached_property
+    def _all(self) -> dict[str, str]:
+        found = dict(BUILTIN)
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            found.setdefault(ep.name, ep.value)  # a plugin never replaces a built-in
+        return found
+
+
+SERVICES = _Services()
 
 
 def load_backend(name: str, **kwargs):

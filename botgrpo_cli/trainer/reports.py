@@ -97,7 +97,8 @@ def zero_variance_fraction(scores: Tensor, group_ids: Tensor, ok: Tensor) -> flo
 
 
 def step_metrics(ro, scored: Scored, scores: Tensor, mask: Tensor, r: Tensor, adv: Tensor, upd: dict,
-                 times: dict[str, float], success_metric: str, restarts: float) -> dict[str, float]:
+                 times: dict[str, float], success_metric: str, restarts: float,
+                 counters: dict[str, int] | None = None) -> dict[str, float]:
     b = ro.batch
     ok_scores = scored.scores[scored.ok]
     tokens = int(b.mask.sum())
@@ -106,6 +107,9 @@ def step_metrics(ro, scored: Scored, scores: Tensor, mask: Tensor, r: Tensor, ad
         "reward/std": float(ok_scores.std()) if len(ok_scores) > 1 else 0.0,
         "reward/masked": float(scored.masked),
         "reward/restarts": float(restarts),
+        # the pool's running totals: requests sent again after a process or endpoint failed, and the failures
+        "reward/resent": float((counters or {}).get("resent", 0)),
+        "reward/endpoint_failures": float((counters or {}).get("endpoint_failures", 0)),
         "reward/token_mean": float(masked_mean(r, mask)),  # what the estimator sees: scores and spans, projected
         "adv/mean": float(masked_mean(adv, mask)),
         "adv/std": float(adv[mask].std()) if int(mask.sum()) > 1 else 0.0,

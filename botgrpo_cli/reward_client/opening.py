@@ -1,0 +1,113 @@
+"""Open the reward a run names: a built-in or plugin service, a Python function, or endpoints elsewhere.
+
+`open_reward(reward, task_service)` is the one way the trainer, `botgrpo eval` and
+`botgrpo reward score` turn their settings into a pool (RewardPool, RemotePool or CombinedPool:
+all answer submit / score / stats / close the same way). With `notices`, the first failure of
+each kind (per service and error type) is printed once, as one line: the completions are masked
+and counted; the line says why.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+from botgrpo_cli.errors import UserError
+from botgrpo_cli.reward_client.combined import ServiceSpec, open_pool
+from botgrpo_rewards.protocol import ScoreResponse
+
+NO_REWARD = ("this task scores with the reward you name: set reward.function=my_reward.py:NAME (a Python "
+             "function), reward.url=http://HOST:PORT (a running `botgrpo reward serve NAME --http` service), "
+             "reward.service=NAME or reward.services")
+
+
+def function_command(spec: str) -> list[str]:
+    """argv of the `function` service running `spec` (a file path made absolute: the child may not
+    share the caller's working directory forever)."""
+    from botgrpo_rewards.function.loader import FunctionLoadError, absolute_spec
+
+    try:
+        spec = absolute_spec(spec)
+    except FunctionLoadError as err:
+        raise UserError(str(err)) from None
+    return [sys.executable, "-m", "botgrpo_rewards", "function", "--function", spec]
+
+
+def service_pool(spec: ServiceSpec, workers: int, deadline_ms: int = 10_000, env: dict | None = None) -> Any:
+    """One service's pool: RemotePool for endpoints, else local processes (the built-in service,
+    the `function` service running the spec's function, or the spec's command)."""
+    from botgrpo_cli.reward_client.pool import RewardPool
+    from botgrpo_cli.reward_client.remote import RemotePool
+
+    if spec.url:
+        return RemotePool(spec.url, deadline_ms=deadline_ms, name=spec.name)
+    command = function_command(spec.function) if spec.function else spec.command
+    return RewardPool(spec.name, workers=spec.workers or workers, command=command, env=env)
+
+
+def open_reward(reward: Any, task_service: str | None, notices: bool = True) -> Any:
+    """The pool for a RewardConfig-like `reward` (service, command, workers, deadline_ms, services,
+    function, url) and the task's own service (None: the task has none, the user names it)."""
+    from botgrpo_cli.reward_client.remote import url_list
+
+    urls = url_list(getattr(reward, "url", None))
+    function = getattr(reward, "function", None)
+    name = reward.service or ("function" if function else task_service)
+    if not reward.services and name is None and not urls:
+        raise UserError(NO_REWARD)
+    pool = open_pool(name or "remote", reward.workers, reward.command, reward.services, function=function,
+                     url=urls or None, deadline_ms=reward.deadline_ms)
+    return FailureNotices(pool) if notices else pool
+
+
+class FailureNotices:
+    """A pool that prints the first failed answer of each kind once (see the module docstring);
+    everything else is the wrapped pool's."""
+
+    def __init__(self, pool: Any):
+        self.pool = pool
+        self._seen: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.pool, name)
+
+    def submit(self, request: Any) -> Future:
+        future = self.pool.submit(request)
+        future.add_done_callback(self._check)
+        return future
+
+    def score(self, requests: Any, progress: Any = None) -> list[ScoreResponse]:
+        return self.pool.score(requests, progress)
+
+    def _check(self, future: Future) -> None:
+        try:
+            resp = future.result()
+        except Exception:  # pools answer per item; a raising future is reported where it is read
+            return
+        if resp.usable:
+            return
+        kind = resp.error.type if resp.error else resp.status
+        key = (str(getattr(self.pool, "service", "")), kind)
+        with self._lock:
+            if key in self._seen:
+                return
+            self._seen.add(key)
+        from rich.markup import escape
+
+        from botgrpo_cli.console import console
+
+        why = resp.error.message if resp.error else "answered ok without a score"
+        console.print(f"[yellow]warning:[/] reward {resp.status} ({kind}): {escape(why)} [dim](such completions are "
+                      "masked and counted in reward/masked; shown once)[/]", soft_wrap=True, highlight=False)
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> "FailureNotices":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
