@@ -42,7 +42,7 @@ def service_pool(spec: ServiceSpec, workers: int, deadline_ms: int = 10_000, env
     from botgrpo_cli.reward_client.remote import RemotePool
 
     if spec.url:
-        return RemotePool(spec.url, deadline_ms=deadline_ms, name=spec.name)
+        return RemotePool(spec.url, deadline_ms=deadline_ms)
     command = function_command(spec.function) if spec.function else spec.command
     return RewardPool(spec.name, workers=spec.workers or workers, command=command, env=env)
 
