@@ -30,3 +30,8 @@ def answer_with_spans(prompts, completions, answer, **kwargs):
                           "label": "answer"})
         out.append({"score": score, "spans": spans, "metrics": {"numbers": float(len(found))}})
     return out
+
+
+def brevity(completions, **kwargs):
+    """A second reward to weigh in with reward.services: 1 for an empty text, falling to -1 at 1000 characters."""
+    return [max(-1.0, 1.0 - len(c) / 500) for c in completions]

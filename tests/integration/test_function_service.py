@@ -3,7 +3,7 @@ happens to a completion for each (ok with spans and metrics, or a masked failure
 
 from __future__ import annotations
 
-import sys
+from pathlib import Path
 
 import pytest
 
@@ -52,3 +52,15 @@ def test_a_function_that_does_not_load_stops_the_start_with_one_line(tmp_path):
     (tmp_path / "broken.py").write_text("import not_a_module_anywhere\n")
     with pytest.raises(ServiceStartError, match="not_a_module_anywhere"):
         RewardPool("function", command=function_command(f"{tmp_path}/broken.py:reward"))
+
+
+def test_several_functions_weighted_through_reward_services():
+    from botgrpo_cli.reward_client.combined import open_pool
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "extending" / "reward_function.py"
+    services = {"correct": {"function": f"{example}:contains_answer"},
+                "short": {"function": f"{example}:brevity", "weight": 0.5}}
+    with open_pool("correct", 1, None, services) as pool:
+        (resp,) = pool.score([{"id": 1, "completion": "x" * 250 + " 7", "reference": {"answer": "7"}}])
+    assert resp.ok and resp.score == pytest.approx(1.0 + 0.5 * (1 - 252 / 500))
+    assert resp.metrics["correct/score"] == 1.0 and resp.metrics["short/score"] == pytest.approx(1 - 252 / 500)
