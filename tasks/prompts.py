@@ -144,6 +144,10 @@ class PromptsTask(Task):
     def eval_examples(self) -> list[Example]:
         return self._splits[1]
 
+    def corpus(self, n: int, seed: int = 0) -> list[tuple[str, str]]:
+        raise TaskError("task 'prompts' has no tiny model of its own to bootstrap: set model.name_or_path (a Hub id "
+                        "such as HuggingFaceTB/SmolLM2-135M-Instruct, a model folder or a .gguf file)")
+
     def format_prompt(self, example: Example, tokenizer: Any = None, system_prompt: str | None = None,
                       template_kwargs: dict[str, Any] | None = None) -> str:
         chat = self._chats.get(example.id)

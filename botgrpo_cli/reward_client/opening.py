@@ -18,20 +18,14 @@ from botgrpo_cli.errors import UserError
 from botgrpo_cli.reward_client.combined import ServiceSpec, open_pool
 from botgrpo_rewards.protocol import ScoreResponse
 
-NO_REWARD = ("this task scores with the reward you name: set reward.function=my_reward.py:NAME (a Python "
-             "function), reward.url=http://HOST:PORT (a running `botgrpo reward serve NAME --http` service), "
-             "reward.service=NAME or reward.services")
+NO_REWARD = ("this task scores with the reward you name: a Python function (reward.function=my_reward.py:NAME; "
+             "`eval --function`), a running service (reward.url=http://HOST:PORT; `eval --url`), or a service by "
+             "name (reward.service=NAME or reward.services; `eval --service`)")
 
 
 def function_command(spec: str) -> list[str]:
-    """argv of the `function` service running `spec` (a file path made absolute: the child may not
-    share the caller's working directory forever)."""
-    from botgrpo_rewards.function.loader import FunctionLoadError, absolute_spec
-
-    try:
-        spec = absolute_spec(spec)
-    except FunctionLoadError as err:
-        raise UserError(str(err)) from None
+    """argv of the `function` service running `spec` (it resolves a relative file path against the
+    working directory it inherits: the caller's)."""
     return [sys.executable, "-m", "botgrpo_rewards", "function", "--function", spec]
 
 
@@ -47,17 +41,26 @@ def service_pool(spec: ServiceSpec, workers: int, deadline_ms: int = 10_000, env
     return RewardPool(spec.name, workers=spec.workers or workers, command=command, env=env)
 
 
+def require_reward(reward: Any, task_service: str | None) -> None:
+    """UserError (NO_REWARD) when neither the task nor the settings name a reward: said before any
+    model is loaded."""
+    from botgrpo_cli.reward_client.remote import url_list
+
+    named = reward.services or reward.service or getattr(reward, "function", None) or reward.command
+    if task_service is None and not named and not url_list(getattr(reward, "url", None)):
+        raise UserError(NO_REWARD)
+
+
 def open_reward(reward: Any, task_service: str | None, notices: bool = True) -> Any:
     """The pool for a RewardConfig-like `reward` (service, command, workers, deadline_ms, services,
     function, url) and the task's own service (None: the task has none, the user names it)."""
     from botgrpo_cli.reward_client.remote import url_list
 
+    require_reward(reward, task_service)
     urls = url_list(getattr(reward, "url", None))
     function = getattr(reward, "function", None)
     name = reward.service or ("function" if function else task_service)
-    if not reward.services and name is None and not urls:
-        raise UserError(NO_REWARD)
-    pool = open_pool(name or "remote", reward.workers, reward.command, reward.services, function=function,
+    pool = open_pool(name or ("remote" if urls else "command"), reward.workers, reward.command, reward.services, function=function,
                      url=urls or None, deadline_ms=reward.deadline_ms)
     return FailureNotices(pool) if notices else pool
 

@@ -179,10 +179,12 @@ def open_session(cfg: Config, resume: bool = False, pool: Any = None) -> Iterato
 
 @contextmanager
 def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
-    from botgrpo_cli.reward_client.opening import open_reward
+    from botgrpo_cli.reward_client.opening import open_reward, require_reward
 
     _seed_everything(cfg.run.seed)
     task = _task(cfg)
+    if shared_pool is None:
+        require_reward(cfg.reward, task.service)  # before any model loads
     dist = _distributed(cfg)
     run_dir, loaded = _run_dir(cfg, resume, dist.main)
     ckpt = loaded.path if loaded is not None else None
