@@ -8,7 +8,7 @@ pip-installed still finds them.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import MutableMapping
 from functools import cached_property
 from importlib.metadata import entry_points
 from typing import Iterator
@@ -23,22 +23,34 @@ BUILTIN = {
 }
 
 
-class _Services(Mapping):
+class _Services(MutableMapping):
     """name -> "module:Class". Installed plugins are looked up only when a name is not built in or
     the whole list is asked for: scanning every installed package's entry points costs a good part
-    of a second, which a built-in service's start-up should not pay."""
+    of a second, which a built-in service's start-up should not pay. Names set here (a test's
+    stand-in service) come first."""
+
+    def __init__(self) -> None:
+        self._set: dict[str, str] = {}
 
     def __getitem__(self, name: str) -> str:
+        if name in self._set:
+            return self._set[name]
         return BUILTIN[name] if name in BUILTIN else self._all[name]
 
+    def __setitem__(self, name: str, target: str) -> None:
+        self._set[name] = target
+
+    def __delitem__(self, name: str) -> None:
+        del self._set[name]
+
     def __contains__(self, name: object) -> bool:
-        return name in BUILTIN or name in self._all
+        return name in self._set or name in BUILTIN or name in self._all
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._all)
+        return iter(dict.fromkeys([*self._all, *self._set]))
 
     def __len__(self) -> int:
-        return len(self._all)
+        return len(set(self._all) | set(self._set))
 
     @cached_property
     def _all(self) -> dict[str, str]:

@@ -206,16 +206,21 @@ class Recording:
     the model being evaluated (set per target) so ids stay unique across checkpoints."""
 
     def __init__(self, pool: Any):
-        self.pool, self.label, self.lines = pool, "", []
+        self.pool, self.label = pool, ""
+        self._lines: dict[str, dict] = {}  # by id: a request sent again (a render retry) keeps one line, its last
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.pool, name)
+
+    @property
+    def lines(self) -> list[dict]:
+        return list(self._lines.values())
 
     def submit(self, request: Any) -> Any:
         line = {k: v for k, v in request.to_json().items() if k not in ("v", "op")}
         if self.label:
             line = {**line, "id": f"{self.label}/{line['id']}", "model": self.label}
-        self.lines.append(line)
+        self._lines[str(line["id"])] = line
         return self.pool.submit(request)
 
 
