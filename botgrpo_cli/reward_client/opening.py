@@ -1,17 +1,17 @@
 """Open the reward a run names: a built-in or plugin service, a Python function, or endpoints elsewhere.
 
-`open_reward(reward, task_service)` is the one way the trainer, `botgrpo eval` and
-`botgrpo reward score` turn their settings into a pool (RewardPool, RemotePool or CombinedPool:
-all answer submit / score / stats / close the same way). With `notices`, the first failure of
-each kind (per service and error type) is printed once, as one line: the completions are masked
-and counted; the line says why.
+`open_reward(reward, task_service)` is the one way the trainer and `botgrpo eval` turn their
+settings into a pool (`botgrpo reward score`, which reports each line's answer, calls open_pool) (RewardPool, RemotePool or CombinedPool:
+all answer submit / score / stats / close the same way). The first failure of each kind (per
+service and error type) is printed once, as one line: the completions are masked and counted;
+the line says why.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
-from concurrent.futures import Future
+from concurrent.futures import Future, as_completed
 from typing import Any
 
 from botgrpo_cli.errors import UserError
@@ -51,9 +51,10 @@ def require_reward(reward: Any, task_service: str | None) -> None:
         raise UserError(NO_REWARD)
 
 
-def open_reward(reward: Any, task_service: str | None, notices: bool = True) -> Any:
+def open_reward(reward: Any, task_service: str | None) -> Any:
     """The pool for a RewardConfig-like `reward` (service, command, workers, deadline_ms, services,
-    function, url) and the task's own service (None: the task has none, the user names it)."""
+    function, url) and the task's own service (None: the task has none, the user names it: then
+    success is the reward's `success` metric when it reports one, else score > 0)."""
     from botgrpo_cli.reward_client.remote import url_list
 
     require_reward(reward, task_service)
@@ -62,15 +63,20 @@ def open_reward(reward: Any, task_service: str | None, notices: bool = True) -> 
     name = reward.service or ("function" if function else task_service)
     pool = open_pool(name or ("remote" if urls else "command"), reward.workers, reward.command, reward.services, function=function,
                      url=urls or None, deadline_ms=reward.deadline_ms)
-    return FailureNotices(pool) if notices else pool
+    return FailureNotices(pool, SUCCESS if task_service is None else None)
+
+
+SUCCESS = "success"
 
 
 class FailureNotices:
-    """A pool that prints the first failed answer of each kind once (see the module docstring);
-    everything else is the wrapped pool's."""
+    """A pool that prints the first failed answer of each kind once (see the module docstring) and,
+    with `fill_success`, adds that metric (score > 0) to usable answers that lack it; everything
+    else is the wrapped pool's."""
 
-    def __init__(self, pool: Any):
+    def __init__(self, pool: Any, fill_success: str | None = None):
         self.pool = pool
+        self.fill_success = fill_success
         self._seen: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
 
@@ -78,19 +84,31 @@ class FailureNotices:
         return getattr(self.pool, name)
 
     def submit(self, request: Any) -> Future:
-        future = self.pool.submit(request)
-        future.add_done_callback(self._check)
-        return future
+        answer: Future = Future()
+
+        def done(inner: Future) -> None:
+            try:
+                resp = inner.result()
+            except Exception as err:  # pools answer per item; pass a bug on to where it is read
+                answer.set_exception(err)
+                return
+            self._check(resp)
+            answer.set_result(resp)
+
+        self.pool.submit(request).add_done_callback(done)
+        return answer
 
     def score(self, requests: Any, progress: Any = None) -> list[ScoreResponse]:
-        return self.pool.score(requests, progress)
+        futures = [self.submit(r) for r in requests]
+        if progress is not None:
+            for fut in as_completed(futures):
+                progress(fut.result())
+        return [f.result() for f in futures]
 
-    def _check(self, future: Future) -> None:
-        try:
-            resp = future.result()
-        except Exception:  # pools answer per item; a raising future is reported where it is read
-            return
+    def _check(self, resp: ScoreResponse) -> None:
         if resp.usable:
+            if self.fill_success and self.fill_success not in resp.metrics:
+                resp.metrics[self.fill_success] = float(resp.score > 0)
             return
         kind = resp.error.type if resp.error else resp.status
         key = (str(getattr(self.pool, "service", "")), kind)
