@@ -71,19 +71,47 @@ def first_line(err: BaseException) -> str:
     return lines[0][:500] if lines else ""
 
 
+def _parameters(fn: Callable[..., Any]) -> tuple[set[str], bool] | None:
+    """(named keyword parameters, takes **kwargs), or None when the signature cannot be read."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # a builtin or C callable
+        return None
+    named = {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    return named, any(p.kind is p.VAR_KEYWORD for p in params)
+
+
+def _keep(kwargs: dict, params: tuple[set[str], bool] | None) -> dict:
+    """The keywords a function takes: all with **kwargs (or an unreadable signature), else the named."""
+    if params is None or params[1]:
+        return kwargs
+    return {k: v for k, v in kwargs.items() if k in params[0]}
+
+
+def call_verl(fn: Callable[..., Any], params: tuple[set[str], bool], completions: list[str],
+              columns: dict[str, list]) -> list:
+    """verl's `compute_score(data_source, solution_str, ground_truth, extra_info)`, once per
+    completion; ground_truth is the row's column of that name or, in verl's data layout,
+    reward_model.ground_truth."""
+    out = []
+    for i, completion in enumerate(completions):
+        row = {k: v[i] for k, v in columns.items()}
+        model = row.get("reward_model") if isinstance(row.get("reward_model"), dict) else {}
+        truth = row["ground_truth"] if "ground_truth" in row else model.get("ground_truth")
+        out.append(fn(**_keep({"data_source": row.get("data_source"), "solution_str": completion,
+                               "ground_truth": truth, "extra_info": row.get("extra_info")}, params)))
+    return out
+
+
 def call_batch(fn: Callable[..., Any], prompts: list[str], completions: list[str],
                columns: dict[str, list]) -> list:
     """fn(prompts=..., completions=..., **columns), TRL's call. A function without **kwargs gets
-    only the keywords it names, so `def f(completions, answer)` works as well as `def f(**kw)`."""
-    kwargs = {"prompts": prompts, "completions": completions, **columns}
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):  # a builtin or C callable: give it everything
-        params = None
-    if params is not None and not any(p.kind is p.VAR_KEYWORD for p in params):
-        named = {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
-        kwargs = {k: v for k, v in kwargs.items() if k in named}
-    result = fn(**kwargs)
+    only the keywords it names, so `def f(completions, answer)` works as well as `def f(**kw)`.
+    A function taking `solution_str` is verl's kind and is called per completion (call_verl)."""
+    params = _parameters(fn)
+    if params is not None and "solution_str" in params[0]:
+        return call_verl(fn, params, completions, columns)
+    result = fn(**_keep({"prompts": prompts, "completions": completions, **columns}, params))
     if isinstance(result, tuple):
         result = list(result)
     if not isinstance(result, list):

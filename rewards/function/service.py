@@ -23,6 +23,7 @@ from botgrpo_rewards.protocol import ChildExited, LineChild, ScoreRequest, Span
 FUNCTION_ENV = "BOTGRPO_REWARD_FUNCTION"
 STARTUP_TIMEOUT_S = 120.0
 SUCCESS = "success"  # the metric the `prompts` task counts as solved
+RESULT_KEYS = ("score", "spans", "metrics", "info")
 
 
 def _is_ready(line: bytes) -> bool:
@@ -162,8 +163,12 @@ def _result(item: Any, spec: str) -> ScoreResult | Exception:
     try:
         spans = [Span(int(s["start"]), int(s["end"]), float(s["reward"]), s.get("label"))
                  for s in item.get("spans") or []]
-        metrics = dict(item.get("metrics") or {})
-        info = dict(item.get("info") or {})
+        # verl's dicts put extra numbers beside the score: they are metrics too
+        extra = {k: v for k, v in item.items() if k not in RESULT_KEYS}
+        metrics = {k: float(v) for k, v in extra.items() if isinstance(v, (int, float))}
+        metrics.update(item.get("metrics") or {})
+        info = {k: v for k, v in extra.items() if isinstance(v, str)}
+        info.update(item.get("info") or {})
         score = float(score)
     except (KeyError, TypeError, ValueError) as err:
         return BackendError(f"reward function {spec} returned a dict that is not {{score, spans: [{{start, end, "
