@@ -110,6 +110,8 @@ def run(console: Console, function: str | None = None, n: int = 1000, repeats: i
     from botgrpo_cli.reward_client.opening import function_command
     from botgrpo_cli.reward_client.remote import RemotePool
 
+    if function is None and not EXAMPLE.is_file():  # an installed package ships no examples/
+        raise UserError(f"the example function {EXAMPLE} is not here; pass --function FILE.py:NAME")
     spec = function or DEFAULT_FUNCTION
     command = function_command(spec)
     token = secrets.token_hex(8)
