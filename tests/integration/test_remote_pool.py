@@ -50,3 +50,23 @@ def test_a_wrong_token_is_refused_at_start_with_what_to_set():
             RemotePool([a.url], token="wrong")
     finally:
         a.close()
+
+
+def test_reward_score_url_scores_a_file_on_a_running_service(tmp_path, monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    from botgrpo_cli.cli import app
+
+    a = HttpService("--token", TOKEN)
+    try:
+        monkeypatch.setenv("BOTGRPO_REWARD_TOKEN", TOKEN)
+        rollouts = tmp_path / "r.jsonl"
+        rollouts.write_text("".join(json.dumps({"id": f"r{i}", "completion": "x" * i}) + "\n" for i in range(5)))
+        result = CliRunner().invoke(app, ["reward", "score", str(rollouts), "--url", a.url, "-o", str(tmp_path / "o.jsonl")])
+        assert result.exit_code == 0, result.output
+        rows = [json.loads(line) for line in (tmp_path / "o.jsonl").read_text().splitlines()]
+        assert [r["metrics"]["length"] for r in rows] == [0.0, 1.0, 2.0, 3.0, 4.0]
+    finally:
+        a.close()
