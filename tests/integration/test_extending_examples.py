@@ -6,10 +6,11 @@ test_bring_your_own.py.)"""
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 
 import pytest
+
+tomllib = pytest.importorskip("tomllib")  # Python 3.11+: reads the plugin's pyproject.toml as pip would
 
 from botgrpo_cli.algos import ADVANTAGES
 from botgrpo_cli.config import load_config
