@@ -10,7 +10,7 @@ import dataclasses
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional, Union
 
 import yaml
 
@@ -99,7 +99,14 @@ class RewardConfig:
                                "flipped with probability flip, each boundary moved by up to N characters (clamped to "
                                "the text); seeded by run.seed, step, rank and row; scores untouched; {} = off")
     services: dict = opt({}, "several services scored at once, in order, NAME: WEIGHT or NAME: {weight, options, "
-                             "workers, command}; score = weighted sum; the first takes the role of reward.service")
+                             "workers, command | function | url}; score = weighted sum; the first takes the role of "
+                             "reward.service")
+    function: Optional[str] = opt(None, "a Python reward function, MODULE:NAME or path/to/file.py:NAME, called as TRL "
+                                        "calls one: fn(prompts=[...], completions=[...], **columns) -> a float, None or "
+                                        "{score, spans, metrics} per completion; runs in service `function`'s processes")
+    url: Optional[Union[str, list]] = opt(None, "the reward service on other machines: http://HOST:PORT or a list "
+                                                "(requests spread over them, a failed one's re-sent to another); the "
+                                                "bearer token comes from $BOTGRPO_REWARD_TOKEN")
 
 
 @dataclass
@@ -241,6 +248,7 @@ def _coerce(where: str, value: Any, tp: Any) -> Any:
     args = typing.get_args(tp)
     optional = type(None) in args
     base = next((a for a in args if a is not type(None)), tp)
+    kinds = tuple(a for a in args if a is not type(None)) or (base,)  # Union[str, list]: either
     if value is None or (optional and isinstance(value, str) and value.lower() in ("null", "none")):
         if optional:
             return None
@@ -254,7 +262,7 @@ def _coerce(where: str, value: Any, tp: Any) -> Any:
         value = float(value)
     if base is float and isinstance(value, str):
         value = _float_or(value, where)
-    ok = isinstance(value, base) and not (base in (int, float) and isinstance(value, bool))
+    ok = isinstance(value, kinds) and not (base in (int, float) and isinstance(value, bool))
     if not ok:
         raise UserError(f"{where} must be {_kind(base)}, got {value!r}")
     return value

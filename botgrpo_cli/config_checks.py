@@ -56,6 +56,7 @@ def check(cfg: Config) -> None:
     if cfg.rollout.thinking_budget is not None and cfg.rollout.engine == "vllm":
         fail("rollout.thinking_budget", "works with rollout.engine fast or hf so far; unset it for vllm")
     _check_reward_options(cfg, fail)
+    _check_reward_target(cfg.reward, fail)
     if cfg.reward.services:
         _check_services(cfg.reward, fail)
     if cfg.run.distributed == "fsdp" and cfg.rollout.engine != "vllm":
@@ -99,20 +100,40 @@ def _check_reward_options(cfg: Config, fail: Any) -> None:
                                "BOTGRPO_VLM_BASE_URL / BOTGRPO_VLM_API_KEY for render)")
 
 
+def _check_reward_target(reward: RewardConfig, fail: Any) -> None:
+    """reward.function and reward.url: one of them, well formed (a URL is checked, not yet called)."""
+    from botgrpo_cli.reward_client.http import HttpRewardClient
+    from botgrpo_cli.reward_client.remote import url_list
+
+    if reward.function is not None and reward.url is not None:
+        fail("reward.function", "and reward.url are both set: give one (to run a function remotely, serve it with "
+                                "`botgrpo reward serve function --function ... --http HOST:PORT`)")
+    if reward.function is not None and (":" not in reward.function or reward.command is not None):
+        fail("reward.function", f"must be MODULE:NAME or path/to/file.py:NAME (and reward.command unset), got "
+                                f"{reward.function!r}")
+    if reward.url is not None:
+        try:
+            for url in url_list(reward.url) or [""]:
+                HttpRewardClient(url)
+        except UserError as err:
+            fail("reward.url", str(err))
+
+
 def _check_services(reward: RewardConfig, fail: Any) -> None:
     from botgrpo_cli.reward_client.combined import parse_services
     from botgrpo_rewards.protocol import server_setting
     from botgrpo_rewards.registry import SERVICES
 
-    if reward.service is not None or reward.command is not None:
-        fail("reward.services", "replaces reward.service and reward.command: list the main service first in "
-                                "reward.services (with its command there) and leave those two unset")
+    if any(x is not None for x in (reward.service, reward.command, reward.function, reward.url)):
+        fail("reward.services", "replaces reward.service, reward.command, reward.function and reward.url: list the "
+                                "main service first in reward.services (with its command, function or url there) "
+                                "and leave those unset")
     try:
         specs = parse_services(reward.services)
     except ValueError as err:
         fail("reward.services", f"entry {err}")
     for spec in specs:
-        if spec.command is None and spec.name not in SERVICES:
+        if spec.command is None and spec.function is None and spec.url is None and spec.name not in SERVICES:
             fail("reward.services", f"names unknown service {spec.name!r}; known: {', '.join(sorted(SERVICES))} "
                                     f"(or give its command)")
         bad = server_setting(spec.options)

@@ -12,7 +12,7 @@ import sys
 
 from botgrpo_rewards.http_server import DEFAULT_MAX_BODY_BYTES, HttpSettings
 from botgrpo_rewards.protocol import TOKEN_ENV
-from botgrpo_rewards.registry import SERVICES
+from botgrpo_rewards.registry import BUILTIN
 from botgrpo_rewards.run import run_service
 
 
@@ -24,16 +24,35 @@ def add_http_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--http-timeout-s", type=float, default=None, help="close idle connections, and requests not received in full, after this long (default 30)")
 
 
+def service_backend(name: str, function: str | None):
+    """What to start: the name, or for `function` its backend with the user's function (the one
+    service that takes a setting of its own at start). ValueError (one line) for a misuse."""
+    if name != "function":
+        if function is not None:
+            raise ValueError(f"--function is the setting of service 'function', not of {name!r}")
+        return name
+    from botgrpo_rewards.function.service import FunctionBackend
+
+    return FunctionBackend(function)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m botgrpo_rewards", description="Run one reward service (protocol v1).")
-    parser.add_argument("name", help=f"service: {', '.join(sorted(SERVICES))}")
+    parser.add_argument("name", help=f"service: {', '.join(sorted(BUILTIN))}, or an installed plugin's name")
     parser.add_argument("--http", metavar="HOST:PORT", help="serve over HTTP instead of stdin/stdout (host defaults to 127.0.0.1)")
     parser.add_argument("--max-inflight", type=int, default=None, metavar="N", help="requests scored at once")
+    parser.add_argument("--function", metavar="MODULE:NAME", default=None,
+                        help="service 'function': the reward function (MODULE:NAME or path/to/file.py:NAME)")
     add_http_arguments(parser)
     args = parser.parse_args(argv)
     settings = HttpSettings.from_env(token=args.token, allow_remote_without_token=args.allow_remote_without_token,
                                      max_body_bytes=args.max_body_bytes, timeout_s=args.http_timeout_s)
-    return run_service(args.name, http=args.http, max_inflight=args.max_inflight, settings=settings)
+    try:
+        backend = service_backend(args.name, args.function)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr, flush=True)
+        return 2
+    return run_service(backend, http=args.http, max_inflight=args.max_inflight, settings=settings)
 
 
 if __name__ == "__main__":

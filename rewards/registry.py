@@ -1,19 +1,66 @@
-"""Service names -> backend classes ("module:Class"), imported lazily so each service loads only what
-it needs. Registering a service is one line: a built-in one in `_BUILTIN`, one from another package in
-its entry-point group `botgrpo.services` (NAME = "module:Class"), as tasks do with `botgrpo.tasks`."""
+"""Service names -> backend classes, imported lazily so each service loads only what it needs.
+
+Other packages add services through the entry-point group `botgrpo.rewards` (a name -> a Backend
+class, "package.module:Class"); the built-ins are listed here so a source checkout that was not
+pip-installed still finds them.
+"""
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import MutableMapping
+from functools import cached_property
 from importlib.metadata import entry_points
+from typing import Iterator
 
-_BUILTIN = {
+ENTRY_POINT_GROUP = "botgrpo.rewards"
+
+BUILTIN = {
     "math": "botgrpo_rewards.math.service:MathBackend",
     "react": "botgrpo_rewards.react.service:ReactBackend",
     "render": "botgrpo_rewards.render.service:RenderBackend",
+    "function": "botgrpo_rewards.function.service:FunctionBackend",  # a user's Python function (--function)
 }
-# other packages' services, then the built-ins (an installed package cannot shadow a built-in)
-SERVICES = {**{ep.name: ep.value for ep in entry_points(group="botgrpo.services")}, **_BUILTIN}
+
+
+class _Services(MutableMapping):
+    """name -> "module:Class". Installed plugins are looked up only when a name is not built in or
+    the whole list is asked for: scanning every installed package's entry points costs a good part
+    of a second, which a built-in service's start-up should not pay. Names set here (a test's
+    stand-in service) come first."""
+
+    def __init__(self) -> None:
+        self._set: dict[str, str] = {}
+
+    def __getitem__(self, name: str) -> str:
+        if name in self._set:
+            return self._set[name]
+        return BUILTIN[name] if name in BUILTIN else self._all[name]
+
+    def __setitem__(self, name: str, target: str) -> None:
+        self._set[name] = target
+
+    def __delitem__(self, name: str) -> None:
+        del self._set[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._set or name in BUILTIN or name in self._all
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*self._all, *self._set]))
+
+    def __len__(self) -> int:
+        return len(set(self._all) | set(self._set))
+
+    @cached_property
+    def _all(self) -> dict[str, str]:
+        found = dict(BUILTIN)
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            found.setdefault(ep.name, ep.value)  # a plugin never replaces a built-in
+        return found
+
+
+SERVICES = _Services()
 
 
 def load_backend(name: str, **kwargs):

@@ -20,6 +20,7 @@ _BUILTIN = {  # name -> "module:factory"
     "arith_synth": "botgrpo_tasks.arith_synth:make_task",
     "react": "botgrpo_tasks.react:make_task",
     "aime": "botgrpo_tasks.aime:make_task",
+    "prompts": "botgrpo_tasks.prompts:make_task",
 }
 
 

@@ -27,7 +27,7 @@ from botgrpo_cli.algos.masked import (
 from botgrpo_cli.algos.options import FromTrainer, OneOf, Range
 from botgrpo_cli.algos.registry import Registry
 
-ADVANTAGES: Registry = Registry("advantage estimator")
+ADVANTAGES: Registry = Registry("advantage estimator", "botgrpo.advantages")  # plugins: docs/extending.md
 
 SCALES = ("group", "batch", "none")
 BASELINES = ("bag", "outcome")

@@ -1,4 +1,8 @@
-"""A tiny name -> function registry used for advantage estimators and losses."""
+"""A tiny name -> function registry used for advantage estimators and losses.
+
+A registry given an entry-point group also finds functions other packages declare there (e.g.
+`botgrpo.advantages`: `my_estimator = "my_package.module:function"`), imported on first use.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import inspect
 from typing import Callable, Generic, Iterator, TypeVar
 
 from botgrpo_cli.algos.options import check_value, rules
-from botgrpo_cli.errors import UnknownName
+from botgrpo_cli.errors import UnknownName, UserError
 
 F = TypeVar("F", bound=Callable)
 
@@ -21,9 +25,32 @@ def _keywords(fn: Callable, positional: int) -> tuple[str, ...]:
 class Registry(Generic[F]):
     """Maps names to functions; `@REG.register("name")` adds one, `REG["name"]` looks it up."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, entry_point_group: str | None = None) -> None:
         self.kind = kind
         self._items: dict[str, F] = {}
+        self._group = entry_point_group
+        self._plugins: dict | None = None  # name -> EntryPoint, read once when first needed
+
+    def _plugin_points(self) -> dict:
+        if self._plugins is None:
+            found = {}
+            if self._group:
+                from importlib.metadata import entry_points
+
+                found = {ep.name: ep for ep in entry_points(group=self._group)}
+            self._plugins = found
+        return self._plugins
+
+    def _load_plugin(self, name: str) -> None:
+        """Import a plugin's function the first time its name is used; a failing import is one line."""
+        ep = self._plugin_points().get(name)
+        if ep is None or name in self._items:
+            return
+        try:
+            self._items[name] = ep.load()
+        except Exception as err:  # the plugin's own bug: say which plugin, not a traceback
+            raise UserError(f"{self.kind} {name!r} ({ep.value}, entry point group {self._group}) failed to "
+                            f"import: {type(err).__name__}: {err}") from None
 
     def register(self, name: str) -> Callable[[F], F]:
         def add(fn: F) -> F:
@@ -35,19 +62,21 @@ class Registry(Generic[F]):
         return add
 
     def __getitem__(self, name: str) -> F:
+        if name not in self._items:
+            self._load_plugin(name)
         try:
             return self._items[name]
         except KeyError:
-            raise UnknownName(self.kind, name, sorted(self._items)) from None
+            raise UnknownName(self.kind, name, self.names()) from None
 
     def __contains__(self, name: object) -> bool:
-        return name in self._items
+        return name in self._items or name in self._plugin_points()
 
     def __iter__(self) -> Iterator[str]:
-        return iter(sorted(self._items))
+        return iter(self.names())
 
     def names(self) -> list[str]:
-        return sorted(self._items)
+        return sorted(set(self._items) | set(self._plugin_points()))
 
     def options(self, name: str, positional: int) -> list[str]:
         """The keyword options of `name` after its first `positional` (tensor) arguments."""

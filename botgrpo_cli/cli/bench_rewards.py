@@ -23,12 +23,21 @@ def register(app: typer.Typer) -> None:
                                                                     "per run).")] = None,
         http: Annotated[bool, typer.Option("--http", help="Load the service's HTTP server instead: req/s and "
                                                           "p50/p99 over 1 and 16 keep-alive connections.")] = False,
+        function: Annotated[Optional[str], typer.Option("--function", help="With --service function: the reward "
+                                                        "function (default: examples/extending/reward_function.py:"
+                                                        "contains_answer), timed beside math, stdio and HTTP.")] = None,
     ) -> None:
         """Benchmark a reward service: throughput and latency, figures measured side by side."""
         from botgrpo_rewards.registry import SERVICES
 
         if service not in SERVICES:
             raise UserError(f"unknown reward service {service!r}; known: {', '.join(sorted(SERVICES))}")
+        if service == "function":  # a client of both services on both paths, side by side
+            from botgrpo_cli.bench.reward_paths import run as run_paths
+            from botgrpo_cli.console import out
+
+            run_paths(out, function=function, n=n or 1000, workers=workers)
+            return
         if http:  # a client of the HTTP service: like the trainer, it imports no backend code
             from botgrpo_cli.bench.http_load import run
             from botgrpo_cli.console import out

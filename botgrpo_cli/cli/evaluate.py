@@ -45,7 +45,8 @@ def register(app: typer.Typer) -> None:
         model: Annotated[str, typer.Option("--model", help="Hub id, model folder, .gguf file, checkpoint folder, or a "
                                                            "run directory of `botgrpo train` (every checkpoint, "
                                                            "plotted vs step).")],
-        out: Annotated[Path, typer.Option("--out", help="Folder for eval.json, eval.md, screenshots and plots.")],
+        out: Annotated[Path, typer.Option("--out", help="Folder for eval.json, eval.md, rollouts.jsonl (every scored "
+                                                        "completion, for `botgrpo reward score`), screenshots and plots.")],
         n: Annotated[int, typer.Option("--n", help="Samples per problem.")] = 4,
         k: Annotated[str, typer.Option("--k", help="Pass@k values, comma-separated; each at most --n.")] = "1",
         temperature: Annotated[float, typer.Option(help=CONFIG_HELP)] = 1.0,
@@ -74,6 +75,14 @@ def register(app: typer.Typer) -> None:
         thinking_budget: Annotated[Optional[int], typer.Option("--thinking-budget", help=CONFIG_HELP)] = None,
         autocast: Annotated[str, typer.Option("--autocast", help=f"{CONFIG_HELP}; one of {CHOICES}")] = "auto",
         threads: Threads = 0,
+        function: Annotated[Optional[str], typer.Option("--function", help="Score with this Python reward function "
+                                                        "(MODULE:NAME or path/to/file.py:NAME) instead of the task's "
+                                                        "service; what task prompts needs.")] = None,
+        url: Annotated[Optional[list[str]], typer.Option("--url", help="Score on this running service "
+                                                         "(http://HOST:PORT; repeat for several; token from "
+                                                         "$BOTGRPO_REWARD_TOKEN) instead of a local one.")] = None,
+        service: Annotated[Optional[str], typer.Option("--service", help="Score with this reward service instead of "
+                                                       "the task's (e.g. math for task prompts).")] = None,
     ) -> None:
         """Evaluate a model on a task: unbiased Pass@k, compile/render rates, judged win rate."""
         from botgrpo_cli.console import out as stdout
@@ -90,10 +99,11 @@ def register(app: typer.Typer) -> None:
                            task_options=parse_task_options(task_option or []), against=against, judge=judge,
                            render=render, batch_size=batch_size, system_prompt=system_prompt,
                            chat_template_kwargs=parse_task_options(chat_template_kwarg or [], "--chat-template-kwarg"),
-                           thinking_budget=thinking_budget, autocast=autocast)
+                           thinking_budget=thinking_budget, autocast=autocast, reward_function=function,
+                           reward_url=list(url or []), reward_service=service)
         result = run_eval(opts)
         summary = (out / "eval.md").read_text(encoding="utf-8").split("\n## Per problem")[0].rstrip()
         stdout.print(summary, markup=False, soft_wrap=True)
-        stdout.print(f"\nwrote {out / 'eval.json'} and {out / 'eval.md'}")
+        stdout.print(f"\nwrote {out / 'eval.json'}, {out / 'eval.md'} and {out / 'rollouts.jsonl'}")
         if result.get("plot"):
             stdout.print(f"plot: {out / result['plot']}")

@@ -33,6 +33,7 @@ def serve(
     allow_remote_without_token: Annotated[bool, typer.Option("--allow-remote-without-token", help="HTTP: serve beyond loopback with no token (anyone who can connect may use it).")] = False,
     max_body_bytes: Annotated[Optional[int], typer.Option("--max-body-bytes", min=1, help="HTTP: largest POST body (default 8000000).")] = None,
     http_timeout_s: Annotated[Optional[float], typer.Option("--http-timeout-s", min=0.1, help="HTTP: close idle connections, and requests not received in full, after this long (default 30).")] = None,
+    function: Annotated[Optional[str], typer.Option("--function", help="Service function: the reward function it runs (MODULE:NAME or path/to/file.py:NAME).")] = None,
 ) -> None:
     """Run one reward service on stdin/stdout (JSON lines), or over HTTP with --http.
 
@@ -45,8 +46,10 @@ def serve(
 
     settings = HttpSettings.from_env(token=token, allow_remote_without_token=allow_remote_without_token,
                                      max_body_bytes=max_body_bytes, timeout_s=http_timeout_s)
+    from botgrpo_rewards.__main__ import service_backend
+
     try:  # the one start-up path (python -m botgrpo_rewards takes it too); a failed start is a
-        runner = start_service(name, http, max_inflight, settings)  # ServiceStartError: one line
+        runner = start_service(service_backend(name, function), http, max_inflight, settings)  # ServiceStartError: one line
     except ValueError as err:  # unknown name, or an address that cannot be served
         raise UserError(str(err)) from None
     try:
@@ -59,12 +62,14 @@ def serve(
 @reward_app.command(cls=listing_choices(service="botgrpo_rewards.registry:SERVICES"))
 def score(
     file: Annotated[Path, typer.Argument(help="JSONL rollout file (or .gz): one {id, prompt, completion, reference, options?} per line.")],
-    service: Annotated[list[str], typer.Option("--service", "-s", help=f"Reward service: {CHOICES}. Repeat as NAME=WEIGHT to score with several at once (their weighted sum; lines' options go to the first), e.g. -s react -s render=0.5.")],
+    service: Annotated[Optional[list[str]], typer.Option("--service", "-s", help=f"Reward service: {CHOICES}. Repeat as NAME=WEIGHT to score with several at once (their weighted sum; lines' options go to the first), e.g. -s react -s render=0.5.")] = None,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where to write (default: FILE with .scored.jsonl); never the input.")] = None,
     workers: Workers = 1,
     deadline_ms: Annotated[Optional[int], typer.Option("--deadline-ms", min=1, help=f"Per-request deadline for every line (default: each line's, else {DEFAULT_DEADLINE_MS}).")] = None,
     command: Annotated[Optional[str], typer.Option("--command", help="Run this command as the service instead of the built-in one (any program speaking protocol v1).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run: keep the lines already in OUTPUT.partial and score the rest.")] = False,
+    function: Annotated[Optional[str], typer.Option("--function", help="Score with this Python reward function (MODULE:NAME or path/to/file.py:NAME), instead of --service.")] = None,
+    url: Annotated[Optional[list[str]], typer.Option("--url", help="Score on this running service (http://HOST:PORT; repeat for several; token from $BOTGRPO_REWARD_TOKEN), instead of --service.")] = None,
 ) -> None:
     """Score a JSONL rollout file through a reward service; writes the lines with the scores added.
 
@@ -74,10 +79,11 @@ def score(
     from botgrpo_cli.reward_client.rollouts import count_rollouts
     from botgrpo_cli.reward_client.score_file import check_paths, check_resume, partial_path
 
-    services = _services_of(service)
+    target = _target_of(service or [], command, function, url or [])
+    services = _services_of(service or []) or {target: 1.0}
     if command is not None and len(services) > 1:
         raise UserError("--command runs one service; score with several only through the built-in ones")
-    if command is None:
+    if command is None and target == "service":
         for name in services:
             _check_service(name)
     out_path = output or file.with_name(file.name.removesuffix(".gz").removesuffix(".jsonl") + ".scored.jsonl")
@@ -85,14 +91,26 @@ def score(
     if resume and not partial_path(out_path).exists():
         done = " (it is already complete)" if out_path.exists() else ""
         raise UserError(f"--resume: there is no {partial_path(out_path)} to continue{done}; run without --resume")
-    made_from = {"services": services, "command": command}  # what a --resume must match
+    made_from = {"services": services, "command": command, "function": function, "url": url or []}  # what a --resume must match
     if resume:
         check_resume(file, out_path, deadline_ms, made_from)
     total = count_rollouts(file)
     if not total:
         raise UserError(f"{file} has no rollout lines")
     _score_lines(file, out_path, total, services, workers, shlex.split(command) if command else None, deadline_ms,
-                 resume, made_from)
+                 resume, made_from, function, url or [])
+
+
+def _target_of(service: list[str], command: str | None, function: str | None, url: list[str]) -> str:
+    """What scores: "service" (-s, with or without --command), "function" or "remote"; one of them."""
+    given = [flag for flag, on in (("--service", bool(service)), ("--function", function is not None),
+                                   ("--url", bool(url))) if on]
+    if len(given) != 1:
+        raise UserError("say what scores the file with one of --service NAME, --function FILE.py:NAME or --url "
+                        f"http://HOST:PORT{'' if not given else f' (got {chr(32).join(given)})'}")
+    if command is not None and given[0] != "--service":
+        raise UserError("--command replaces a --service's program; it does not go with --function or --url")
+    return {"--service": "service", "--function": "function", "--url": "remote"}[given[0]]
 
 
 def _services_of(values: list[str]) -> dict[str, float]:
@@ -118,17 +136,19 @@ MAX_PROBLEM_LINES = 20  # malformed lines reported one by one; the rest are coun
 class _LazyPool:
     """Starts the reward pool on the first request: a file of only malformed lines needs no service."""
 
-    def __init__(self, services: dict[str, float], workers: int, command: list[str] | None):
-        self.args, self.pool = (services, workers, command), None
+    def __init__(self, services: dict[str, float], workers: int, command: list[str] | None,
+                 function: str | None = None, url: list[str] | None = None, deadline_ms: int | None = None):
+        self.args, self.pool = (services, workers, command, function, url, deadline_ms), None
 
     def submit(self, request):
         if self.pool is None:
             from botgrpo_cli.reward_client.combined import open_pool
 
-            services, workers, command = self.args
+            services, workers, command, function, url, deadline_ms = self.args
             several = services if len(services) > 1 or any(w != 1.0 for w in services.values()) else {}
             # a failed start is a UserError
-            self.pool = open_pool(next(iter(services)), workers, command, several)
+            self.pool = open_pool(next(iter(services)), workers, command, several, function=function, url=url or None,
+                                  deadline_ms=deadline_ms or 60_000)
         return self.pool.submit(request)
 
     def close(self) -> None:
@@ -137,7 +157,8 @@ class _LazyPool:
 
 
 def _score_lines(file: Path, out_path: Path, total: int, services: dict[str, float], workers: int,
-                 command: list[str] | None, deadline_ms: int | None, resume: bool, made_from: dict) -> None:
+                 command: list[str] | None, deadline_ms: int | None, resume: bool, made_from: dict,
+                 function: str | None = None, url: list[str] | None = None) -> None:
     from rich.markup import escape
 
     from botgrpo_cli.console import console, progress_bar
@@ -151,7 +172,7 @@ def _score_lines(file: Path, out_path: Path, total: int, services: dict[str, flo
             console.print(f"[yellow]line {line.lineno}:[/] {escape(line.problem)} (kept in the output with status "
                           "error)", highlight=False, soft_wrap=True)
 
-    pool = _LazyPool(services, workers, command)
+    pool = _LazyPool(services, workers, command, function, url, deadline_ms)
     try:
         with progress_bar("scoring with {task.fields[service]}", transient=False) as bar:
             task = bar.add_task("score", total=total, service=" + ".join(services))
@@ -184,6 +205,8 @@ def _print_summary(stats, pool_stats: dict, out_path: Path) -> None:
     rate = stats.scored / stats.seconds if stats.seconds > 0 else 0.0
     table.add_row("throughput", f"{rate:.1f} lines/s")
     table.add_row("restarts / resent", f"{pool_stats['restarts']} / {pool_stats['resent']}")
+    if pool_stats.get("endpoint_failures"):  # --url: calls that failed and were sent to another endpoint
+        table.add_row("endpoint failures", str(pool_stats["endpoint_failures"]))
     if pool_stats.get("shared"):  # identical lines in flight together, scored once (deterministic services)
         table.add_row("answered from an identical line", str(pool_stats["shared"]))
     out.print(table)

@@ -7,6 +7,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable
 
 from botgrpo_cli.config import AUTOCAST_SETTINGS, ModelConfig, RolloutConfig, RunConfig
@@ -19,6 +20,7 @@ from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
 
 SPLITS = ("eval", "train", "all")  # all: every problem the task has (for aime: the whole file)
 RENDER_FIGURES = ("rendered", "similarity", "judge")
+ROLLOUTS = "rollouts.jsonl"  # every scored completion as a request line: `botgrpo reward score` reads it
 PLOTTED = ("syntax_ok", "types_ok", "rendered", "similarity", "correct")  # rates, beside pass@k
 
 
@@ -48,6 +50,9 @@ class EvalOptions:
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # e.g. {"enable_thinking": False}
     thinking_budget: int | None = RolloutConfig.thinking_budget  # reasoning tokens before the close tag is forced
     autocast: str = ModelConfig.autocast  # bf16 autocast while sampling: the trainer's rule (models/precision.py)
+    reward_function: str | None = None  # score with this Python function instead of the task's service
+    reward_url: list[str] = field(default_factory=list)  # score on these endpoints (`reward serve NAME --http`)
+    reward_service: str | None = None  # score with this service instead of the task's
 
 
 def check(opts: EvalOptions) -> None:
@@ -68,6 +73,9 @@ def check(opts: EvalOptions) -> None:
         raise UserError("--workers and --batch-size must be at least 1")
     if opts.autocast not in AUTOCAST_SETTINGS:
         raise UserError(f"--autocast must be one of {', '.join(AUTOCAST_SETTINGS)}, got {opts.autocast!r}")
+    if opts.reward_function and opts.reward_url:
+        raise UserError("--function and --url both say where to score: give one (serve a function with "
+                        "`botgrpo reward serve function --function ... --http HOST:PORT`)")
     if opts.thinking_budget is not None and opts.thinking_budget < 1:
         raise UserError(f"--thinking-budget must be at least 1 token, got {opts.thinking_budget}")
 
@@ -176,15 +184,54 @@ def progress_ticker(progress: Any, label: str, total: int) -> Callable[[int], No
 
 def _pools(stack: ExitStack, task: Any, opts: EvalOptions, render: bool, shots_root: Path | None) -> Scoring:
     from botgrpo_cli.reward_client import RewardPool
+    from botgrpo_cli.reward_client.opening import open_reward
 
     saving = {"BOTGRPO_RENDER_SAVE_DIR": str(shots_root)} if shots_root is not None else {}  # the service's setting
-    pool = stack.enter_context(RewardPool(task.service, workers=opts.workers,
-                                          env=saving if task.service == "render" else None))
+    if task.service == "render" and not (opts.reward_function or opts.reward_url or opts.reward_service):
+        pool = stack.enter_context(RewardPool(task.service, workers=opts.workers, env=saving))
+    else:
+        reward = SimpleNamespace(service=opts.reward_service, command=None, workers=opts.workers,
+                                 deadline_ms=opts.deadline_ms, services={}, function=opts.reward_function,
+                                 url=opts.reward_url or None)
+        pool = stack.enter_context(open_reward(reward, task.service))
+    pool = Recording(pool)
     render_pool = None
     if render:
         render_pool = pool if task.service == "render" else stack.enter_context(
             RewardPool("render", workers=opts.workers, env=saving))
     return Scoring.of_task(task, pool, render_pool, deadline_ms=opts.deadline_ms, save_root=shots_root)
+
+
+class Recording:
+    """The task's pool, keeping each request it was sent (for rollouts.jsonl), under the label of
+    the model being evaluated (set per target) so ids stay unique across checkpoints."""
+
+    def __init__(self, pool: Any):
+        self.pool, self.label = pool, ""
+        self._lines: dict[str, dict] = {}  # by id: a request sent again (a render retry) keeps one line, its last
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.pool, name)
+
+    @property
+    def lines(self) -> list[dict]:
+        return list(self._lines.values())
+
+    def submit(self, request: Any) -> Any:
+        line = {k: v for k, v in request.to_json().items() if k not in ("v", "op")}
+        if self.label:
+            line = {**line, "id": f"{self.label}/{line['id']}", "model": self.label}
+        self._lines[str(line["id"])] = line
+        return self.pool.submit(request)
+
+
+def write_rollouts(path: Path, lines: list[dict]) -> None:
+    """The requests eval scored, one per line, in the format `botgrpo reward score` reads."""
+    from botgrpo_cli.reward_client.rollouts import encode_row
+
+    with path.open("w", encoding="utf-8") as f:
+        for line in lines:
+            f.write(encode_row(line))
 
 
 def run_eval(opts: EvalOptions) -> dict[str, Any]:
@@ -205,12 +252,16 @@ def run_eval(opts: EvalOptions) -> dict[str, Any]:
     evaluations, finals, other, win = [], [], None, None
     with ExitStack() as stack, progress_bar() as progress:
         scoring = _pools(stack, task, opts, render, shots_root)
+        several = len(targets) > 1 or against is not None
         for target in targets:
+            scoring.pool.label = target.label if several else ""
             entry, finals = _evaluate(target, task, examples, opts, scoring, shots_root, progress)
             evaluations.append(entry)
         if against is not None:
+            scoring.pool.label = against.label
             other, other_problems = _evaluate(against, task, examples, opts, scoring, shots_root, progress)
             win = _win_rate(finals, other_problems, examples, judge, scoring, opts)
+        write_rollouts(opts.out / ROLLOUTS, scoring.pool.lines)
     result = _report(opts, task, evaluations, other, judge, win)
     result["scope"] = scored
     report.write_json(opts.out / "eval.json", result)

@@ -37,6 +37,8 @@ class ServiceSpec:
     options: dict = field(default_factory=dict)  # this service's request options
     workers: int | None = None  # None: reward.workers
     command: list[str] | None = None  # argv instead of the built-in service
+    function: str | None = None  # a Python reward function (MODULE:NAME or FILE.py:NAME), run by service `function`
+    url: list[str] | None = None  # endpoints of the service running elsewhere (`reward serve NAME --http`)
 
 
 def combine(rid: Any, parts: list[tuple[ServiceSpec, ScoreResponse]]) -> ScoreResponse:
@@ -130,12 +132,13 @@ class CombinedPool:
         self.close()
 
 
-SPEC_KEYS = ("weight", "options", "workers", "command")
+SPEC_KEYS = ("weight", "options", "workers", "command", "function", "url")
 
 
 def parse_services(services: dict) -> list[ServiceSpec]:
     """`reward.services` -> specs, in order. Each value is a weight, or a mapping with any of
-    weight (default 1), options, workers, command. Raises ValueError saying what is wrong."""
+    weight (default 1), options, workers, and at most one of command, function, url. Raises
+    ValueError saying what is wrong."""
     specs = []
     for name, value in services.items():
         entry = {"weight": value} if _is_number(value) else value
@@ -154,7 +157,21 @@ def parse_services(services: dict) -> list[ServiceSpec]:
             raise ValueError(f"{name}.workers must be an integer >= 1, got {workers!r}")
         if command is not None and not (isinstance(command, list) and command and all(isinstance(a, str) for a in command)):
             raise ValueError(f"{name}.command must be a non-empty list of strings (an argv), got {command!r}")
-        specs.append(ServiceSpec(name, float(weight), dict(options), workers, list(command) if command else None))
+        function, url = entry.get("function"), entry.get("url")
+        if sum(x is not None for x in (command, function, url)) > 1:
+            raise ValueError(f"{name}: give one of command, function, url (each says where the service runs)")
+        if function is not None and not (isinstance(function, str) and ":" in function):
+            raise ValueError(f"{name}.function must be MODULE:NAME or path/to/file.py:NAME, got {function!r}")
+        urls = None
+        if url is not None:
+            from botgrpo_cli.reward_client.remote import url_list
+
+            try:
+                urls = url_list(url)
+            except Exception as err:  # UserError: its message is the reason
+                raise ValueError(f"{name}.url: {err}") from None
+        specs.append(ServiceSpec(name, float(weight), dict(options), workers, list(command) if command else None,
+                                 function, urls))
     return specs
 
 
@@ -162,15 +179,16 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def open_pool(service: str, workers: int, command: list[str] | None, services: dict) -> Any:
-    """The run's reward pool: one RewardPool for `service`, or a CombinedPool when `services` (the
-    `reward.services` mapping) names several; `workers` is then each service's default."""
-    from botgrpo_cli.reward_client.pool import RewardPool
+def open_pool(service: str, workers: int, command: list[str] | None, services: dict, *, function: str | None = None,
+              url: list[str] | None = None, deadline_ms: int = 10_000) -> Any:
+    """The run's reward pool: one pool for `service` (or for the function or the endpoints given), or
+    a CombinedPool when `services` (the `reward.services` mapping) names several; `workers` is then
+    each local service's default."""
+    from botgrpo_cli.reward_client.opening import service_pool
 
     if not services:
-        return RewardPool(service, workers=workers, command=command)
-    return CombinedPool(parse_services(services),
-                        lambda spec: RewardPool(spec.name, workers=spec.workers or workers, command=spec.command))
+        return service_pool(ServiceSpec(service, command=command, function=function, url=url), workers, deadline_ms)
+    return CombinedPool(parse_services(services), lambda spec: service_pool(spec, workers, deadline_ms))
 
 
 def failures_by_service(responses: Iterable[ScoreResponse]) -> dict[str, int]:

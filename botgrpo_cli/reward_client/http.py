@@ -15,6 +15,15 @@ from botgrpo_rewards.protocol import (TOKEN_ENV, Hello, ProtocolError, ScoreRequ
                                       error_response, response_from_json)
 
 
+class EndpointError(UserError):
+    """A call to the service failed: `status` is the HTTP status, None when it could not be reached
+    (refused, reset, timed out) or answered something that is not the protocol."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
 MAX_IDLE_CONNECTIONS = 8  # kept open for reuse; more threads at once still work (extra ones are closed after use)
 _STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 
@@ -91,14 +100,14 @@ class HttpRewardClient:
         try:
             status, payload = self._exchange("GET" if data is None else "POST", path, data, headers)
         except (OSError, http.client.HTTPException) as err:
-            raise UserError(f"cannot reach the reward service at {self.base_url} ({err}); is `botgrpo reward serve NAME --http ...` running?") from None
+            raise EndpointError(f"cannot reach the reward service at {self.base_url} ({err}); is `botgrpo reward serve NAME --http ...` running?") from None
         if status != 200:
             hint = f" (set {TOKEN_ENV} to the service's --token)" if status == 401 else ""
-            raise UserError(f"reward service at {self.base_url} answered {path} with HTTP {status}{hint}: {payload[:300]!r}")
+            raise EndpointError(f"reward service at {self.base_url} answered {path} with HTTP {status}{hint}: {payload[:300]!r}", status)
         try:
             return json.loads(payload)
         except ValueError:
-            raise UserError(f"reward service at {self.base_url} answered {path} with something that is not JSON: {payload[:300]!r}") from None
+            raise EndpointError(f"reward service at {self.base_url} answered {path} with something that is not JSON: {payload[:300]!r}") from None
 
     def health(self) -> dict:
         return self._call("/v1/health")
@@ -114,17 +123,23 @@ class HttpRewardClient:
         reqs = list(requests)
         out: list[ScoreResponse] = []
         for i in range(0, len(reqs), self.batch_size):
-            batch = reqs[i : i + self.batch_size]
-            answers = self._call("/v1/score", {"requests": [r.to_json() for r in batch]}).get("responses", [])
-            if len(answers) != len(batch):
-                raise UserError(f"reward service at {self.base_url} returned {len(answers)} responses for {len(batch)} requests")
-            for req, obj in zip(batch, answers):
-                try:
-                    resp = response_from_json(obj, len(req.completion))
-                except ProtocolError as err:
-                    resp = error_response(req.id, "bad_response", f"reward service broke the protocol: {err}")
-                resp.id = req.id
+            for resp in self.score_batch(reqs[i : i + self.batch_size]):
                 out.append(resp)
                 if progress is not None:
                     progress(resp)
+        return out
+
+    def score_batch(self, batch: list[ScoreRequest]) -> list[ScoreResponse]:
+        """One POST of `batch`; one response per request, in order. EndpointError when the call fails."""
+        answers = self._call("/v1/score", {"requests": [r.to_json() for r in batch]}).get("responses", [])
+        if not isinstance(answers, list) or len(answers) != len(batch):
+            raise EndpointError(f"reward service at {self.base_url} returned {len(answers)} responses for {len(batch)} requests")
+        out = []
+        for req, obj in zip(batch, answers):
+            try:
+                resp = response_from_json(obj, len(req.completion))
+            except ProtocolError as err:
+                resp = error_response(req.id, "bad_response", f"reward service broke the protocol: {err}")
+            resp.id = req.id
+            out.append(resp)
         return out

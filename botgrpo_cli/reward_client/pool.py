@@ -256,25 +256,10 @@ class RewardPool:
             self._finish(stuck, resp)
 
     def _make_job(self, request: ScoreRequest | dict) -> _Job:
-        if isinstance(request, dict):
-            try:
-                parsed = request_from_json({"op": "score", **request})
-            except ProtocolError as err:
-                return self._failed_job(ScoreRequest(id=err.id, completion=""), err.type, str(err))
-            request = parsed  # type: ignore[assignment]
-        payload = request.to_json()
-        try:
-            size = len(json.dumps(payload, ensure_ascii=True, allow_nan=False))
-        except (TypeError, ValueError) as err:
-            return self._failed_job(request, "bad_request", f"request is not JSON-serialisable: {err}")
-        if size > MAX_LINE_BYTES:
-            return self._failed_job(request, "too_large", f"request of {size} bytes is over the {MAX_LINE_BYTES}-byte line limit")
-        return _Job(request, payload)
-
-    @staticmethod
-    def _failed_job(request: ScoreRequest, type: str, message: str) -> _Job:
-        job = _Job(request, {})
-        job.future.set_result(error_response(request.id, type, message))
+        request, payload, refusal = checked_request(request)
+        job = _Job(request, payload)
+        if refusal is not None:
+            job.future.set_result(refusal)
         return job
 
     def _pick_locked(self, alone: bool) -> Worker | None:
@@ -422,6 +407,26 @@ class RewardPool:
                         hung.append(w)
             for w in hung:
                 w.kill()  # its reader sees EOF and _on_exit re-sends or answers what it had
+
+
+def checked_request(request: ScoreRequest | dict) -> tuple[ScoreRequest, dict, ScoreResponse | None]:
+    """(request, its wire object, None), or with the error response that answers it unsent when it
+    is not a valid request or too large for one line: every client refuses the same things."""
+    if isinstance(request, dict):
+        try:
+            parsed = request_from_json({"op": "score", **request})
+        except ProtocolError as err:
+            return ScoreRequest(id=err.id, completion=""), {}, error_response(err.id, err.type, str(err))
+        request = parsed  # type: ignore[assignment]
+    payload = request.to_json()
+    try:
+        size = len(json.dumps(payload, ensure_ascii=True, allow_nan=False))
+    except (TypeError, ValueError) as err:
+        return request, {}, error_response(request.id, "bad_request", f"request is not JSON-serialisable: {err}")
+    if size > MAX_LINE_BYTES:
+        return request, {}, error_response(request.id, "too_large",
+                                           f"request of {size} bytes is over the {MAX_LINE_BYTES}-byte line limit")
+    return request, payload, None
 
 
 def _request_key(payload: dict) -> str:

@@ -21,7 +21,7 @@ import torch
 from botgrpo_cli.errors import UserError
 
 T = TypeVar("T")
-SUMMED = ("reward/masked", "reward/restarts", "perf/tokens_per_s")  # per-process counts and rates add up,
+SUMMED = ("reward/masked", "reward/restarts", "reward/resent", "reward/endpoint_failures", "perf/tokens_per_s")  # per-process counts and rates add up,
 # as do the per-service failure counts reward/SERVICE/failed
 
 

@@ -138,8 +138,9 @@ def train_step(s: Session, step: int, page: SamplesPage | None) -> dict[str, flo
              "update": t_end - t_rew}
     if page and cfg.log.samples_every and (step % cfg.log.samples_every == 0 or step == 1):
         page.add(step, sample_rows(ro, scored, r, adv, cfg.log.samples))
+    counters = s.pool.stats
     metrics = step_metrics(ro, scored, scores, mask, r, adv, upd, times, s.task.success_metric,
-                           restarts=s.pool.stats.get("restarts", 0))
+                           restarts=counters.get("restarts", 0), counters=counters)
     if b.logp_old is not None:  # the engine's own behaviour log-probs (vLLM) against the trainer's
         metrics["rollout/logp_abs_diff"] = float(masked_mean((b.logp_old - logp_old).abs(), b.mask))
     return metrics

@@ -104,7 +104,8 @@ def batch_success_rate(scored: Scored, success_metric: str) -> float:
 
 
 def step_metrics(ro, scored: Scored, scores: Tensor, mask: Tensor, r: Tensor, adv: Tensor, upd: dict,
-                 times: dict[str, float], success_metric: str, restarts: float) -> dict[str, float]:
+                 times: dict[str, float], success_metric: str, restarts: float,
+                 counters: dict[str, int] | None = None) -> dict[str, float]:
     b = ro.batch
     ok_scores = scored.scores[scored.ok]
     tokens = int(b.mask.sum())
@@ -113,6 +114,9 @@ def step_metrics(ro, scored: Scored, scores: Tensor, mask: Tensor, r: Tensor, ad
         "reward/std": float(ok_scores.std()) if len(ok_scores) > 1 else 0.0,
         "reward/masked": float(scored.masked),
         "reward/restarts": float(restarts),
+        # the pool's running totals: requests sent again after a process or endpoint failed, and the failures
+        "reward/resent": float((counters or {}).get("resent", 0)),
+        "reward/endpoint_failures": float((counters or {}).get("endpoint_failures", 0)),
         "reward/token_mean": float(masked_mean(r, mask)),  # what the estimator sees: scores and spans, projected
         "adv/mean": float(masked_mean(adv, mask)),
         "adv/std": float(adv[mask].std()) if int(mask.sum()) > 1 else 0.0,

@@ -175,10 +175,12 @@ def open_session(cfg: Config, resume: bool = False, pool: Any = None) -> Iterato
 
 @contextmanager
 def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
-    from botgrpo_cli.reward_client.combined import open_pool
+    from botgrpo_cli.reward_client.opening import open_reward, require_reward
 
     _seed_everything(cfg.run.seed)
     task = _task(cfg)
+    if shared_pool is None:
+        require_reward(cfg.reward, task.service)  # before any model loads
     dist = _distributed(cfg)
     run_dir, loaded = _run_dir(cfg, resume, dist.main)
     ckpt = loaded.path if loaded is not None else None
@@ -210,8 +212,7 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
         max_new_tokens=max_new, temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p,
         stop=tuple(task.stop if cfg.rollout.stop is None else cfg.rollout.stop),
         thinking_budget=cfg.rollout.thinking_budget, think_tags=task.think_tags)
-    pool = shared_pool or open_pool(cfg.reward.service or task.service, cfg.reward.workers, cfg.reward.command,
-                                    cfg.reward.services)
+    pool = shared_pool or open_reward(cfg.reward, task.service)
     try:
         if dist.main:
             _prepare_run_dir(run_dir, cfg)

@@ -75,13 +75,13 @@ def test_cli_serve_reports_a_failed_start_as_one_line(failing_service, capsys):
 
 def test_both_entry_points_refuse_an_unknown_name_and_a_bad_address_before_loading(capsys):
     assert main(["no-such-service"]) == EXIT_USAGE
-    assert "unknown reward service 'no-such-service'; known: math, react, render" in capsys.readouterr().err
+    assert "unknown reward service 'no-such-service'; known: function, math, react, render" in capsys.readouterr().err
     assert main(["math", "--http", "not an address"]) == EXIT_USAGE
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
     for argv in (["reward", "serve", "no-such-service"], ["reward", "serve", "math", "--http", "not an address"]):
         result = CliRunner().invoke(app, argv)
         assert isinstance(result.exception, UserError), argv
-    assert "unknown reward service 'no-such-service'; known: math, react, render" in str(
+    assert "unknown reward service 'no-such-service'; known: function, math, react, render" in str(
         CliRunner().invoke(app, ["reward", "serve", "no-such-service"]).exception)
 
 

@@ -1,0 +1,164 @@
+"""`prompts`: your own prompts, scored by the reward you name (TRL's "a dataset with a prompt column").
+
+The data is read as `aime` reads it: a JSON Lines, JSON, CSV or Parquet file, a local dataset folder,
+or a Hugging Face Hub dataset id. Each row needs a prompt column: text, or a chat `messages` list
+([{"role": ..., "content": ...}], put through the model's chat template as it is). Every other
+column of the row is sent to the reward as the row's `reference` (so a reward function gets it as
+a keyword list, as TRL passes dataset columns).
+
+The reward is not the task's: name it with `reward.function=FILE.py:NAME` (a Python function),
+`reward.url=http://HOST:PORT` (a running service), `reward.service=NAME` or `reward.services`.
+Success is the reward's `success` metric when it reports one (the function service always does:
+the function's own, else score > 0).
+
+Options:
+  path            file, folder or hub id (required)
+  split           split to read from a folder or hub id (default "train")
+  prompt_column   default "prompt"
+  id_column       optional column of unique row ids (default ids: "prompts/<split>/<row number>")
+  eval_path / eval_split / eval_fraction   held-out prompts, as in `aime` (default: 20% of path)
+  max_new_tokens  generation length default for this data (default 256; rollout.max_new_tokens wins)
+  think_tags      [open, close] of a reasoning model's thinking block (every task; see base.Task)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cached_property
+from typing import Any
+
+from botgrpo_tasks.aime import load_table
+from botgrpo_tasks.base import Example, Task
+from botgrpo_tasks.errors import TaskError
+
+OPTIONS = ("path", "split", "prompt_column", "id_column", "eval_path", "eval_split", "eval_fraction",
+           "max_new_tokens", "think_tags")
+
+
+def _json_safe(value: Any) -> Any:
+    """A column value as JSON (what a reference may hold); anything else as its text."""
+    try:
+        json.dumps(value, allow_nan=False)
+        return value
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _messages(value: Any) -> list[dict] | None:
+    """A chat messages list, or None when the value is not one."""
+    if isinstance(value, list) and value and all(isinstance(m, dict) and "role" in m and "content" in m
+                                                 for m in value):
+        return [{"role": str(m["role"]), "content": str(m["content"])} for m in value]
+    return None
+
+
+class PromptsTask(Task):
+    """Rows of a user's table; see the module docstring."""
+
+    name = "prompts"
+    service = None  # the reward the user names (reward.function, reward.url, reward.service, reward.services)
+    service_options: dict[str, Any] = {}
+    success_metric = "success"
+    step_separator = "\n\n"
+    stop = ()
+    eval_metrics = ("success",)
+
+    def __init__(self, seed: int = 0, **options: Any):
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise TaskError(f"task 'prompts' has no option(s) {', '.join(unknown)}; known: {', '.join(OPTIONS)}")
+        super().__init__(seed=seed, **options)
+        self.path = self._text("path", None)
+        self.split = self._text("split", "train")
+        self.prompt_column = self._text("prompt_column", "prompt")
+        self.id_column = self._text("id_column", None) if options.get("id_column") is not None else None
+        self.eval_path = self._text("eval_path", None) if options.get("eval_path") is not None else None
+        self.eval_split = self._text("eval_split", self.split)
+        self.eval_fraction = self._fraction(options)
+        length = options.get("max_new_tokens", 256)
+        if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+            raise TaskError(f"task 'prompts': max_new_tokens must be a positive integer, got {length!r}")
+        self.max_new_tokens = length
+        self._chats: dict[str, list[dict]] = {}  # example id -> its messages, for prompts given as chats
+
+    def _text(self, key: str, default: str | None) -> str:
+        value = self.options.get(key, default)
+        if value is None:
+            raise TaskError(f"task 'prompts' needs {key}=...: a .jsonl/.json/.csv/.parquet file, a folder or a "
+                            "Hugging Face dataset id with a prompt column")
+        if not isinstance(value, str) or not value:
+            raise TaskError(f"task 'prompts': {key} must be a non-empty string, got {value!r}")
+        return value
+
+    def _fraction(self, options: dict[str, Any]) -> float:
+        if self.eval_path is not None:
+            if "eval_fraction" in options:
+                raise TaskError("task 'prompts': give eval_path or eval_fraction, not both")
+            return 0.0
+        value = options.get("eval_fraction", 0.2)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+            raise TaskError(f"task 'prompts': eval_fraction must be a number between 0 and 1 (exclusive), got {value!r}")
+        return float(value)
+
+    def _examples(self, source: str, split: str, tag: str) -> list[Example]:
+        table = load_table(source, split)
+        missing = [c for c in (self.prompt_column, self.id_column) if c and c not in table.column_names]
+        if missing:
+            raise TaskError(f"{source} lacks column(s) {', '.join(map(repr, missing))} (its columns: "
+                            f"{', '.join(table.column_names)}); name the prompt column with prompt_column=")
+        examples = []
+        for i, row in enumerate(table):
+            value = row[self.prompt_column]
+            chat = _messages(value)
+            text = chat[-1]["content"] if chat else ("" if value is None else str(value))
+            if not text.strip():
+                raise TaskError(f"{source}: row {i} has an empty {self.prompt_column!r}; fill it in or remove the row")
+            rid = str(row[self.id_column]) if self.id_column else f"prompts/{tag}/{i}"
+            reference = {k: _json_safe(v) for k, v in row.items() if k not in (self.prompt_column, self.id_column)}
+            if chat:
+                self._chats[rid] = chat
+            examples.append(Example(id=rid, prompt=text, reference=reference))
+        ids = [e.id for e in examples]
+        if len(set(ids)) != len(ids):
+            raise TaskError(f"{source}: id_column {self.id_column!r} has repeated values; ids must be unique")
+        return examples
+
+    @cached_property
+    def _splits(self) -> tuple[list[Example], list[Example]]:
+        rows = self._examples(self.path, self.split, "train")
+        if self.eval_path is not None:
+            return rows, self._examples(self.eval_path, self.eval_split, "eval")
+        n_eval = max(1, round(len(rows) * self.eval_fraction))
+        if n_eval >= len(rows):
+            raise TaskError(f"{self.path} has {len(rows)} prompt(s), too few to hold out {self.eval_fraction:.0%} "
+                            "for eval; add prompts, lower eval_fraction, or pass eval_path=")
+        # held out by the prompt's hash, as aime does: independent of the seed and of row order
+        by_hash = sorted(range(len(rows)), key=lambda i: hashlib.sha256(rows[i].prompt.encode()).hexdigest())
+        held = set(by_hash[:n_eval])
+        return [r for i, r in enumerate(rows) if i not in held], [r for i, r in enumerate(rows) if i in held]
+
+    def train_examples(self) -> list[Example]:
+        return self._splits[0]
+
+    def eval_examples(self) -> list[Example]:
+        return self._splits[1]
+
+    def corpus(self, n: int, seed: int = 0) -> list[tuple[str, str]]:
+        raise TaskError("task 'prompts' has no tiny model of its own to bootstrap: set model.name_or_path (a Hub id "
+                        "such as HuggingFaceTB/SmolLM2-135M-Instruct, a model folder or a .gguf file)")
+
+    def format_prompt(self, example: Example, tokenizer: Any = None, system_prompt: str | None = None,
+                      template_kwargs: dict[str, Any] | None = None) -> str:
+        chat = self._chats.get(example.id)
+        if chat is None:
+            return super().format_prompt(example, tokenizer, system_prompt, template_kwargs)
+        messages = ([{"role": "system", "content": system_prompt}] if system_prompt is not None else []) + chat
+        if tokenizer is not None and getattr(tokenizer, "chat_template", None):
+            return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                                 **(template_kwargs or {}))
+        return "\n\n".join(m["content"] for m in messages)
+
+
+def make_task(seed: int = 0, **options: Any) -> PromptsTask:
+    return PromptsTask(seed=seed, **options)
