@@ -142,7 +142,7 @@ class _LazyPool:
 
     def submit(self, request):
         if self.pool is None:
-            from botgrpo_cli.reward_client.combined import open_pool
+            from botgrpo_cli.reward_client.opening import open_pool
 
             services, workers, command, function, url, deadline_ms = self.args
             several = services if len(services) > 1 or any(w != 1.0 for w in services.values()) else {}

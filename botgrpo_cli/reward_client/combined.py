@@ -179,18 +179,6 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def open_pool(service: str, workers: int, command: list[str] | None, services: dict, *, function: str | None = None,
-              url: list[str] | None = None, deadline_ms: int = 10_000) -> Any:
-    """The run's reward pool: one pool for `service` (or for the function or the endpoints given), or
-    a CombinedPool when `services` (the `reward.services` mapping) names several; `workers` is then
-    each local service's default."""
-    from botgrpo_cli.reward_client.opening import service_pool
-
-    if not services:
-        return service_pool(ServiceSpec(service, command=command, function=function, url=url), workers, deadline_ms)
-    return CombinedPool(parse_services(services), lambda spec: service_pool(spec, workers, deadline_ms))
-
-
 def failures_by_service(responses: Iterable[ScoreResponse]) -> dict[str, int]:
     """Completions each service failed to score (from combined responses' info; {} for one service)."""
     counts: dict[str, int] = {}

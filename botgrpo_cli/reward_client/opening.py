@@ -15,8 +15,8 @@ from concurrent.futures import Future, as_completed
 from typing import Any
 
 from botgrpo_cli.errors import UserError
-from botgrpo_cli.reward_client.combined import ServiceSpec, open_pool
-from botgrpo_rewards.protocol import ScoreResponse
+from botgrpo_cli.reward_client.combined import CombinedPool, ServiceSpec, parse_services
+from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS, ScoreResponse
 
 NO_REWARD = ("this task scores with the reward you name: a Python function (reward.function=my_reward.py:NAME; "
              "`eval --function`), a running service (reward.url=http://HOST:PORT; `eval --url`), or a service by "
@@ -29,7 +29,7 @@ def function_command(spec: str) -> list[str]:
     return [sys.executable, "-m", "botgrpo_rewards", "function", "--function", spec]
 
 
-def service_pool(spec: ServiceSpec, workers: int, deadline_ms: int = 10_000, env: dict | None = None) -> Any:
+def service_pool(spec: ServiceSpec, workers: int, deadline_ms: int = DEFAULT_DEADLINE_MS, env: dict | None = None) -> Any:
     """One service's pool: RemotePool for endpoints, else local processes (the built-in service,
     the `function` service running the spec's function, or the spec's command)."""
     from botgrpo_cli.reward_client.pool import RewardPool
@@ -39,6 +39,16 @@ def service_pool(spec: ServiceSpec, workers: int, deadline_ms: int = 10_000, env
         return RemotePool(spec.url, deadline_ms=deadline_ms)
     command = function_command(spec.function) if spec.function else spec.command
     return RewardPool(spec.name, workers=spec.workers or workers, command=command, env=env)
+
+
+def open_pool(service: str, workers: int, command: list[str] | None, services: dict, *, function: str | None = None,
+              url: list[str] | None = None, deadline_ms: int = DEFAULT_DEADLINE_MS) -> Any:
+    """The run's reward pool: one pool for `service` (or for the function or the endpoints given), or
+    a CombinedPool when `services` (the `reward.services` mapping) names several; `workers` is then
+    each local service's default."""
+    if not services:
+        return service_pool(ServiceSpec(service, command=command, function=function, url=url), workers, deadline_ms)
+    return CombinedPool(parse_services(services), lambda spec: service_pool(spec, workers, deadline_ms))
 
 
 def require_reward(reward: Any, task_service: str | None) -> None:

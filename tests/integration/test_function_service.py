@@ -55,7 +55,7 @@ def test_a_function_that_does_not_load_stops_the_start_with_one_line(tmp_path):
 
 
 def test_several_functions_weighted_through_reward_services():
-    from botgrpo_cli.reward_client.combined import open_pool
+    from botgrpo_cli.reward_client.opening import open_pool
 
     example = Path(__file__).resolve().parents[2] / "examples" / "extending" / "reward_function.py"
     services = {"correct": {"function": f"{example}:contains_answer"},

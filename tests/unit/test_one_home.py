@@ -204,7 +204,7 @@ def test_tasks_and_services_register_in_one_line_each(tmp_path, monkeypatch):
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: botgrpo-plugin\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text("[botgrpo.tasks]\nplugin_task = botgrpo_tasks.arith_synth:make_task\n"
-                                           "react_synth = nowhere:make_task\n\n[botgrpo.services]\n"
+                                           "react_synth = nowhere:make_task\n\n[botgrpo.rewards]\n"
                                            "plugin_service = botgrpo_rewards.math.service:MathBackend\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     importlib.invalidate_caches()
