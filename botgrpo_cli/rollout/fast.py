@@ -1,4 +1,5 @@
-"""A lean CPU decode loop for Llama-class decoders (Llama, Qwen2, Qwen3, Mistral without sliding window).
+"""A lean CPU decode loop for Llama-class decoders (Llama, Qwen2, Qwen3, Mistral without sliding window)
+and Gemma 3's text decoder (sliding-window and global layers; decoder_layers.py).
 
 What it saves over HF `generate` on the same model object (so weights are always current, LoRA included):
 - the prompt of a group runs once and its KV cache is copied G times (HF prefills G identical copies);
@@ -18,12 +19,15 @@ from typing import Any, Callable, Iterator
 import torch
 
 from botgrpo_cli.console import console
-from botgrpo_cli.decoder_layers import (attend_and_feed_forward, base_of, causal_mask, query_key_value,
-                                        rope_moving_with_length, unsupported_reason)
+from botgrpo_cli.decoder_layers import (GEMMA3, LLAMA_CLASS, attend_and_feed_forward, base_of, causal_mask,
+                                        final_logits, query_key_value, rope_moving_with_length, rope_of, rotary,
+                                        unsupported_reason, window_of)
 from botgrpo_cli.rollout.base import SamplingParams
 from botgrpo_cli.rollout.hf import HFEngine
 
-__all__ = ["FastEngine", "pick", "unsupported_reason"]
+__all__ = ["DECODES", "FastEngine", "pick"]
+
+DECODES = (*LLAMA_CLASS, GEMMA3)  # the model types this loop runs
 
 
 @contextlib.contextmanager
@@ -31,16 +35,25 @@ def frozen_linears_cast_once(model: Any) -> Iterator[None]:
     """Under CPU autocast, hold frozen nn.Linear weights and biases (requires_grad False: LoRA's base
     layers, an evaluation model) in the autocast dtype for the duration, and put the float32 tensors
     back after. Autocast casts such a tensor again on every forward, one per generated token (it
-    keeps casts only of tensors that require grad); casting once gives the very same values."""
+    keeps casts only of tensors that require grad); casting once gives the very same values.
+    A weight tied to a non-linear module (a head sharing the embedding's matrix) stays float32
+    there, as autocast leaves it: the linear gets a cast copy of its own for the call."""
     if not torch.is_autocast_enabled("cpu"):
         yield
         return
     dtype = torch.get_autocast_dtype("cpu")
-    kept = []
+    tied = {id(p) for m in model.modules() if not isinstance(m, torch.nn.Linear) for p in m.parameters(recurse=False)}
+    kept, swapped = [], []
     for module in model.modules():
         if isinstance(module, torch.nn.Linear):
-            for p in (module.weight, module.bias):
-                if p is not None and not p.requires_grad and p.dtype == torch.float32:
+            for name in ("weight", "bias"):
+                p = module._parameters.get(name)
+                if p is None or p.requires_grad or p.dtype != torch.float32:
+                    continue
+                if id(p) in tied:
+                    swapped.append((module, name, p))
+                    module._parameters[name] = torch.nn.Parameter(p.data.to(dtype), requires_grad=False)
+                else:
                     kept.append((p, p.data))
                     p.data = p.data.to(dtype)
     try:
@@ -48,16 +61,20 @@ def frozen_linears_cast_once(model: Any) -> Iterator[None]:
     finally:
         for p, data in kept:
             p.data = data
+        for module, name, p in swapped:
+            module._parameters[name] = p
 
 
 class _Decoder:
     """The model's own modules, called in order with a preallocated cache: (b, t) ids -> (b, V) logits."""
 
     def __init__(self, model: Any):
-        base = base_of(model)
-        self.body, self.head = base.model, base.lm_head
+        self.base = base_of(model)
+        self.body = self.base.model
         self.layers = list(self.body.layers)
-        self._rope: tuple[torch.Tensor, torch.Tensor] | None = None  # cos, sin (L, d) of every position
+        self.ropes = [rope_of(self.body, layer) for layer in self.layers]  # Gemma 3: one per layer type
+        self.windows = [window_of(layer) for layer in self.layers]  # None, or a sliding window
+        self._rope: dict[str | None, tuple[torch.Tensor, torch.Tensor]] = {}  # cos, sin (L, d) of every position
 
     def rope_table(self, like: torch.Tensor, length: int) -> None:
         """Compute cos/sin once for positions 0 .. length-1 instead of at every step. Each position's
@@ -65,34 +82,37 @@ class _Decoder:
         rope types whose frequencies move with the sequence length (dynamic, longrope) are left alone."""
         if rope_moving_with_length(self.body):
             return
-        cos, sin = self.body.rotary_emb(like, torch.arange(length, device=like.device)[None])
-        self._rope = cos[0], sin[0]
+        for rope in set(self.ropes):
+            cos, sin = rotary(self.body, like, torch.arange(length, device=like.device)[None], rope)
+            self._rope[rope] = cos[0], sin[0]
 
-    def _cos_sin(self, h: torch.Tensor, pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if self._rope is None:
-            return self.body.rotary_emb(h, pos)
-        return self._rope[0][pos], self._rope[1][pos]  # (b, t, d)
+    def _cos_sin(self, h: torch.Tensor, pos: torch.Tensor, rope: str | None) -> tuple[torch.Tensor, torch.Tensor]:
+        if rope not in self._rope:
+            return rotary(self.body, h, pos, rope)
+        return self._rope[rope][0][pos], self._rope[rope][1][pos]  # (b, t, d)
 
     def new_cache(self, rows: int, length: int, like: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         a = self.layers[0].self_attn
         shape = (rows, self.body.config.num_key_value_heads, length, a.head_dim)
         return [(like.new_zeros(shape), like.new_zeros(shape)) for _ in self.layers]
 
-    def forward(self, ids: torch.Tensor, pos: torch.Tensor, cache: list, at: int, keys_ok: torch.Tensor,
-                causal: bool) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor, pos: torch.Tensor, cache: list, at: int, keys_ok: torch.Tensor) -> torch.Tensor:
         """Run tokens `ids` (b, t) at cache columns at .. at+t; keys_ok (b, at+t) marks real key columns.
         Returns the last position's logits (b, V) in float32."""
-        b, t = ids.shape
         h = self.body.embed_tokens(ids)
-        cos, sin = self._cos_sin(h, pos)
-        end = at + t
-        mask = causal_mask(keys_ok, at, end) if causal else keys_ok[:, None, None, :end]  # (b, 1, t | 1, L)
-        for layer, (k_cache, v_cache) in zip(self.layers, cache):
-            q, k, v = query_key_value(layer, h, cos, sin)
+        end = at + ids.shape[1]
+        ropes = {rope: self._cos_sin(h, pos, rope) for rope in set(self.ropes)}
+        # A sliding layer attends over the columns its window can reach, as transformers' sliding
+        # cache holds them (the prefill over all: its first queries reach back to column 0).
+        start = {w: 0 if w is None else max(0, at + 1 - w) for w in set(self.windows)}
+        masks = {w: causal_mask(keys_ok, at, end, w)[..., start[w]:] for w in set(self.windows)}  # (b, 1, t, end - start)
+        for layer, rope, window, (k_cache, v_cache) in zip(self.layers, self.ropes, self.windows, cache):
+            q, k, v = query_key_value(layer, h, *ropes[rope])
             k_cache[:, :, at:end] = k
             v_cache[:, :, at:end] = v
-            h = attend_and_feed_forward(layer, h, q, k_cache[:, :, :end], v_cache[:, :, :end], mask)
-        return self.head(self.body.norm(h[:, -1])).float()
+            first = start[window]
+            h = attend_and_feed_forward(layer, h, q, k_cache[:, :, first:end], v_cache[:, :, first:end], masks[window])
+        return final_logits(self.base, h[:, -1]).float()
 
 
 def pick(logits: torch.Tensor, u: torch.Tensor, params: SamplingParams) -> torch.Tensor:
@@ -116,7 +136,7 @@ class FastEngine(HFEngine):
 
     def __init__(self, model: Any, tokenizer: Any):
         super().__init__(model, tokenizer)
-        self.fallback = unsupported_reason(model)
+        self.fallback = unsupported_reason(model, DECODES)
         self._told = False
 
     @torch.no_grad()
@@ -150,7 +170,7 @@ class FastEngine(HFEngine):
         probe = dec.layers[0].self_attn.k_proj(embedded)  # the cache's dtype
         cache = dec.new_cache(prompts.shape[0], length, probe)
         dec.rope_table(embedded, length)
-        logits = dec.forward(prompts, pos, cache, 0, keys_ok, causal=True)  # (p, V)
+        logits = dec.forward(prompts, pos, cache, 0, keys_ok)  # (p, V)
         # one prefill per group, then every row gets its own copy of the group's cache
         cache = [(k.repeat_interleave(n, 0), v.repeat_interleave(n, 0)) for k, v in cache]
         logits, keys_ok = logits.repeat_interleave(n, 0), keys_ok.repeat_interleave(n, 0)
@@ -184,6 +204,5 @@ class FastEngine(HFEngine):
                 tok = tok[keep]
             at = width + t
             keys_ok[:, at] = True
-            logits = dec.forward(tok[:, None].to(device), (next_pos + t)[:, None].to(device), cache, at, keys_ok,
-                                 causal=False)
+            logits = dec.forward(tok[:, None].to(device), (next_pos + t)[:, None].to(device), cache, at, keys_ok)
         return torch.cat([ids, out], 1)
