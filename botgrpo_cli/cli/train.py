@@ -35,6 +35,10 @@ def register(app: typer.Typer) -> None:
         num_processes: Annotated[int, typer.Option("--num-processes", min=1, help="training processes on this "
                                                    "machine (gloo on CPU, one GPU each); they share each step's "
                                                    "prompts")] = 1,
+        check: Annotated[bool, typer.Option("--check", help="CI smoke run: exit 1 with one line when a loss or "
+                                                            "gradient is not finite, every completion of a step is "
+                                                            "masked, every group is flat on every step, or no "
+                                                            "parameter moved (run.fail_on = all four)")] = False,
     ) -> None:
         """Train a model with BoT-GRPO or a baseline (GRPO, Dr. GRPO, DAPO, GSPO, PURE).
 
@@ -47,8 +51,14 @@ def register(app: typer.Typer) -> None:
         if list_options:
             out.print(describe(), markup=False, highlight=False, soft_wrap=True)
             return
-        demo = config is None and algo is None and not sets and not resume and out_dir is None and steps is None
-        cfg = _config(config, DEMO_SETS if demo else list(sets or []), algo, out_dir, steps, resume)
+        from botgrpo_cli.trainer.checks import CHECKS
+
+        demo = (config is None and algo is None and not sets and not resume and out_dir is None and steps is None
+                and not check)
+        given = DEMO_SETS if demo else list(sets or [])
+        if check:  # --set run.fail_on=[...] given too: that list wins
+            given = [f"run.fail_on=[{', '.join(CHECKS)}]", *given]
+        cfg = _config(config, given, algo, out_dir, steps, resume)
         if num_processes > 1 and int(os.environ.get("WORLD_SIZE", "1")) == 1:  # not yet inside a launcher
             _relaunch(num_processes, cfg.rollout.prompts_per_step)
             return
@@ -104,10 +114,15 @@ def _summary(result) -> None:
         n = int(result.eval_after["eval/prompts"])
         out.print(f"success rate on {n} held-out prompts (sampled): "
                   f"before {result.eval_before['eval/success']:.3f} -> after {result.eval_after['eval/success']:.3f}")
-    if last:
-        out.print(f"final step {last['step']}: reward {last.get('reward/mean')}, success {last.get('success')}")
+    elif last:  # the batch's figures are a few samples of new prompts: noisy, so not beside a held-out figure
+        out.print(f"last training batch (step {last['step']}): reward {_figure(last.get('reward/mean'))}, "
+                  f"success {_figure(last.get('success'))}")
     where = [("run directory", result.run_dir), ("metrics", result.run_dir / "metrics.jsonl"),
              ("samples page", result.samples), ("curves", result.curves)]
     for label, path in where:
         if path is not None:  # paths stay on one line so they can be copied (and grepped)
             out.print(f"{label + ':':<14} {path}", soft_wrap=True)
+
+
+def _figure(value) -> str:
+    return "n/a" if value is None else f"{value:.3f}"

@@ -1,4 +1,5 @@
-"""PNG plots: eval figures vs training step, and runs compared vs step and vs wall time."""
+"""PNG plots: a run's training curves, eval figures vs training step, and runs compared vs step and
+vs wall time."""
 
 from __future__ import annotations
 
@@ -13,6 +14,41 @@ def _pyplot() -> Any:
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def plot_training(records: list[dict], out: Path, title: str,
+                  held_out: Sequence[tuple[int, float]] = ()) -> Path | None:
+    """curves.png: one small panel per recorded metric (evaluation/curves.PANELS). The success panel
+    shows the training batch's success (noisy: a few sampled completions of new prompts each step)
+    and, beside it, the held-out success at each evaluation (run.eval_every, and `held_out` points
+    measured before and after); None when there is nothing to plot."""
+    from botgrpo_cli.evaluation.curves import HELD_OUT, PANELS
+
+    evals = sorted({**{r["step"]: r[HELD_OUT] for r in records if r.get(HELD_OUT) is not None}, **dict(held_out)}.items())
+    panels = [(k, label) for k, label in PANELS if any(r.get(k) is not None for r in records)]
+    if evals and not any(k == "success" for k, _ in panels):
+        panels.insert(min(1, len(panels)), ("success", "success"))
+    if not panels:
+        return None
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 3.0), squeeze=False)
+    for ax, (key, label) in zip(axes[0], panels):
+        pts = [(r["step"], r[key]) for r in records if r.get(key) is not None]
+        line_label = "training batch" if key == "success" else None
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="." if len(pts) < 30 else None, alpha=0.6,
+                label=line_label)
+        if key == "success" and evals:
+            ax.plot([s for s, _ in evals], [v for _, v in evals], marker="o", color="C3", linewidth=2,
+                    label="held-out prompts")
+            ax.set_ylim(bottom=0)
+            ax.legend(fontsize=7)
+        ax.set_title(label)
+        ax.set_xlabel("step")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out
 
 
 def plot_vs_step(points: Sequence[tuple[int, dict[str, float]]], keys: Sequence[str], out: Path, title: str) -> Path:

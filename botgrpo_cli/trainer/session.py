@@ -145,7 +145,20 @@ def _run_dir(cfg: Config, resume: bool, main: bool = True) -> tuple[Path, checkp
     loaded = checkpoint.latest_intact(run_dir, warn)
     if loaded is None:
         raise UserError(f"--resume: {run_dir} has no checkpoint to continue from; drop --resume to start fresh")
+    _check_state_fits(cfg, loaded)
     return run_dir, loaded
+
+
+def _check_state_fits(cfg: Config, loaded: checkpoint.Loaded) -> None:
+    """A checkpoint's step and data position must be ones this run's settings can reach."""
+    step, position, per_step = loaded.state.step, loaded.state.data_position, cfg.rollout.prompts_per_step
+    if step > cfg.run.steps:
+        raise UserError(f"--resume: {loaded.path} is at step {step}, past run.steps={cfg.run.steps}; give --steps "
+                        f"above {step} to continue it")
+    rounds = cfg.algo.max_rounds if cfg.algo.dynamic_sampling else 1
+    if not step * per_step <= position <= step * per_step * rounds:
+        raise UserError(f"--resume: {loaded.path} says {position} prompts were drawn in {step} steps, which "
+                        f"{per_step} prompts a step cannot give; the checkpoint does not belong to this run")
 
 
 def _prepare_run_dir(run_dir: Path, cfg: Config) -> None:
