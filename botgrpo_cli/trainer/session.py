@@ -21,7 +21,8 @@ from botgrpo_cli.trainer import checkpoint, defaults
 from botgrpo_cli.trainer.checkpoint import TrainState
 from botgrpo_cli.trainer.degenerate import check_settings
 from botgrpo_cli.trainer.distributed import Dist
-from botgrpo_cli.trainer.policy import load_model, load_tokenizer, loads_reference_copy, resolve_model_path
+from botgrpo_cli.trainer.policy import (load_model, load_tokenizer, loads_reference_copy, resolve_model_path,
+                                        thinking_mismatch)
 from botgrpo_cli.trainer.precision import autocast, choose
 from botgrpo_cli.trainer.rollouts import PromptStream
 from botgrpo_cli.trainer.update import make_optimizer
@@ -196,6 +197,7 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
 
     _seed_everything(cfg.run.seed)
     task = _task(cfg)
+    base = resolve_model_path(cfg.model, cfg.run.task, cfg.run.task_options)  # an offline hub id fails here, at once
     dist = _distributed(cfg)
     run_dir, loaded = _run_dir(cfg, resume, dist.main)
     ckpt = loaded.path if loaded is not None else None
@@ -205,8 +207,10 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     if ckpt is not None and cfg.run.distributed == "fsdp" and dist.world > 1:
         raise UserError("--resume with run.distributed=fsdp is not supported yet (checkpoints hold the model, "
                         "not the sharded optimizer); resume with run.distributed=ddp or start a new run")
-    base = resolve_model_path(cfg.model, cfg.run.task, cfg.run.task_options)
     tok = load_tokenizer(base)
+    mismatch = thinking_mismatch(tok, task.think_tags, cfg.rollout.thinking_budget, cfg.run.chat_template_kwargs)
+    if mismatch and dist.main:
+        console.print(f"[yellow]warning:[/] {mismatch}", soft_wrap=True)
     lora_resume = ckpt is not None and cfg.model.lora_r > 0
     model = load_model(str(ckpt / "model") if ckpt and not lora_resume else base, cfg.model,
                        adapter=str(ckpt / "model") if lora_resume else None)
