@@ -65,8 +65,8 @@ class SignalOnSubmit:
         return getattr(self.pool, name)
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-@pytest.mark.parametrize("when", ["generating-step-2", "updating-step-1", "generating-step-1"])
+@pytest.mark.parametrize("signum, when", [(signal.SIGINT, "generating-step-2"), (signal.SIGTERM, "updating-step-1"),
+                                          (signal.SIGTERM, "generating-step-1")])
 def test_a_stop_saves_and_resume_equals_an_uninterrupted_run(tiny_model_dir, pool, uninterrupted, tmp_path,
                                                             signum, when):
     cfg = _cfg(tiny_model_dir, tmp_path / "run")
