@@ -87,6 +87,7 @@ def _train(s: Session, guard: StopGuard, rng: list, eval_around: bool, eval_seed
     log = MetricsLog(s.run_dir, cfg.log.tensorboard, cfg.log.wandb, cfg.public_dict(), s.state.step) if main else None
     page = SamplesPage(s.run_dir / "samples.html", f"{cfg.run.task} / {cfg.algo.name}") if main else None
     checks = RunChecks(cfg.run.fail_on, s.policy)
+    metrics: dict[str, float] = {}
     with StepReport(cfg.run.steps, s.state.step, disable=not main, heartbeat_s=cfg.log.heartbeat_s) as report:
         for step in range(s.state.step + 1, cfg.run.steps + 1):
             def phase(what: str, step: int = step) -> None:
@@ -113,8 +114,9 @@ def _train(s: Session, guard: StopGuard, rng: list, eval_around: bool, eval_seed
     if log:
         log.close()
     checks.at_end(s.policy)
+    evaluated = {k: v for k, v in metrics.items() if k.startswith("eval/")}  # the last step's, same seed and model
     with s.precision():
-        after = _held_out(s, eval_seed) if eval_around else None
+        after = (evaluated or _held_out(s, eval_seed)) if eval_around else None
     s.dist.barrier()
     records = read_metrics(s.run_dir)
     title = f"{cfg.run.task} / {cfg.algo.name}"
