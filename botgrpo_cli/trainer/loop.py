@@ -99,7 +99,9 @@ def _train(s: Session, guard: StopGuard, rng: list, eval_around: bool, eval_seed
                     on_step(step, metrics)
                 if cfg.run.eval_every and step % cfg.run.eval_every == 0:
                     phase("evaluating on held-out prompts")
+                    started = time.perf_counter()
                     metrics.update(_held_out(s, eval_seed))
+                    metrics["time/eval_s"] = time.perf_counter() - started  # compare's wall clock adds it
             metrics = reduce_metrics(metrics, s.dist)
             if log and (step % cfg.log.every == 0 or step == cfg.run.steps):
                 log.write(step, metrics)
