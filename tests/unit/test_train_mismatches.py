@@ -72,3 +72,18 @@ def test_curves_show_held_out_success_beside_the_batch(tmp_path):
     with Image.open(png) as im:
         assert im.size[0] > im.size[1]
     assert plot_training([], tmp_path / "none.png", "t") is None
+
+
+def test_library_future_warnings_are_hidden_unless_debugging():
+    import os
+    import subprocess
+    import sys
+
+    code = ("import warnings, botgrpo_cli.console\n"
+            "warnings.warn_explicit('`x` is deprecated', FutureWarning, 'modeling_utils.py', 1, "
+            "module='transformers.modeling_utils')\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("BOTGRPO_DEBUG", "PYTHONWARNINGS")}
+    quiet = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    loud = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**env, "BOTGRPO_DEBUG": "1"})
+    assert quiet.returncode == 0 and "FutureWarning" not in quiet.stderr
+    assert "FutureWarning" in loud.stderr
