@@ -111,9 +111,10 @@ def _relaunch(n: int, prompts_per_step: int) -> None:
 def _summary(result) -> None:
     last = result.metrics[-1] if result.metrics else {}
     if result.eval_before is not None and result.eval_after is not None:
-        n = int(result.eval_after["eval/prompts"])
-        out.print(f"success rate on {n} held-out prompts (sampled): "
-                  f"before {result.eval_before['eval/success']:.3f} -> after {result.eval_after['eval/success']:.3f}")
+        before, after = result.eval_before, result.eval_after
+        out.print(f"on {int(after['eval/prompts'])} held-out prompts (sampled), before -> after training: "
+                  f"mean score {_figure(before.get('eval/score'))} -> {_figure(after.get('eval/score'))}, "
+                  f"success rate {before['eval/success']:.3f} -> {after['eval/success']:.3f}")
     elif last:  # the batch's figures are a few samples of new prompts: noisy, so not beside a held-out figure
         out.print(f"last training batch (step {last['step']}): reward {_figure(last.get('reward/mean'))}, "
                   f"success {_figure(last.get('success'))}")

@@ -17,7 +17,7 @@ def first_reaching(values: Sequence[float], target: float) -> int | None:
 # panel's name too, so what the picture calls "reward" is what the comparison can be asked for.
 PANELS = [("reward/mean", "reward"), ("success", "success"), ("kl", "KL"), ("completion/length_mean", "length"),
           ("entropy", "entropy")]
-HELD_OUT = "eval/success"  # drawn in the success panel, beside the batch's own success
+HELD_OUT = {"success": "eval/success", "reward/mean": "eval/score"}  # panel key -> the held-out figure drawn in it
 
 
 def panel_key(name: str) -> str | None:

@@ -122,7 +122,7 @@ def _train(s: Session, guard: StopGuard, rng: list, eval_around: bool, eval_seed
     s.dist.barrier()
     records = read_metrics(s.run_dir)
     title = f"{cfg.run.task} / {cfg.algo.name}"
-    measured = [(step, figs["eval/success"]) for step, figs in ((first, before), (s.state.step, after)) if figs]
+    measured = [(step, figs) for step, figs in ((first, before), (s.state.step, after)) if figs]
     curves = plot_curves(records, s.run_dir / "curves.png", title, measured) if main else None
     return TrainResult(s.run_dir, records, s.run_dir / "samples.html", curves, before, after)
 
@@ -138,12 +138,14 @@ def _held_out(s: Session, seed: int) -> dict[str, float]:
 def held_out_success(engine: Engine, tok: Any, task: Any, scoring: Scoring, params: SamplingParams, n_prompts: int,
                      batch_size: int, system_prompt: str | None = None,
                      template_kwargs: dict | None = None) -> dict[str, float]:
-    """eval/success through the evaluation path (evaluation/sampling.py) with the run's engine, pool,
+    """eval/success (and eval/score, the mean score) through the evaluation path (evaluation/sampling.py) with the run's engine, pool,
     prompt formatting and sampling settings, one completion per prompt; failed scorings count as failures."""
     problems = held_out(engine, tok, task, scoring, params, n_prompts, batch_size=batch_size,
                         system_prompt=system_prompt, template_kwargs=template_kwargs)
+    scores = [smp.score for p in problems for smp in p.samples if smp.score is not None]
     return {"eval/success": success_rate(problems), "eval/failed_scoring": float(failed_scorings(problems)),
-            "eval/prompts": float(len(problems))}
+            "eval/prompts": float(len(problems)),
+            "eval/score": sum(scores) / len(scores) if scores else float("nan")}  # mean score of the scored ones
 
 
 def _nothing(*_: Any) -> None:

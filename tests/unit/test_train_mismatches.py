@@ -68,7 +68,8 @@ def test_curves_show_held_out_success_beside_the_batch(tmp_path):
 
     records = [{"step": s, "reward/mean": -0.5, "success": 0.1 * (s % 2)} for s in range(1, 11)]
     records[4]["eval/success"] = 0.2
-    png = plot_training(records, tmp_path / "curves.png", "t", held_out=[(0, 0.1), (10, 0.3)])
+    png = plot_training(records, tmp_path / "curves.png", "t",
+                        held_out=[(0, {"eval/success": 0.1, "eval/score": -0.2}), (10, {"eval/success": 0.3})])
     with Image.open(png) as im:
         assert im.size[0] > im.size[1]
     assert plot_training([], tmp_path / "none.png", "t") is None
