@@ -17,7 +17,7 @@ from botgrpo_cli.errors import UserError
 # with optim.lr 2e-4 the held-out success climbs at every evaluation (react_synth's, and arith_synth's
 # at the tiny model's default 1e-3, peak early and then fall), in about 3 minutes on 2 cores.
 DEMO_TASK = "arith_synth"
-DEMO_SETS = [f"run.task={DEMO_TASK}", "run.threads=2", "run.steps=30", "run.eval_every=10", "run.eval_prompts=64",
+DEMO_SETS = [f"run.task={DEMO_TASK}", "run.threads=2", "run.steps=30", "run.eval_every=15", "run.eval_prompts=128",
              "optim.lr=2e-4", "reward.workers=2", "run.save_every=0", "log.samples_every=5"]
 
 
