@@ -156,20 +156,27 @@ class RunConfig:
     steps: int = opt(20, "training steps")
     seed: int = opt(0, "seed for sampling, data order and initialisation")
     out_dir: Optional[str] = opt(None, "run directory; None = runs/<task>-<algo>-<time>")
-    save_every: int = opt(10, "checkpoint every N steps (and at the end); 0 = only at the end")
+    save_every: int = opt(10, "checkpoint every N steps; every run also saves at its end and when stopped "
+                              "(SIGINT / SIGTERM), so it can always be resumed; 0 = only then")
     keep_last: int = opt(2, "checkpoints kept")
     eval_every: int = opt(0, "evaluate success on held-out prompts every N steps; 0 = never")
     eval_prompts: int = opt(32, "held-out prompts per evaluation")
     threads: int = opt(0, "torch CPU threads (per process); 0 = torch's default")
     distributed: str = opt("ddp", "with several processes: ddp (replicas) or fsdp (sharded; GPUs, rollout.engine=vllm)",
                            ("ddp", "fsdp"))
+    fail_on: list = opt([], "CI checks ending the run with one line and exit code 1: nonfinite (a loss or gradient "
+                            "norm not finite), masked (every completion of a step masked: the reward service "
+                            "failing), flat (every group's scores constant on every step), frozen (no parameter "
+                            "moved); `train --check` turns on all four")
 
 
 @dataclass
 class LogConfig:
     every: int = opt(1, "print and record metrics every N steps")
     samples_every: int = opt(5, "add completions to samples.html every N steps; 0 = never")
-    samples: int = opt(4, "completions shown per sampled step")
+    samples: int = opt(4, "completions shown per sampled step (steps shown: the first, every samples_every, the last)")
+    heartbeat_s: float = opt(30.0, "while one step runs longer, say what it is doing at most this often (seconds); "
+                                   "0 = never")
     tensorboard: bool = opt(True, "write TensorBoard event files when tensorboard is installed")
     wandb: bool = opt(False, "log to Weights & Biases when wandb is installed")
 

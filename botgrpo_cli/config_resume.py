@@ -13,7 +13,7 @@ from botgrpo_cli.config import Config, explicit_values, from_values
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.redact import REDACTED
 
-RESUME_MAY_CHANGE = ("run.steps", "run.out_dir", "run.threads", "reward.workers", "log.*")
+RESUME_MAY_CHANGE = ("run.steps", "run.out_dir", "run.threads", "run.fail_on", "reward.workers", "log.*")
 
 
 def _has_redacted(value) -> bool:

@@ -2,15 +2,33 @@
 
 import os
 import sys
+import warnings
 
 from rich.console import Console
 
-# Piped or captured output would otherwise be cut to 80 columns, which truncates benchmark tables;
-# COLUMNS still wins when set.
-_PIPED_WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
+# Piped or captured output (a log file, CI) would otherwise be wrapped or cut at 80 columns, which
+# breaks messages and paths across lines and truncates tables; COLUMNS still wins when set.
+_WIDE = 200
 
-console = Console(stderr=True, highlight=False)
-out = Console(highlight=False, width=_PIPED_WIDTH)  # stdout: tables and results people may pipe
+
+def _width(stream) -> int | None:
+    return None if stream.isatty() or os.environ.get("COLUMNS") else _WIDE
+
+
+console = Console(stderr=True, highlight=False, width=_width(sys.stderr), soft_wrap=not sys.stderr.isatty())
+out = Console(highlight=False, width=_width(sys.stdout))  # stdout: tables and results people may pipe
+
+
+def is_log() -> bool:
+    """stderr goes to a file or pipe (CI, nohup): print plain lines instead of live bars."""
+    return not console.is_terminal
+
+
+# Library deprecation notices (transformers, torch, peft ...) are for their developers, not for
+# someone running a command; BOTGRPO_DEBUG=1 shows them again.
+if os.environ.get("BOTGRPO_DEBUG") != "1":
+    warnings.filterwarnings("ignore", category=FutureWarning,
+                            module=r"(transformers|torch|peft|accelerate|huggingface_hub|safetensors)(\.|$)")
 
 
 def progress_bar(label: str = "{task.description}", *, after: str = "", elapsed: bool = False,

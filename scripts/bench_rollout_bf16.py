@@ -16,8 +16,9 @@ import torch
 from botgrpo_cli.config import ModelConfig
 from botgrpo_cli.rollout import HFEngine, SamplingParams
 from botgrpo_cli.rollout.fast import FastEngine
-from botgrpo_cli.trainer.policy import load_model, load_tokenizer, resolve_model_path
-from botgrpo_cli.trainer.precision import autocast
+from botgrpo_cli.models.loading import load_tokenizer
+from botgrpo_cli.trainer.policy import load_model, resolve_model_path
+from botgrpo_cli.models.precision import autocast
 from botgrpo_tasks import get_task
 
 

@@ -14,8 +14,9 @@ def register(app: typer.Typer) -> None:
         runs: Annotated[list[Path], typer.Argument(help="Run directories of `botgrpo train` (or metrics.jsonl files).")],
         out: Annotated[Path, typer.Option("--out", help="Folder for compare.png and compare.md.")],
         metric: Annotated[Optional[str], typer.Option("--metric", help="metrics.jsonl key, or a short name tried "
-                                                      "as eval/NAME then reward/NAME (default: eval/success "
-                                                      "when every run evaluated, else success).")] = None,
+                                                      "as eval/NAME then reward/NAME, or a curves.png panel "
+                                                      "(reward, success, KL, length, entropy) (default: "
+                                                      "eval/success when every run evaluated, else success).")] = None,
         target: Annotated[Optional[float], typer.Option("--target", help="Report the first step and wall time "
                                                         "at which each run reaches this value.")] = None,
     ) -> None:

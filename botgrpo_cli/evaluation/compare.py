@@ -13,7 +13,7 @@ from pathlib import Path
 
 from botgrpo_cli import rundir
 from botgrpo_cli.errors import UserError
-from botgrpo_cli.evaluation.curves import first_reaching
+from botgrpo_cli.evaluation.curves import first_reaching, panel_key
 from botgrpo_cli.evaluation.plots import plot_runs
 
 STEP_TIME, EVAL_TIME = "time/step_s", "time/eval_s"
@@ -60,9 +60,12 @@ def _has(records: list[dict], key: str) -> bool:
 
 
 def resolve_metric(runs: dict[str, list[dict]], metric: str | None) -> str:
-    """The metrics.jsonl key every run has: `metric` as given, else eval/`metric`, else reward/`metric`.
-    Default: eval/success when every run evaluated, else success (the training batch's)."""
+    """The metrics.jsonl key every run has: `metric` as given, else eval/`metric`, else reward/`metric`,
+    else the key of the curves.png panel so named (`reward` is reward/mean). Default: eval/success
+    when every run evaluated, else success (the training batch's)."""
     candidates = ["eval/success", "success"] if metric is None else [metric, f"eval/{metric}", f"reward/{metric}"]
+    if metric is not None and panel_key(metric) is not None:
+        candidates.append(panel_key(metric))
     for key in candidates:
         if all(_has(records, key) for records in runs.values()):
             return key

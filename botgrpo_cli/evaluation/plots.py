@@ -1,4 +1,5 @@
-"""PNG plots: eval figures vs training step, and runs compared vs step and vs wall time."""
+"""PNG plots: a run's training curves, eval figures vs training step, and runs compared vs step and
+vs wall time."""
 
 from __future__ import annotations
 
@@ -13,6 +14,45 @@ def _pyplot() -> Any:
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def plot_training(records: list[dict], out: Path, title: str, held_out: Sequence[tuple[int, dict]] = ()) -> Path | None:
+    """curves.png: one small panel per recorded metric (evaluation/curves.PANELS). The reward and
+    success panels show the training batch's figure (noisy: a few sampled completions of new prompts
+    each step) and, beside it, the held-out one at each evaluation (run.eval_every, and the `held_out`
+    (step, figures) measured before and after); None when there is nothing to plot."""
+    from botgrpo_cli.evaluation.curves import HELD_OUT, PANELS
+
+    panels = [(k, label) for k, label in PANELS if any(r.get(k) is not None for r in records)]
+    if not panels:
+        return None
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 3.0), squeeze=False)
+    for ax, (key, label) in zip(axes[0], panels):
+        pts = [(r["step"], r[key]) for r in records if r.get(key) is not None]
+        evals = _held_out_points(records, held_out, HELD_OUT.get(key))
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="." if len(pts) < 30 else None, alpha=0.6,
+                label="training batch" if evals else None)
+        if evals:
+            ax.plot([s for s, _ in evals], [v for _, v in evals], marker="o", color="C3", linewidth=2,
+                    label="held-out prompts")
+            ax.legend(fontsize=7)
+        ax.set_title(label)
+        ax.set_xlabel("step")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out
+
+
+def _held_out_points(records: list[dict], extra: Sequence[tuple[int, dict]], key: str | None) -> list[tuple[int, float]]:
+    """(step, value) of the held-out figure `key`, from metrics.jsonl and the extra measurements."""
+    if key is None:
+        return []
+    points = {r["step"]: r[key] for r in records if r.get(key) is not None}
+    points.update({step: figs[key] for step, figs in extra if figs.get(key) is not None})
+    return sorted(points.items())
 
 
 def plot_vs_step(points: Sequence[tuple[int, dict[str, float]]], keys: Sequence[str], out: Path, title: str) -> Path:

@@ -5,13 +5,16 @@ Contents: model (HF format, safetensors) + tokenizer, optimizer + scheduler (opt
 redacted). The .pt files hold only tensors and plain containers and are read with
 `torch.load(weights_only=True)`: a checkpoint file cannot run code.
 
-On resume every file of the newest checkpoint is checked (JSON parses, safetensors sizes match
-their headers, .pt files load); a damaged one is skipped with a one-line warning for the newest
-intact one.
+Every save records the SHA-256 of each of its files in checksums.json (written last). On resume the
+newest checkpoint is checked: every file matches its checksum (weights zeroed at the same size, an
+edited state.json), the weights are finite, state.json agrees with the folder's step, JSON parses,
+safetensors sizes match their headers, .pt files load. A damaged one is skipped with a one-line
+warning for the newest intact one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -28,6 +31,7 @@ from botgrpo_cli import rundir
 from botgrpo_cli.errors import UserError
 
 PREFIX = rundir.STEP_PREFIX
+CHECKSUMS = "checksums.json"
 
 
 @dataclass
@@ -56,7 +60,7 @@ def save(run_dir: Path, state: TrainState, model: Any, tokenizer: Any, opt: Any,
     weights: the full state dict when the model's own is sharded (FSDP); opt None: no optimizer state.
     A disk or permission error is a UserError naming the last good checkpoint."""
     root = run_dir / "checkpoints"
-    final = root / f"{PREFIX}{state.step:06d}"
+    final = path_of(run_dir, state.step)
     tmp = root / f".tmp-{final.name}"
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -66,9 +70,10 @@ def save(run_dir: Path, state: TrainState, model: Any, tokenizer: Any, opt: Any,
         tokenizer.save_pretrained(tmp / "model")
         if opt is not None:
             torch.save({"optimizer": opt.state_dict(), "scheduler": sched.state_dict()}, tmp / "optim.pt")
-        torch.save(_rng_state(), tmp / "rng.pt")
+        torch.save(rng_state(), tmp / "rng.pt")
         (tmp / "state.json").write_text(json.dumps(state.__dict__))
         (tmp / "config.yaml").write_text(cfg_yaml)
+        (tmp / CHECKSUMS).write_text(json.dumps(_checksums(tmp), indent=0, sort_keys=True))
         _fsync_tree(tmp)
         if final.exists():
             shutil.rmtree(final)
@@ -84,6 +89,11 @@ def save(run_dir: Path, state: TrainState, model: Any, tokenizer: Any, opt: Any,
         raise UserError(f"could not write checkpoint {final}: {reason}; {last}. Free disk space or "
                         f"fix permissions, then continue with `botgrpo train --resume --out {run_dir}`") from None
     return final
+
+
+def path_of(run_dir: Path, step: int) -> Path:
+    """Where the checkpoint of `step` lives (whether or not it exists)."""
+    return run_dir / "checkpoints" / f"{PREFIX}{step:06d}"
 
 
 def checkpoints(run_dir: Path) -> list[Path]:
@@ -104,11 +114,16 @@ def read(ckpt: Path) -> Loaded:
         state = TrainState(step=int(raw["step"]), data_position=int(raw["data_position"]))
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise DamagedCheckpoint(f"state.json is unreadable ({type(err).__name__}: {err})") from None
+    if state.step != rundir.checkpoint_step(ckpt) or state.data_position < 0:
+        raise DamagedCheckpoint(f"state.json says step {state.step}, data position {state.data_position}: "
+                                f"not the state of {ckpt.name}")
+    _verify_checksums(ckpt)
+    _check_finite(ckpt / "model")
     return Loaded(ckpt, state, _load_pt(ckpt / "optim.pt"), _load_pt(ckpt / "rng.pt"))
 
 
 def latest_intact(run_dir: Path, warn: Callable[[str], None]) -> Loaded | None:
-    """The newest checkpoint that passes `read`, warning once for each newer damaged one.
+    """The newest checkpoint that passes `read`, with one warning line naming the newer damaged ones.
     None when there is none at all; UserError when every one is damaged."""
     found = checkpoints(run_dir)
     problems = []
@@ -118,8 +133,8 @@ def latest_intact(run_dir: Path, warn: Callable[[str], None]) -> Loaded | None:
         except DamagedCheckpoint as err:
             problems.append(f"{ckpt.name}: {err}")
             continue
-        for problem in problems:
-            warn(f"checkpoint {problem}; resuming from {ckpt.name}, the newest intact one")
+        if problems:
+            warn(f"checkpoint {'; '.join(problems)}; resuming from {ckpt.name}, the newest intact one")
         return loaded
     if found:
         raise UserError(f"no intact checkpoint in {run_dir / 'checkpoints'} ({'; '.join(problems)}); "
@@ -132,7 +147,7 @@ def restore(loaded: Loaded, opt: Any, sched: Any) -> TrainState:
     try:
         opt.load_state_dict(loaded.optim["optimizer"])
         sched.load_state_dict(loaded.optim["scheduler"])
-        _set_rng_state(loaded.rng)
+        set_rng_state(loaded.rng)
     except (KeyError, ValueError, TypeError, RuntimeError) as err:
         raise UserError(f"checkpoint {loaded.path} does not fit this run's model/optimizer ({type(err).__name__}: "
                         f"{err}); resume with the run's own settings or start a new run") from None
@@ -142,14 +157,15 @@ def restore(loaded: Loaded, opt: Any, sched: Any) -> TrainState:
 # ---------------------------------------------------------------------------- files
 
 
-def _rng_state() -> dict:
+def rng_state() -> dict:
+    """Python, numpy and torch random states, as saved in rng.pt."""
     kind, keys, pos, has_gauss, gauss = np.random.get_state()
     return {"python": random.getstate(), "torch": torch.get_rng_state(),
             "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
                       "has_gauss": int(has_gauss), "gauss": float(gauss)}}
 
 
-def _set_rng_state(rng: dict) -> None:
+def set_rng_state(rng: dict) -> None:
     n = rng["numpy"]
     random.setstate(_tuples(rng["python"]))
     np.random.set_state((n["kind"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["gauss"]))
@@ -200,6 +216,51 @@ def _check_safetensors(path: Path) -> None:
         raise DamagedCheckpoint(f"model/{path.name} has no valid header ({type(err).__name__})") from None
     if size != 8 + n + end:
         raise DamagedCheckpoint(f"model/{path.name} is {size} bytes, its header says {8 + n + end} (truncated?)")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _checksums(root: Path) -> dict[str, str]:
+    """{path relative to root: sha256} of every file under root."""
+    return {p.relative_to(root).as_posix(): _sha256(p) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _verify_checksums(ckpt: Path) -> None:
+    """Every file recorded at save is there, unchanged; no file was added to model/."""
+    try:
+        recorded = json.loads((ckpt / CHECKSUMS).read_text())
+        if not isinstance(recorded, dict):
+            raise ValueError("not a mapping")
+    except (OSError, ValueError) as err:
+        raise DamagedCheckpoint(f"{CHECKSUMS} is missing or unreadable ({type(err).__name__}), so its files "
+                                "cannot be verified") from None
+    actual = _checksums(ckpt)
+    actual.pop(CHECKSUMS, None)
+    changed = sorted(name for name in recorded if actual.get(name) != recorded[name])
+    added = sorted(name for name in actual if name not in recorded)
+    if changed or added:
+        what = [f"{n} {'is missing' if n not in actual else 'differs from its checksum'}" for n in changed]
+        raise DamagedCheckpoint("; ".join(what + [f"{n} was not saved with it" for n in added]))
+
+
+def _check_finite(model_dir: Path) -> None:
+    """No NaN or infinite weight (a run that diverged, or a damaged file with a fitting checksum)."""
+    from safetensors import safe_open
+
+    for path in sorted(model_dir.glob("*.safetensors")):
+        with safe_open(str(path), framework="pt") as f:
+            for name in f.keys():
+                t = f.get_tensor(name)
+                if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                    bad = int((~torch.isfinite(t)).sum())
+                    raise DamagedCheckpoint(f"model/{path.name}: {name} holds {bad} NaN or infinite values "
+                                            f"({bad / max(1, t.numel()):.0%} of it)")
 
 
 def _fsync(path: Path) -> None:

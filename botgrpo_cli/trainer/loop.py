@@ -1,4 +1,4 @@
-"""The training loop: generate, score, advantage, loss, step, log; one screen per step."""
+"""The training loop: generate, score, advantage, loss, step, log, save; stop cleanly on a signal."""
 
 from __future__ import annotations
 
@@ -14,18 +14,22 @@ import torch
 from botgrpo_cli.algos import ADVANTAGES, compute_advantages, masked_mean
 from botgrpo_cli.config import AlgoConfig, Config
 from botgrpo_cli.console import console
+from botgrpo_cli.errors import Interrupted
 from botgrpo_cli.evaluation.metrics import failed_scorings, success_rate
 from botgrpo_cli.evaluation.sampling import Scoring, held_out
 from botgrpo_cli.reward_client.scored import to_token_rewards
 from botgrpo_cli.rollout import Engine, RolloutBatch, SamplingParams
 from botgrpo_cli.rundir import read_metrics
+from botgrpo_cli.trainer import checkpoint
 from botgrpo_cli.trainer.distributed import reduce_metrics
-from botgrpo_cli.trainer.interrupt import interruptible
+from botgrpo_cli.trainer.checks import RunChecks, checked
+from botgrpo_cli.trainer.interrupt import Stopped, StopGuard, resume_hint
 from botgrpo_cli.trainer.logprobs import batch_logps
 from botgrpo_cli.trainer.policy import reference_policy
-from botgrpo_cli.trainer.reports import MetricsLog, make_progress, plot_curves, sample_rows, stats_line, step_metrics
+from botgrpo_cli.trainer.progress import StepReport
+from botgrpo_cli.trainer.reports import MetricsLog, plot_curves, sample_rows, step_metrics
 from botgrpo_cli.trainer.rollouts import collect_rollouts, isolate_failed, score_shaping, step_ends
-from botgrpo_cli.trainer.samples import SamplesPage
+from botgrpo_cli.trainer.samples import SamplesPage, shows_samples
 from botgrpo_cli.trainer.session import Session, open_session
 from botgrpo_cli.trainer.update import UpdateInputs, update, updates_per_batch
 
@@ -44,41 +48,83 @@ def train(cfg: Config, resume: bool = False, eval_around: bool = False, pool=Non
           on_step: Callable[[int, dict[str, float]], None] | None = None) -> TrainResult:
     """Run (or resume) training; with eval_around, measure held-out success before and after.
     `pool`: a running RewardPool for the task's service to reuse (e.g. across a sweep); else one is started.
-    `on_step(step, metrics)`: called right after each training step with its metrics (benchmarks time steps)."""
+    `on_step(step, metrics)`: called right after each training step with its metrics (benchmarks time steps).
+    SIGINT / SIGTERM save the last completed step and raise Interrupted (trainer/interrupt.py)."""
     eval_seed = cfg.run.seed + 7919  # one fixed seed: every evaluation samples comparably
-    with open_session(cfg, resume, pool) as s:
-        if eval_around:
-            console.print(f"measuring success on {cfg.run.eval_prompts} held-out prompts before and after training")
-        with s.precision():
-            before = _held_out(s, eval_seed) if eval_around else None
-        main = s.dist.main  # only rank 0 writes the run directory
-        log = MetricsLog(s.run_dir, cfg.log.tensorboard, cfg.log.wandb, cfg.public_dict(), s.state.step) if main else None
-        page = SamplesPage(s.run_dir / "samples.html", f"{cfg.run.task} / {cfg.algo.name}") if main else None
-        with make_progress(disable=not main) as progress, interruptible(s.run_dir, lambda: s.state.step):
-            bar = progress.add_task("train", total=cfg.run.steps, completed=s.state.step, stats="")
-            for step in range(s.state.step + 1, cfg.run.steps + 1):
-                with s.precision():  # bf16 autocast where chosen; weights and optimizer stay fp32
-                    metrics = train_step(s, step, page)
-                    if on_step is not None:
-                        on_step(step, metrics)
-                    if cfg.run.eval_every and step % cfg.run.eval_every == 0:
-                        metrics.update(_held_out(s, eval_seed))
-                metrics = reduce_metrics(metrics, s.dist)
-                if log and (step % cfg.log.every == 0 or step == cfg.run.steps):
-                    log.write(step, metrics)
-                progress.update(bar, completed=step, stats=stats_line(metrics))
-                s.state.step, s.state.data_position = step, s.stream.position
-                if (cfg.run.save_every and step % cfg.run.save_every == 0) or step == cfg.run.steps:
-                    s.save()
-        if log:
-            log.close()
-        with s.precision():
-            after = _held_out(s, eval_seed) if eval_around else None
-        s.dist.barrier()
-        records = read_metrics(s.run_dir)
-        title = f"{cfg.run.task} / {cfg.algo.name}"
-        curves = plot_curves(records, s.run_dir / "curves.png", title) if main else None
-        return TrainResult(s.run_dir, records, s.run_dir / "samples.html", curves, before, after)
+    checked(cfg.run.fail_on)  # a misspelt check fails before anything is loaded
+    with open_session(cfg, resume, pool) as s, StopGuard() as guard:
+        rng = [checkpoint.rng_state()]  # the random state the last completed step left (saved on a stop)
+        try:
+            return _train(s, guard, rng, eval_around, eval_seed, on_step)
+        except Stopped as stop:
+            raise Interrupted(f"{stop.name} after step {s.state.step}; {_save_on_stop(s, guard, stop, rng[0])}",
+                              128 + stop.signum) from None
+        finally:
+            guard.holding = False
+
+
+def _save_on_stop(s: Session, guard: StopGuard, stop: Stopped, rng: dict) -> str:
+    """Save the last completed step (unless it is saved already) and say how to resume."""
+    done = checkpoint.path_of(s.run_dir, s.state.step)
+    if stop.forced or s.dist.world > 1 or not s.run_dir.is_dir() or checkpoint.latest(s.run_dir) == done:
+        return resume_hint(s.run_dir)  # several processes would have to meet to save: the last checkpoint stands
+    guard.hold("saving the checkpoint")
+    checkpoint.set_rng_state(rng)  # as the step ended, not as the interrupted one left it
+    s.save()
+    return resume_hint(s.run_dir)
+
+
+def _train(s: Session, guard: StopGuard, rng: list, eval_around: bool, eval_seed: int,
+           on_step: Callable[[int, dict[str, float]], None] | None) -> TrainResult:
+    cfg = s.cfg
+    if eval_around:
+        console.print(f"measuring success on {cfg.run.eval_prompts} held-out prompts before and after training")
+    with s.precision():
+        before = _held_out(s, eval_seed) if eval_around else None
+    rng[0] = checkpoint.rng_state()
+    first = s.state.step
+    main = s.dist.main  # only rank 0 writes the run directory
+    log = MetricsLog(s.run_dir, cfg.log.tensorboard, cfg.log.wandb, cfg.public_dict(), s.state.step) if main else None
+    page = SamplesPage(s.run_dir / "samples.html", f"{cfg.run.task} / {cfg.algo.name}") if main else None
+    checks = RunChecks(cfg.run.fail_on, s.policy)
+    metrics: dict[str, float] = {}
+    with StepReport(cfg.run.steps, s.state.step, disable=not main, heartbeat_s=cfg.log.heartbeat_s) as report:
+        for step in range(s.state.step + 1, cfg.run.steps + 1):
+            def phase(what: str, step: int = step) -> None:
+                report.phase(step, what)
+
+            with s.precision():  # bf16 autocast where chosen; weights and optimizer stay fp32
+                metrics = train_step(s, step, page, phase, lambda: guard.hold("this step's update has begun"))
+                if on_step is not None:
+                    on_step(step, metrics)
+                if cfg.run.eval_every and step % cfg.run.eval_every == 0:
+                    phase("evaluating on held-out prompts")
+                    started = time.perf_counter()
+                    metrics.update(_held_out(s, eval_seed))
+                    metrics["time/eval_s"] = time.perf_counter() - started  # compare's wall clock adds it
+            metrics = reduce_metrics(metrics, s.dist)
+            if log and (step % cfg.log.every == 0 or step == cfg.run.steps):
+                log.write(step, metrics)
+            report.step_done(step, metrics)
+            checks.after_step(step, metrics)
+            s.state.step, s.state.data_position = step, s.stream.position
+            if (cfg.run.save_every and step % cfg.run.save_every == 0) or step == cfg.run.steps:
+                phase("saving the checkpoint")
+                s.save()
+            rng[0] = checkpoint.rng_state()
+            guard.release()  # a stop signalled during the update takes effect here, the step complete
+    if log:
+        log.close()
+    checks.at_end(s.policy)
+    evaluated = {k: v for k, v in metrics.items() if k.startswith("eval/")}  # the last step's, same seed and model
+    with s.precision():
+        after = (evaluated or _held_out(s, eval_seed)) if eval_around else None
+    s.dist.barrier()
+    records = read_metrics(s.run_dir)
+    title = f"{cfg.run.task} / {cfg.algo.name}"
+    measured = [(step, figs) for step, figs in ((first, before), (s.state.step, after)) if figs]
+    curves = plot_curves(records, s.run_dir / "curves.png", title, measured) if main else None
+    return TrainResult(s.run_dir, records, s.run_dir / "samples.html", curves, before, after)
 
 
 def _held_out(s: Session, seed: int) -> dict[str, float]:
@@ -92,20 +138,31 @@ def _held_out(s: Session, seed: int) -> dict[str, float]:
 def held_out_success(engine: Engine, tok: Any, task: Any, scoring: Scoring, params: SamplingParams, n_prompts: int,
                      batch_size: int, system_prompt: str | None = None,
                      template_kwargs: dict | None = None) -> dict[str, float]:
-    """eval/success through the evaluation path (evaluation/sampling.py) with the run's engine, pool,
+    """eval/success (and eval/score, the mean score) through the evaluation path (evaluation/sampling.py) with the run's engine, pool,
     prompt formatting and sampling settings, one completion per prompt; failed scorings count as failures."""
     problems = held_out(engine, tok, task, scoring, params, n_prompts, batch_size=batch_size,
                         system_prompt=system_prompt, template_kwargs=template_kwargs)
+    scores = [smp.score for p in problems for smp in p.samples if smp.score is not None]
     return {"eval/success": success_rate(problems), "eval/failed_scoring": float(failed_scorings(problems)),
-            "eval/prompts": float(len(problems))}
+            "eval/prompts": float(len(problems)),
+            "eval/score": sum(scores) / len(scores) if scores else float("nan")}  # mean score of the scored ones
 
 
-def train_step(s: Session, step: int, page: SamplesPage | None) -> dict[str, float]:
+def _nothing(*_: Any) -> None:
+    return None
+
+
+def train_step(s: Session, step: int, page: SamplesPage | None, phase: Callable[[str], None] = _nothing,
+               before_update: Callable[[], None] = _nothing) -> dict[str, float]:
+    """One step. `phase(what)` is told what it is doing (for the heartbeat); `before_update()` is
+    called right before the weights and optimizer start to change (a stop must then wait)."""
     cfg, a = s.cfg, s.cfg.algo
     t0 = time.perf_counter()
+    phase("generating")
     ro = collect_rollouts(s, step)  # prompts -> G completions each; scoring already running
     b = ro.batch
     t_gen = time.perf_counter()
+    phase("computing log-probs")
     # One update per batch: with HF generate the policy that sampled is the one being updated, so
     # logp_old = logp.detach() (ALGORITHMS.md §3) and no extra forward pass is needed. A separate
     # engine (vLLM) samples with its own numerics, and mini-batch steps move the policy away from the
@@ -120,6 +177,7 @@ def train_step(s: Session, step: int, page: SamplesPage | None) -> dict[str, flo
             logp_ref = batch_logps(ref, b.prompt_ids, b.completion_ids, b.mask, s.engine.pad_id,
                                    cfg.rollout.temperature, cfg.optim.micro_batch_size)
     t_logp = time.perf_counter()
+    phase("waiting for the reward service")
     scored = ro.wait()  # scores + spans; failed rows come back with ok = False
     t_rew = time.perf_counter()
     tr = to_token_rewards(scored, b.offsets, b.mask, cfg.reward.lambda_seq, cfg.reward.lambda_tok,
@@ -129,6 +187,8 @@ def train_step(s: Session, step: int, page: SamplesPage | None) -> dict[str, flo
     gids = isolate_failed(b.group_ids, scored.ok)  # (B,)
     adv = compute_advantages(a.advantage, token_rewards=r, scores=scores, mask=mask, group_ids=gids,
                              **estimator_options(a, b, rho, s.task.step_separator, cfg.reward.lambda_tok))  # (B, T)
+    phase("updating")
+    before_update()
     upd = update(s.model, s.opt, s.sched, UpdateInputs(b.prompt_ids, b.completion_ids, mask, adv, logp_old,
                                                        logp_ref, b.group_ids), cfg, s.engine.pad_id,
                  s.params.max_new_tokens, s.dist)
@@ -136,7 +196,7 @@ def train_step(s: Session, step: int, page: SamplesPage | None) -> dict[str, flo
     t_end = time.perf_counter()
     times = {"step": t_end - t0, "generate": t_gen - t0, "logp": t_logp - t_gen, "reward": t_rew - t_logp,
              "update": t_end - t_rew}
-    if page and cfg.log.samples_every and (step % cfg.log.samples_every == 0 or step == 1):
+    if page and shows_samples(step, cfg.log.samples_every, cfg.run.steps):
         page.add(step, sample_rows(ro, scored, r, adv, cfg.log.samples))
     counters = s.pool.stats
     metrics = step_metrics(ro, scored, scores, mask, r, adv, upd, times, s.task.success_metric,

@@ -35,7 +35,69 @@ def resolve_model_path(cfg: ModelConfig, task: str, task_options: dict[str, Any]
                             f"give a directory saved with save_pretrained, a .gguf file, a hub id, or leave it "
                             f"unset for the task's tiny model")
         return str(path)
+    check_hub_reachable(name)
     return name
+
+
+_TRUE = ("1", "true", "yes", "on")
+
+
+def check_hub_reachable(repo_id: str, timeout_s: float = 3.0) -> None:
+    """A hub id needs the hub unless its files are cached: fail in a second, with one line, instead of
+    spending minutes in download retries on an offline machine (HF_HUB_OFFLINE set, or no connection)."""
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    cached = isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    offline = constants.HF_HUB_OFFLINE or os.environ.get("TRANSFORMERS_OFFLINE", "").lower() in _TRUE
+    if not offline and not _proxied() and not _reachable(constants.ENDPOINT, timeout_s):
+        if cached:  # use the cached files without asking the hub (its retries would take minutes)
+            constants.HF_HUB_OFFLINE = True
+            os.environ["HF_HUB_OFFLINE"] = "1"
+            return
+        offline = True
+    if offline and not cached:
+        raise UserError(f"model.name_or_path {repo_id!r} is a hub id, this machine is offline (HF_HUB_OFFLINE, or "
+                        f"{constants.ENDPOINT} unreachable) and the model is not in the local hub cache; download "
+                        "it where there is a network, or give a local directory or .gguf file")
+
+
+def _proxied() -> bool:
+    """With a proxy the hub may be reachable though its host is not: leave it to the hub client."""
+    return any(os.environ.get(k) for k in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"))
+
+
+def _reachable(endpoint: str, timeout_s: float) -> bool:
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(endpoint)
+    try:
+        socket.create_connection((url.hostname or "", url.port or (443 if url.scheme == "https" else 80)),
+                                 timeout=timeout_s).close()
+    except OSError:
+        return False
+    return True
+
+
+def thinking_mismatch(tok: Any, think_tags: tuple[str, str] | None, budget: int | None,
+                      template_kwargs: dict | None) -> str | None:
+    """A warning when thinking options are set for a model that cannot use them (its chat template
+    knows no thinking tags, nor `enable_thinking`); None when they fit or none is set."""
+    kwargs = template_kwargs or {}
+    if budget is None and "enable_thinking" not in kwargs:
+        return None
+    template = getattr(tok, "chat_template", None) or ""
+    template = template if isinstance(template, str) else " ".join(map(str, template.values()))
+    asked = [f"rollout.thinking_budget={budget}"] if budget is not None else []
+    asked += [f"enable_thinking={kwargs['enable_thinking']}"] if "enable_thinking" in kwargs else []
+    has_tags = bool(think_tags) and (think_tags[0] in template or think_tags[0] in tok.get_vocab())
+    if "enable_thinking" in kwargs and "enable_thinking" not in template:
+        return (f"{' and '.join(asked)} do nothing here: this model's chat template has no enable_thinking switch"
+                + ("" if has_tags else f" and no thinking tags ({think_tags[0] if think_tags else 'none set'})"))
+    if budget is not None and not has_tags:
+        return (f"rollout.thinking_budget={budget} does nothing here: neither this model's chat template nor its "
+                f"vocabulary has the thinking tag {think_tags[0] if think_tags else '(task.think_tags is null)'}")
+    return None
 
 
 def load_model(path: str, cfg: ModelConfig, trainable: bool = True, adapter: str | None = None) -> Any:

@@ -1,6 +1,6 @@
 """What a run reports and logs: the metrics of one step, metrics.jsonl (one line per logged step)
 with TensorBoard and wandb when available, the Rich progress line, and curves.png. The per-token
-samples page is samples.py.
+samples page is samples.py, the live bar and log lines progress.py.
 
 (Moved together from trainer/metrics.py, report.py, progress.py and plots.py, unchanged.)
 """
@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from rich.progress import Progress
 from torch import Tensor
 
 from botgrpo_cli.algos import masked_mean, zero_variance_groups
 from botgrpo_cli.algos.metrics import succeeded
-from botgrpo_cli.console import console, progress_bar
+from botgrpo_cli.console import console
 from botgrpo_cli.reward_client.combined import failures_by_service
 from botgrpo_cli.reward_client.scored import Scored
 from botgrpo_cli.rundir import read_metrics
@@ -138,55 +137,22 @@ def step_metrics(ro, scored: Scored, scores: Tensor, mask: Tensor, r: Tensor, ad
 
 
 def sample_rows(ro, scored: Scored, r: Tensor, adv: Tensor, k: int) -> list[dict]:
-    """The first k completions with per-token reward and advantage for the samples page."""
+    """The first k completions with per-token reward and advantage for the samples page, with the
+    prompt as the task wrote it, as the chat template sent it, and the reference."""
     rows = []
     for i in range(min(k, len(ro.batch.texts))):
         n = len(ro.batch.offsets[i])
         resp = scored.responses[i]
-        rows.append({"prompt": ro.batch.prompts[i], "text": ro.batch.texts[i], "offsets": ro.batch.offsets[i],
+        example = ro.examples[i]
+        rows.append({"question": example.prompt, "prompt": ro.batch.prompts[i], "reference": example.reference,
+                     "text": ro.batch.texts[i], "offsets": ro.batch.offsets[i],
                      "rewards": r[i, :n].tolist(), "advantages": adv[i, :n].tolist(),
                      "score": float(scored.scores[i]), "status": resp.status})
     return rows
 
 
-def make_progress(disable: bool = False) -> Progress:
-    return progress_bar("[bold]train", after="{task.fields[stats]}", transient=False, disable=disable)
+def plot_curves(records: list[dict], out: Path, title: str, held_out: list[tuple[int, float]] = ()) -> Path | None:
+    """curves.png (evaluation/plots.py); `held_out`: (step, success) measured around the run."""
+    from botgrpo_cli.evaluation.plots import plot_training
 
-
-def stats_line(m: dict[str, float]) -> str:
-    parts = [f"reward {m.get('reward/mean', float('nan')):+.3f}"]
-    if "success" in m:
-        parts.append(f"success {m['success']:.2f}")
-    if "kl" in m:
-        parts.append(f"kl {m['kl']:.4f}")
-    if m.get("update/steps", 1) > 1:  # off-policy steps: how much the clip acts
-        parts.append(f"clip {m.get('clip_frac', float('nan')):.3f}")
-    parts.append(f"{m.get('time/step_s', 0.0):.2f}s/step")
-    return "  ".join(parts)
-
-
-PANELS = [("reward/mean", "reward"), ("success", "success"), ("kl", "KL"), ("completion/length_mean", "length"),
-          ("entropy", "entropy"), ("eval/success", "eval success")]
-
-
-def plot_curves(records: list[dict], out: Path, title: str) -> Path | None:
-    """One small panel per metric that was recorded; None when there is nothing to plot."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    panels = [(k, label) for k, label in PANELS if any(r.get(k) is not None for r in records)]
-    if not panels:
-        return None
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 2.8), squeeze=False)
-    for ax, (key, label) in zip(axes[0], panels):
-        pts = [(r["step"], r[key]) for r in records if r.get(key) is not None]
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="." if len(pts) < 30 else None)
-        ax.set_title(label)
-        ax.set_xlabel("step")
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out
+    return plot_training(records, out, title, held_out)

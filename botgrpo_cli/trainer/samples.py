@@ -1,4 +1,6 @@
-"""samples.html: a few completions per logged step, each token coloured by its reward and advantage.
+"""samples.html: a few completions of chosen steps (the first, every log.samples_every, the last),
+each with its prompt as the task wrote it (the chat-templated text on demand), the reference, and each
+token coloured by its reward and its advantage.
 
 Colour scale: green > 0, red < 0, per row on a symmetric-log opacity scale spanning two decades
 below the row's largest |value|, with a visible floor for anything non-zero. A linear scale hid
@@ -9,19 +11,31 @@ at 2% opacity), which is exactly the signal a reader needs to see.
 from __future__ import annotations
 
 import html
+import json
 import math
 from pathlib import Path
 
-_STYLE = """<style>body{font-family:sans-serif;margin:2em}pre{white-space:pre-wrap;font-size:13px;
-line-height:1.7}span.t{border-radius:2px}h2{margin-top:2em}.meta{color:#555}</style>"""
+_STYLE = """<style>body{font-family:sans-serif;margin:2em;max-width:75em}pre{white-space:pre-wrap;font-size:13px;
+line-height:1.7;background:#fafafa;padding:.4em}span.t{border-radius:2px}h2{margin-top:2em}.meta{color:#555}
+details{margin:.3em 0}summary{cursor:pointer;color:#555}</style>"""
 
 
 _MARK = "<!-- steps -->"
-_LEGEND = ("<p class='meta'>Green: value &gt; 0, red: &lt; 0. Opacity per row on a symmetric-log scale (two "
-           "decades below the row's largest |value|); every non-zero value is tinted, so the sign of a small "
-           "advantage shows. Hover a token for its value.</p>")
+_LEGEND = ("<p class='meta'><b>Colours.</b> Green: value &gt; 0, red: &lt; 0. Each row is scaled to its own "
+           "largest |value| (printed beside it as min / max): opacity grows on a symmetric-log scale over the two "
+           "decades below it, and every non-zero value is tinted, so the sign of a small advantage shows. Hover a "
+           "token for its value.</p><p class='meta'><b>Token reward</b> r = λ_seq · score + λ_tok · span reward "
+           "(ALGORITHMS.md §1): the score and each span's reward lie in [-1, 1], so with the default λ_seq = "
+           "λ_tok = 1 a token's reward lies in [-2, 2] (e.g. -1.5: a failed completion, score -1, with a -0.5 span "
+           "over the token). <b>Advantage</b>: what the estimator made of those rewards, the signal the update "
+           "follows.</p>")
 FLOOR, TOP, DECADES = 0.12, 0.7, 2  # opacity of the smallest visible value and of the row's largest
 ZERO = 1e-6  # |values| below this (relative to the row's largest) are drawn as zero
+
+
+def shows_samples(step: int, every: int, last: int) -> bool:
+    """The steps samples.html shows: the first, every `every`-th and the last (none when every is 0)."""
+    return bool(every) and (step == 1 or step % every == 0 or step == last)
 
 
 def alpha(value: float, scale: float) -> float:
@@ -54,6 +68,29 @@ def _range(values: list[float]) -> str:
     return f"(min {min(values, default=0.0):+.3f}, max {max(values, default=0.0):+.3f})"
 
 
+def _reference(reference: dict) -> str:
+    """The reference the service compares with: each field in full, strings as written."""
+    if not reference:
+        return "<p class='meta'>reference: none (the service judges the completion alone)</p>"
+    parts = [f"<b>{html.escape(str(k))}</b><pre>{html.escape(v if isinstance(v, str) else json.dumps(v))}</pre>"
+             for k, v in reference.items()]
+    return f"<details><summary>reference</summary>{''.join(parts)}</details>"
+
+
+def _row(r: dict) -> list[str]:
+    """One completion: the prompt, what the model saw, the reference, rewards and advantages."""
+    question = r.get("question", r["prompt"])
+    return [f'<p class="meta">score {r["score"]:+.3f} ({html.escape(r["status"])})</p>',
+            f"<b>prompt</b><pre>{html.escape(question)}</pre>",
+            f"<details><summary>as the model saw it (chat template applied)</summary><pre>"
+            f"{html.escape(r['prompt'])}</pre></details>",
+            _reference(r.get("reference") or {}),
+            f"<b>token reward</b> {_range(r['rewards'])}<pre>"
+            + render_completion(r["text"], r["offsets"], r["rewards"]) + "</pre>",
+            f"<b>advantage</b> {_range(r['advantages'])}<pre>"
+            + render_completion(r["text"], r["offsets"], r["advantages"]) + "</pre>"]
+
+
 class SamplesPage:
     def __init__(self, path: Path, title: str):
         self.path, self.title = path, title
@@ -61,15 +98,10 @@ class SamplesPage:
         self.write()  # a resumed run keeps the sections it had
 
     def add(self, step: int, rows: list[dict]) -> None:
-        """rows: {prompt, text, offsets, rewards, advantages, score, status}."""
+        """rows: {question, prompt, reference, text, offsets, rewards, advantages, score, status}."""
         body = [f"<h2>step {step}</h2>"]
         for r in rows:
-            body.append(f'<p class="meta">score {r["score"]:+.3f} ({html.escape(r["status"])}) — prompt: '
-                        f'{html.escape(r["prompt"][-200:])}</p>')
-            body.append(f"<b>token reward</b> {_range(r['rewards'])}<pre>"
-                        + render_completion(r["text"], r["offsets"], r["rewards"]) + "</pre>")
-            body.append(f"<b>advantage</b> {_range(r['advantages'])}<pre>"
-                        + render_completion(r["text"], r["offsets"], r["advantages"]) + "</pre>")
+            body.extend(_row(r))
         self.sections.append("\n".join(body))
         self.write()
 

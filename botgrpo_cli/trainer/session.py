@@ -22,8 +22,8 @@ from botgrpo_cli.trainer.checkpoint import TrainState
 from botgrpo_cli.trainer.degenerate import check_settings
 from botgrpo_cli.trainer.distributed import Dist
 from botgrpo_cli.models.loading import load_tokenizer
-from botgrpo_cli.trainer.policy import load_model, loads_reference_copy, resolve_model_path
 from botgrpo_cli.models.precision import autocast, choose
+from botgrpo_cli.trainer.policy import load_model, loads_reference_copy, resolve_model_path, thinking_mismatch
 from botgrpo_cli.trainer.rollouts import PromptStream
 from botgrpo_cli.trainer.update import make_optimizer
 
@@ -141,7 +141,20 @@ def _run_dir(cfg: Config, resume: bool, main: bool = True) -> tuple[Path, checkp
     loaded = checkpoint.latest_intact(run_dir, warn)
     if loaded is None:
         raise UserError(f"--resume: {run_dir} has no checkpoint to continue from; drop --resume to start fresh")
+    _check_state_fits(cfg, loaded)
     return run_dir, loaded
+
+
+def _check_state_fits(cfg: Config, loaded: checkpoint.Loaded) -> None:
+    """A checkpoint's step and data position must be ones this run's settings can reach."""
+    step, position, per_step = loaded.state.step, loaded.state.data_position, cfg.rollout.prompts_per_step
+    if step > cfg.run.steps:
+        raise UserError(f"--resume: {loaded.path} is at step {step}, past run.steps={cfg.run.steps}; give --steps "
+                        f"above {step} to continue it")
+    rounds = cfg.algo.max_rounds if cfg.algo.dynamic_sampling else 1
+    if not step * per_step <= position <= step * per_step * rounds:
+        raise UserError(f"--resume: {loaded.path} says {position} prompts were drawn in {step} steps, which "
+                        f"{per_step} prompts a step cannot give; the checkpoint does not belong to this run")
 
 
 def _prepare_run_dir(run_dir: Path, cfg: Config) -> None:
@@ -181,6 +194,7 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     task = _task(cfg)
     if shared_pool is None:
         require_reward(cfg.reward, task.service)  # before any model loads
+    base = resolve_model_path(cfg.model, cfg.run.task, cfg.run.task_options)  # an offline hub id fails here, at once
     dist = _distributed(cfg)
     run_dir, loaded = _run_dir(cfg, resume, dist.main)
     ckpt = loaded.path if loaded is not None else None
@@ -190,8 +204,10 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     if ckpt is not None and cfg.run.distributed == "fsdp" and dist.world > 1:
         raise UserError("--resume with run.distributed=fsdp is not supported yet (checkpoints hold the model, "
                         "not the sharded optimizer); resume with run.distributed=ddp or start a new run")
-    base = resolve_model_path(cfg.model, cfg.run.task, cfg.run.task_options)
     tok = load_tokenizer(base)
+    mismatch = thinking_mismatch(tok, task.think_tags, cfg.rollout.thinking_budget, cfg.run.chat_template_kwargs)
+    if mismatch and dist.main:
+        console.print(f"[yellow]warning:[/] {mismatch}", soft_wrap=True)
     lora_resume = ckpt is not None and cfg.model.lora_r > 0
     model = load_model(str(ckpt / "model") if ckpt and not lora_resume else base, cfg.model,
                        adapter=str(ckpt / "model") if lora_resume else None)

@@ -7,6 +7,7 @@ import json
 import pickle
 import random
 import shutil
+import struct
 
 import numpy as np
 import pytest
@@ -64,10 +65,36 @@ def _damage(kind, ckpt, tmp_path):
         (ckpt / "rng.pt").write_bytes(pickle.dumps({"python": Planted(tmp_path / "pwned")}))
     elif kind == "missing_model":
         shutil.rmtree(ckpt / "model")
+    elif kind == "zeroed_weights":  # same size, so only the checksum can tell
+        model_file.write_bytes(_zeroed(model_file.read_bytes()))
+    elif kind == "nan_weights":
+        _write_nan_weights(model_file)
+    elif kind == "state_step_999999":
+        (ckpt / "state.json").write_text(json.dumps({"step": 999999, "data_position": 16}))
+    elif kind == "missing_checksums":
+        (ckpt / "checksums.json").unlink()
+    elif kind == "extra_weights_file":
+        (ckpt / "model" / "model-00002.safetensors").write_bytes(model_file.read_bytes())
+
+
+def _zeroed(data: bytes) -> bytes:
+    """The safetensors file with its tensor bytes (all after the header) set to zero."""
+    (n,) = struct.unpack("<Q", data[:8])
+    return data[: 8 + n] + bytes(len(data) - 8 - n)
+
+
+def _write_nan_weights(path):
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(path))
+    name = next(k for k, t in tensors.items() if t.is_floating_point())
+    tensors[name] = torch.full_like(tensors[name], float("nan"))
+    save_file(tensors, str(path), metadata={"format": "pt"})
 
 
 @pytest.mark.parametrize("kind", ["truncated_weights", "empty_optim", "truncated_rng", "broken_state",
-                                  "broken_config_json", "code_in_rng", "missing_model"])
+                                  "broken_config_json", "code_in_rng", "missing_model", "zeroed_weights",
+                                  "nan_weights", "state_step_999999", "missing_checksums", "extra_weights_file"])
 def test_a_damaged_latest_falls_back_to_the_newest_intact_one(parts, tmp_path, kind):
     run = tmp_path / "run"
     first, second = _save_two(run, parts)
@@ -83,7 +110,7 @@ def test_every_checkpoint_damaged_is_one_clear_error(parts, tmp_path):
     run = tmp_path / "run"
     for ckpt in _save_two(run, parts):
         (ckpt / "optim.pt").write_bytes(b"")
-    with pytest.raises(UserError, match="no intact checkpoint.*step-000002: optim.pt is unreadable"):
+    with pytest.raises(UserError, match="no intact checkpoint.*step-000002: optim.pt differs from its checksum"):
         checkpoint.latest_intact(run, print)
 
 
@@ -120,3 +147,28 @@ def test_state_json_round_trips(parts, tmp_path):
     model, tok, opt, sched = parts
     path = checkpoint.save(tmp_path, TrainState(3, 24), model, tok, opt, sched, "a: 1\n", keep_last=1)
     assert json.loads((path / "state.json").read_text()) == {"step": 3, "data_position": 24}
+
+
+def test_nan_weights_are_refused_even_with_matching_checksums(parts, tmp_path):
+    """A run that diverged saves NaN weights honestly (checksums fit): resuming them is still refused."""
+    run = tmp_path / "run"
+    first, second = _save_two(run, parts)
+    _write_nan_weights(second / "model" / "model.safetensors")
+    recorded = checkpoint._checksums(second)  # as a save of these weights would record them
+    recorded.pop("checksums.json")
+    (second / "checksums.json").write_text(json.dumps(recorded))
+    warnings = []
+    assert checkpoint.latest_intact(run, warnings.append).path == first
+    assert len(warnings) == 1 and "NaN or infinite values" in warnings[0]
+
+
+def test_two_damaged_checkpoints_are_one_warning_line(parts, tmp_path):
+    run = tmp_path / "run"
+    model, tok, opt, sched = parts
+    for step in (1, 2, 3):
+        checkpoint.save(run, TrainState(step, step * 8), model, tok, opt, sched, "run: {}\n", keep_last=3)
+    for step in (2, 3):
+        (run / "checkpoints" / f"step-00000{step}" / "state.json").write_text('{"step": 999999, "data_position": 1}')
+    warnings = []
+    assert checkpoint.latest_intact(run, warnings.append).state == TrainState(1, 8)
+    assert len(warnings) == 1 and "step-000003" in warnings[0] and "step-000002" in warnings[0]

@@ -33,7 +33,8 @@ def gemma_dir(botgrpo_cache) -> str:
 @pytest.fixture(scope="module")
 def gemma(gemma_dir):
     from botgrpo_cli.config import ModelConfig
-    from botgrpo_cli.trainer.policy import load_model, load_tokenizer
+    from botgrpo_cli.models.loading import load_tokenizer
+    from botgrpo_cli.trainer.policy import load_model
 
     return load_model(gemma_dir, ModelConfig(dtype="float32")).eval(), load_tokenizer(gemma_dir)
 
@@ -67,7 +68,7 @@ def test_gemma_is_a_gemma3_text_model_the_lean_loop_runs(gemma):
 def test_lean_loop_greedy_rows_equal_hf_generate(gemma, bf16):
     from botgrpo_cli.rollout import HFEngine, SamplingParams
     from botgrpo_cli.rollout.fast import FastEngine
-    from botgrpo_cli.trainer.precision import autocast
+    from botgrpo_cli.models.precision import autocast
 
     model, tok = gemma
     p = SamplingParams(max_new_tokens=16, temperature=0.0)

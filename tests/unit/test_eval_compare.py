@@ -86,3 +86,11 @@ def test_bad_runs_are_clear_errors(tmp_path, content, message):
         (run / "metrics.jsonl").write_text(content)
     with pytest.raises(UserError, match=message):
         compare_runs([run], tmp_path / "out", metric="success")
+
+
+def test_curves_panel_names_are_accepted_as_metrics():
+    """curves.png calls reward/mean "reward": `compare --metric reward` means the same curve."""
+    runs = {"a": [{"step": 1, "reward/mean": 0.5, "completion/length_mean": 9.0}],
+            "b": [{"step": 1, "reward/mean": 0.1, "completion/length_mean": 7.0}]}
+    assert resolve_metric(runs, "reward") == "reward/mean"
+    assert resolve_metric(runs, "length") == "completion/length_mean"

@@ -12,7 +12,7 @@ from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 from botgrpo_cli.decoder_layers import unsupported_reason
 from botgrpo_cli.rollout import HFEngine, SamplingParams
 from botgrpo_cli.rollout.fast import DECODES, FastEngine
-from botgrpo_cli.trainer.precision import autocast
+from botgrpo_cli.models.precision import autocast
 
 
 @pytest.fixture(scope="module")

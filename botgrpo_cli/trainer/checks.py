@@ -1,0 +1,74 @@
+"""CI smoke checks (`run.fail_on`, `botgrpo train --check`): a run that went through every step can
+still show a broken pipeline. Each check, when on, ends the run with one line and a non-zero exit:
+
+- nonfinite: a step's loss or gradient norm is NaN or infinite (checked at that step; the run stops
+  there and saves nothing from it);
+- masked: every completion of a step was masked, i.e. the reward service failed them all (at that step);
+- flat: every group's scores were constant on every step, so the outcome gave no signal (at the end);
+- frozen: no trainable parameter changed over the session (at the end, after the last checkpoint).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from botgrpo_cli.errors import UserError
+
+CHECKS = ("nonfinite", "masked", "flat", "frozen")
+
+
+class CheckFailed(UserError):
+    """A `run.fail_on` check that held: the run is broken though the process ran."""
+
+    def __init__(self, name: str, detail: str):
+        super().__init__(f"check {name} failed: {detail} (run.fail_on; see `botgrpo train --list-options`)")
+
+
+def checked(fail_on: list) -> list[str]:
+    """The configured checks, each a known name."""
+    unknown = [c for c in fail_on if c not in CHECKS]
+    if unknown:
+        raise UserError(f"run.fail_on: unknown check {', '.join(map(repr, unknown))}; known: {', '.join(CHECKS)}")
+    return list(dict.fromkeys(fail_on))
+
+
+def fingerprint(model: Any) -> list[tuple[float, float]]:
+    """(sum, sum of squares) of each trainable parameter, in float64: any real update changes it,
+    and it costs no copy of the weights."""
+    with torch.no_grad():
+        return [(float(p.double().sum()), float(p.double().square().sum()))
+                for p in model.parameters() if p.requires_grad]
+
+
+class RunChecks:
+    def __init__(self, fail_on: list, model: Any):
+        self.on = checked(fail_on)
+        self.start = fingerprint(model) if "frozen" in self.on else None
+        self.steps = 0
+        self.all_flat = True
+
+    def after_step(self, step: int, metrics: dict[str, float]) -> None:
+        self.steps += 1
+        if "nonfinite" in self.on:
+            bad = [k for k in ("loss", "grad_norm") if k in metrics and not math.isfinite(metrics[k])]
+            if bad:
+                raise CheckFailed("nonfinite", f"step {step} has {', '.join(f'{k} = {metrics[k]}' for k in bad)}")
+        masked, mean = metrics.get("reward/masked", 0.0), metrics.get("reward/mean", 0.0)
+        if "masked" in self.on and masked > 0 and math.isnan(mean):  # no completion was scored
+            raise CheckFailed("masked", f"all {int(masked)} completions of step {step} were masked (the reward "
+                                        "service failed every one; its status is in samples.html and the log)")
+        self.all_flat = self.all_flat and metrics.get("groups/zero_variance_frac") == 1.0
+
+    def at_end(self, model: Any) -> None:
+        if not self.steps:
+            return
+        if "flat" in self.on and self.all_flat:
+            raise CheckFailed("flat", f"every group's scores were constant on all {self.steps} steps: the outcome "
+                                      "gave no learning signal (check the task, the reward service, or raise "
+                                      "rollout.group_size / rollout.temperature)")
+        if "frozen" in self.on and fingerprint(model) == self.start:
+            raise CheckFailed("frozen", f"no parameter changed in {self.steps} steps (zero advantages or "
+                                        "gradients, or optim.lr = 0)")

@@ -1,0 +1,128 @@
+"""Stopping a run: SIGINT / SIGTERM with default settings (save_every=10, longer than the run) leave a
+checkpoint from which --resume finishes with the metrics of a run never stopped; the log shows one
+line per step; samples.html holds the prompts as written and their references."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from botgrpo_cli.config import load_config
+from botgrpo_cli.errors import Interrupted
+from botgrpo_cli.trainer import train
+from botgrpo_cli.trainer.reports import TIMING_KEYS
+
+STEPS = 4
+ROWS = 2 * 4  # prompts_per_step x group_size: the submits of one step
+SMALL = ["rollout.prompts_per_step=2", "rollout.group_size=4", "rollout.max_new_tokens=48", "run.threads=1",
+         "log.tensorboard=false", "reward.workers=1", "run.task=react_synth", "log.samples_every=3"]
+
+
+@pytest.fixture(scope="module")
+def pool():
+    from botgrpo_cli.reward_client import RewardPool
+
+    with RewardPool("react", workers=1) as running:
+        yield running
+
+
+def _cfg(model_dir: Path, out: Path, *extra: str):
+    return load_config(None, algo="bot_grpo", sets=[*SMALL, f"model.name_or_path={model_dir}", f"run.out_dir={out}",
+                                                     f"run.steps={STEPS}", *extra])
+
+
+def _strip(records: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in records]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tiny_model_dir, pool, tmp_path_factory):
+    return train(_cfg(tiny_model_dir, tmp_path_factory.mktemp("full") / "run"), pool=pool)
+
+
+class SignalOnSubmit:
+    """The real pool; the `at`-th scoring request (made while the step generates) first sends `signum`
+    to this process: a stop in the middle of a step, before its update."""
+
+    def __init__(self, pool, at: int, signum: int):
+        self.pool, self.at, self.signum, self.calls = pool, at, signum, 0
+
+    def submit(self, *args, **kwargs):
+        self.calls += 1
+        if self.calls == self.at:
+            os.kill(os.getpid(), self.signum)
+        return self.pool.submit(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.pool, name)
+
+
+@pytest.mark.parametrize("signum, when", [(signal.SIGINT, "generating-step-2"), (signal.SIGTERM, "updating-step-1"),
+                                          (signal.SIGTERM, "generating-step-1")])
+def test_a_stop_saves_and_resume_equals_an_uninterrupted_run(tiny_model_dir, pool, uninterrupted, tmp_path,
+                                                            signum, when):
+    cfg = _cfg(tiny_model_dir, tmp_path / "run")
+    on_step, wrapped = None, pool
+    if when == "updating-step-1":  # the signal lands after the update began: step 1 finishes, then it stops
+        def on_step(step, metrics):
+            if step == 1:
+                os.kill(os.getpid(), signum)
+    else:
+        wrapped = SignalOnSubmit(pool, ROWS + 1 if when == "generating-step-2" else 1, signum)
+    with pytest.raises(Interrupted) as stopped:
+        train(cfg, pool=wrapped, on_step=on_step)
+    done = 0 if when == "generating-step-1" else 1
+    assert stopped.value.exit_code == 128 + signum
+    assert f"after step {done}" in str(stopped.value) and "--resume --out" in str(stopped.value)
+    assert [p.name for p in (Path(cfg.run.out_dir) / "checkpoints").iterdir()] == \
+        [f"step-{done:06d}"]
+    resumed = train(cfg, resume=True, pool=pool)
+    assert _strip(resumed.metrics) == _strip(uninterrupted.metrics)
+
+
+def test_samples_page_has_the_prompt_as_written_and_the_reference(uninterrupted):
+    from botgrpo_tasks import get_task
+
+    page = (uninterrupted.run_dir / "samples.html").read_text()
+    assert [f"<h2>step {s}</h2>" in page for s in (1, 3, STEPS)] == [True] * 3  # first, every 3rd, last
+    shown = [ex for ex in get_task("react_synth").train_examples() if html.escape(ex.prompt) in page]
+    assert shown, "no training prompt appears whole on the page"
+    assert html.escape(shown[0].reference["reference_code"]) in page
+    assert "&lt;|im_start|&gt;" not in page.split("<details>")[0]  # the template only on demand
+    assert "[-2, 2]" in page  # the legend says what a token reward's range is
+
+
+def test_sigint_from_the_command_line_then_resume(tiny_model_dir, uninterrupted, tmp_path):
+    """A real process with its output in a pipe (as CI and nohup have it): one line per step, a stop
+    after step 1 saves it, `--resume` finishes the run with the same metrics."""
+    out = tmp_path / "run"
+    sets = [a for s in [*SMALL, f"model.name_or_path={tiny_model_dir}"] for a in ("--set", s)]
+    argv = [sys.executable, "-m", "botgrpo_cli", "train", "--algo", "bot_grpo", "--out", str(out), *sets]
+    proc = subprocess.Popen([*argv, "--steps", "40"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines, deadline = [], time.monotonic() + 240
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith("step 1/40") or time.monotonic() > deadline:
+            break
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=120)
+    output = "".join(lines) + rest
+    assert proc.returncode == 130 and "Traceback" not in output, output
+    step_line = next(ln for ln in lines if ln.startswith("step 1/40"))
+    for field in ("reward ", "success ", " s/step", "ETA "):
+        assert field in step_line, step_line
+    assert "interrupted: SIGINT after step" in output and f"--resume --out {out}" in output
+
+    resumed = subprocess.run([*argv, "--steps", str(STEPS), "--resume"], capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert sum(ln.startswith(f"step ") and f"/{STEPS}  reward" in ln for ln in resumed.stderr.splitlines()) >= 2
+    records = [json.loads(ln) for ln in (out / "metrics.jsonl").read_text().splitlines()]
+    assert _strip(records) == _strip(uninterrupted.metrics)
