@@ -142,9 +142,14 @@ def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOption
     from botgrpo_cli.rollout import FastEngine, SamplingParams
     from botgrpo_cli.models.precision import autocast, choose
 
+    from botgrpo_cli.models.loading import thinking_mismatch
+
     model, tok = models.load(target)
     bf16, why = choose(opts.autocast, model)  # the same rule as training's, so both sample alike
     console.print(f"{target.label}: precision: {why}", soft_wrap=True)
+    mismatch = thinking_mismatch(tok, task.think_tags, opts.thinking_budget, opts.chat_template_kwargs)
+    if mismatch:  # as in training: the options would silently do nothing on this model
+        console.print(f"[yellow]warning:[/] {target.label}: {mismatch}", soft_wrap=True)
     params = SamplingParams(max_new_tokens=opts.max_new_tokens or task.max_new_tokens, temperature=opts.temperature,
                             top_p=opts.top_p, stop=tuple(task.stop), seed=opts.seed,
                             thinking_budget=opts.thinking_budget, think_tags=task.think_tags)

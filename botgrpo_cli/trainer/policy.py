@@ -79,27 +79,6 @@ def _reachable(endpoint: str, timeout_s: float) -> bool:
     return True
 
 
-def thinking_mismatch(tok: Any, think_tags: tuple[str, str] | None, budget: int | None,
-                      template_kwargs: dict | None) -> str | None:
-    """A warning when thinking options are set for a model that cannot use them (its chat template
-    knows no thinking tags, nor `enable_thinking`); None when they fit or none is set."""
-    kwargs = template_kwargs or {}
-    if budget is None and "enable_thinking" not in kwargs:
-        return None
-    template = getattr(tok, "chat_template", None) or ""
-    template = template if isinstance(template, str) else " ".join(map(str, template.values()))
-    asked = [f"rollout.thinking_budget={budget}"] if budget is not None else []
-    asked += [f"enable_thinking={kwargs['enable_thinking']}"] if "enable_thinking" in kwargs else []
-    has_tags = bool(think_tags) and (think_tags[0] in template or think_tags[0] in tok.get_vocab())
-    if "enable_thinking" in kwargs and "enable_thinking" not in template:
-        return (f"{' and '.join(asked)} do nothing here: this model's chat template has no enable_thinking switch"
-                + ("" if has_tags else f" and no thinking tags ({think_tags[0] if think_tags else 'none set'})"))
-    if budget is not None and not has_tags:
-        return (f"rollout.thinking_budget={budget} does nothing here: neither this model's chat template nor its "
-                f"vocabulary has the thinking tag {think_tags[0] if think_tags else '(task.think_tags is null)'}")
-    return None
-
-
 def load_model(path: str, cfg: ModelConfig, trainable: bool = True, adapter: str | None = None) -> Any:
     """A causal LM from `path`; LoRA-wrapped when cfg.lora_r > 0 (from `adapter` when resuming)."""
     model = load_pretrained(path, cfg.dtype)

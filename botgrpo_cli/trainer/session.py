@@ -21,9 +21,9 @@ from botgrpo_cli.trainer import checkpoint, defaults
 from botgrpo_cli.trainer.checkpoint import TrainState
 from botgrpo_cli.trainer.degenerate import check_settings
 from botgrpo_cli.trainer.distributed import Dist
-from botgrpo_cli.models.loading import load_tokenizer
+from botgrpo_cli.models.loading import load_tokenizer, thinking_mismatch
 from botgrpo_cli.models.precision import autocast, choose
-from botgrpo_cli.trainer.policy import load_model, loads_reference_copy, resolve_model_path, thinking_mismatch
+from botgrpo_cli.trainer.policy import load_model, loads_reference_copy, resolve_model_path
 from botgrpo_cli.trainer.rollouts import PromptStream
 from botgrpo_cli.trainer.update import make_optimizer
 

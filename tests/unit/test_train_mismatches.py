@@ -8,7 +8,8 @@ import time
 import pytest
 
 from botgrpo_cli.errors import UserError
-from botgrpo_cli.trainer.policy import check_hub_reachable, thinking_mismatch
+from botgrpo_cli.models.loading import thinking_mismatch
+from botgrpo_cli.trainer.policy import check_hub_reachable
 
 TAGS = ("<think>", "</think>")
 
