@@ -21,10 +21,11 @@ any single service's answer:
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future, as_completed
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
+from botgrpo_cli.reward_client.pool import score_all
 from botgrpo_rewards.protocol import ErrorInfo, ScoreRequest, ScoreResponse, Span, request_from_json
 
 
@@ -115,11 +116,7 @@ class CombinedPool:
     def score(self, requests: Iterable[ScoreRequest | dict],
               progress: Callable[[ScoreResponse], None] | None = None) -> list[ScoreResponse]:
         """Score many requests; responses in input order. `progress` gets each one as it finishes."""
-        futures = [self.submit(r) for r in requests]
-        if progress is not None:
-            for fut in as_completed(futures):
-                progress(fut.result())
-        return [f.result() for f in futures]
+        return score_all(self.submit, requests, progress)
 
     def close(self) -> None:
         for pool in self.pools:

@@ -66,6 +66,17 @@ class _Job:
         return self.sent_at + self.request.deadline_ms / 1000 + grace_s
 
 
+def score_all(submit: Callable[[ScoreRequest | dict], Future], requests: Iterable[ScoreRequest | dict],
+              progress: Callable[[ScoreResponse], None] | None = None) -> list[ScoreResponse]:
+    """Submit every request, then wait: responses in input order; `progress` gets each as it finishes.
+    The one `score` of every pool (local, remote, combined)."""
+    futures = [submit(r) for r in requests]
+    if progress is not None:
+        for fut in as_completed(futures):
+            progress(fut.result())
+    return [f.result() for f in futures]
+
+
 class RewardPool:
     """Score requests on `workers` processes of one reward service (see the module docstring)."""
 
@@ -137,11 +148,7 @@ class RewardPool:
 
     def score(self, requests: Iterable[ScoreRequest | dict], progress: Callable[[ScoreResponse], None] | None = None) -> list[ScoreResponse]:
         """Score many requests; responses in input order. `progress` gets each one as it finishes."""
-        futures = [self.submit(r) for r in requests]
-        if progress is not None:
-            for fut in as_completed(futures):
-                progress(fut.result())
-        return [f.result() for f in futures]
+        return score_all(self.submit, requests, progress)
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Answer unsent requests `closed`, ask each service to shut down, wait, then kill."""

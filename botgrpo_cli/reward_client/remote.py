@@ -22,13 +22,13 @@ import collections
 import logging
 import threading
 import time
-from concurrent.futures import Future, as_completed
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.reward_client.http import EndpointError, HttpRewardClient
-from botgrpo_cli.reward_client.pool import checked_request
+from botgrpo_cli.reward_client.pool import checked_request, score_all
 from botgrpo_rewards.protocol import Hello, ScoreRequest, ScoreResponse, error_response
 
 log = logging.getLogger("botgrpo.reward_client")
@@ -135,11 +135,7 @@ class RemotePool:
 
     def score(self, requests: Iterable[ScoreRequest | dict],
               progress: Callable[[ScoreResponse], None] | None = None) -> list[ScoreResponse]:
-        futures = [self.submit(r) for r in requests]
-        if progress is not None:
-            for fut in as_completed(futures):
-                progress(fut.result())
-        return [f.result() for f in futures]
+        return score_all(self.submit, requests, progress)
 
     def close(self) -> None:
         with self._cond:
