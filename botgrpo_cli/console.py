@@ -16,7 +16,7 @@ def _width(stream) -> int | None:
 
 
 console = Console(stderr=True, highlight=False, width=_width(sys.stderr), soft_wrap=not sys.stderr.isatty())
-out = Console(highlight=False, width=_width(sys.stdout))  # stdout: tables and results people may pipe
+out = Console(highlight=False, width=_width(sys.stdout), soft_wrap=not sys.stdout.isatty())  # stdout: tables and results people may pipe
 
 
 def is_log() -> bool:

@@ -30,6 +30,7 @@ class Registry(Generic[F]):
         self._items: dict[str, F] = {}
         self._group = entry_point_group
         self._plugins: dict | None = None  # name -> EntryPoint, read once when first needed
+        self._loaded: set[str] = set()  # names whose function came from a plugin
 
     def _plugin_points(self) -> dict:
         if self._plugins is None:
@@ -48,9 +49,17 @@ class Registry(Generic[F]):
             return
         try:
             self._items[name] = ep.load()
+            self._loaded.add(name)
         except Exception as err:  # the plugin's own bug: say which plugin, not a traceback
             raise UserError(f"{self.kind} {name!r} ({ep.value}, entry point group {self._group}) failed to "
                             f"import: {type(err).__name__}: {err}") from None
+
+    def forget_plugins(self) -> None:
+        """Drop what plugins added and read the entry points again on next use (an uninstalled plugin)."""
+        for name in self._loaded:
+            self._items.pop(name, None)
+        self._loaded.clear()
+        self._plugins = None
 
     def register(self, name: str) -> Callable[[F], F]:
         def add(fn: F) -> F:

@@ -22,7 +22,7 @@ PLUGIN = Path(__file__).resolve().parents[2] / "examples" / "extending" / "plugi
 
 def _reset_lookups() -> None:
     registry.SERVICES.__dict__.pop("_all", None)  # the services' entry points are read again
-    ADVANTAGES._plugins = None
+    ADVANTAGES.forget_plugins()
 
 
 @pytest.fixture
@@ -42,6 +42,7 @@ def installed_plugin(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(PLUGIN), str(site), os.environ.get("PYTHONPATH", "")]))
     _reset_lookups()
     yield
+    monkeypatch.undo()  # the plugin off sys.path first, so no later lookup can find it again
     _reset_lookups()
 
 

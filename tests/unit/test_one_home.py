@@ -187,7 +187,7 @@ def test_a_lora_adapter_loads_the_same_for_resuming_and_for_evaluation(tmp_path)
 
 
 def test_tasks_and_services_register_in_one_line_each(tmp_path, monkeypatch):
-    """Built-ins are one line in tasks/__init__.py's or rewards/registry.py's _BUILTIN (pyproject no
+    """Built-ins are one line in tasks/__init__.py's _BUILTIN or rewards/registry.py's BUILTIN (pyproject no
     longer repeats them); another package adds one line to its entry points, found without editing
     botgrpo, and cannot shadow a built-in."""
     import importlib
@@ -212,13 +212,13 @@ def test_tasks_and_services_register_in_one_line_each(tmp_path, monkeypatch):
         assert {"plugin_task", "react_synth", "arith_synth"} <= set(botgrpo_tasks.list_tasks())
         assert botgrpo_tasks.get_task("plugin_task").name == "arith_synth"
         assert botgrpo_tasks.get_task("react_synth").name == "react_synth"  # the built-in wins
-        importlib.reload(registry)
-        assert registry.SERVICES["plugin_service"] == "botgrpo_rewards.math.service:MathBackend"
-        assert registry.SERVICES["math"] == "botgrpo_rewards.math.service:MathBackend"
+        services = registry._Services()  # a fresh lookup (the module's own caches its scan)
+        assert services["plugin_service"] == "botgrpo_rewards.math.service:MathBackend"
+        assert services["math"] == "botgrpo_rewards.math.service:MathBackend"
     finally:
         monkeypatch.undo()
-        importlib.reload(registry)
-    assert "plugin_service" not in registry.SERVICES and "plugin_task" not in sys.modules
+        importlib.invalidate_caches()
+    assert "plugin_service" not in registry._Services() and "plugin_task" not in sys.modules
 
 
 def test_eval_flags_take_help_from_the_config_and_defaults_agree_with_eval_options():
