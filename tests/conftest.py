@@ -48,6 +48,17 @@ def tiny_arith_model_dir(tiny_model) -> Path:
 
 
 @pytest.fixture(scope="module")
+def render_backend():
+    """A started in-process render backend (real Chromium, one page), closed after the module."""
+    from botgrpo_rewards.render.service import RenderBackend
+
+    backend = RenderBackend(pages=1)
+    backend.start()
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(scope="module")
 def react_backend():
     """A started in-process react backend (real Node checker), closed after the module."""
     from botgrpo_rewards.react.service import ReactBackend

@@ -21,7 +21,6 @@ from PIL import Image
 from botgrpo_rewards.backend import BackendError, BackendTimeout
 from botgrpo_rewards.protocol import ScoreRequest
 from botgrpo_rewards.render.judges import compare_similarity
-from botgrpo_rewards.render.service import RenderBackend
 from botgrpo_tasks.react import load_specs
 
 GOOD = """```tsx
@@ -61,11 +60,8 @@ NEAR_BLANK = {"blank": "export default function App() { return <div />; }",
 
 
 @pytest.fixture(scope="module")
-def backend():
-    b = RenderBackend(pages=1)
-    b.start()
-    yield b
-    b.close()
+def backend(render_backend):
+    return render_backend
 
 
 def _score(backend, completion, deadline_s=DEADLINE_S, **options):

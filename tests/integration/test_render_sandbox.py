@@ -14,7 +14,6 @@ import time
 import pytest
 
 from botgrpo_rewards.protocol import ScoreRequest
-from botgrpo_rewards.render.service import RenderBackend
 
 GOOD = """import React from "react";
 export default function App() {
@@ -27,11 +26,8 @@ export default function App() {
 
 
 @pytest.fixture(scope="module")
-def backend():
-    b = RenderBackend(pages=1)
-    b.start()
-    yield b
-    b.close()
+def backend(render_backend):
+    return render_backend
 
 
 class Listener:
