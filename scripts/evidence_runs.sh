@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The #16 result set (docs/convergence.md): every setting here was fixed before any run was seen.
 # Each invocation takes the shared bench lock on its own, so other benchmarks can interleave.
-# Usage: scripts/evidence_runs.sh all | lr | rest | react | arith | sites | noisy | horizon | arith31  (finished pairs are kept
+# Usage: scripts/evidence_runs.sh all | lr | rest | react | arith | sites | noisy | horizon | arith31 | react31  (finished pairs are kept
 # and not re-run). Environment: PAR (runs at once, 5), LRS (the lrs of the sweep, "1e-3 3e-3"),
 # ALGOS (the presets of the react comparison, all seven by default), TAG (a suffix of its folders).
 set -euo pipefail
@@ -17,8 +17,8 @@ run() { echo "== $(date -u +%H:%M:%S) load: $(cut -d' ' -f1-3 /proc/loadavg)"; f
 # The lr rule, fixed before the sweep ran: per swept method the lr with the higher final all_ok on
 # seed 100 (a tie keeps the lower lr); the presets not swept take grpo's. Prints --algo-set flags
 # for the presets in $1.
-lr_flags() {
-  .venv/bin/python - "$R/lr_seed100" "$1" <<'PY'
+lr_flags() {  # $1 presets, $2 the sweep's folder (default the #16 one)
+  .venv/bin/python - "${2:-$R/lr_seed100}" "$1" <<'PY'
 import json, sys
 from pathlib import Path
 root, wanted = Path(sys.argv[1]), sys.argv[2].split(",")
@@ -70,6 +70,17 @@ case "$1" in
       run "${A31[@]}" --algos bot_grpo_outcome --metric $m --set "reward.span_noise={drop: 0.3, flip: 0.1, jitter: 3}" \
           --out docs/results/arith31/D_$m --work runs/arith31/d
     done ;;
+  react31)  # docs/preregistration/react_synth_k2_all_presets.md: every preset at 3 lrs on seed 100,
+    # then 5 seeds each at its lr from the rule; 128 x 2 held-out samples at 0/10/20/30
+    R31=docs/results/react31
+    E31=(--steps 30 --eval-every 10 --eval-prompts 128 --eval-samples 2 --parallel "$PAR" --threads 1 --set "$K2")
+    ALL7=grpo,bot_grpo,bot_grpo_outcome,dr_grpo,dapo,gspo,pure
+    for lr in 3e-4 1e-3 3e-3; do
+      run --task react_synth --algos $ALL7 --seeds 1 --seed-start 100 "${E31[@]}" --target 0.5,0.8 \
+          --set optim.lr=$lr --out $R31/lr_seed100/lr-$lr --work runs/react31/lr-$lr
+    done
+    run --task react_synth --algos $ALL7 --seeds 5 "${E31[@]}" --target 0.5,0.8,0.95 \
+        $(lr_flags $ALL7 $R31/lr_seed100) --out $R31/k2 --work runs/react31/k2 ;;
   rest) "$0" react; "$0" arith; "$0" sites ;;
   all) "$0" lr; "$0" rest ;;
 esac
