@@ -31,6 +31,7 @@ import torch
 
 from botgrpo_cli import rundir
 from botgrpo_cli.bench.convergence_report import algo_summary, band, curve, diagnostics, speedups, write_outputs
+from botgrpo_cli.bench.provenance import provenance
 from botgrpo_cli.errors import UserError
 
 
@@ -204,7 +205,7 @@ def summarize(settings: Settings, base: Path, work: Path) -> dict:
     return {"benchmark": "convergence", "task": settings.task, "metric": settings.metric,
             "targets": settings.targets, "baseline": baseline, "base_model": str(base),
             "settings": {k: v for k, v in asdict(settings).items() if k not in ("work", "out")},
-            "algorithms": summaries}
+            "provenance": provenance(), "algorithms": summaries}
 
 
 def run_benchmark(settings: Settings, echo: Echo) -> dict:

@@ -32,21 +32,60 @@ Z95 = 1.959964
 
 @dataclass(frozen=True)
 class ResultSet:
-    """One committed benchmark run: its folder under the results root and how the docs name it."""
+    """One committed benchmark run: its folder under docs/results and how the docs name it."""
 
     folder: str
     label: str
 
 
-CONVERGENCE16 = (
-    ResultSet("react_synth_k2", "react_synth k=2, `all_ok`"),
-    ResultSet("react_synth_k1", "react_synth k=1, `all_ok`"),
-    ResultSet("react_synth_k4", "react_synth k=4, `all_ok`"),
-    ResultSet("react_synth_k2_noisy", "react_synth k=2, noisy spans, `all_ok`"),
-    ResultSet("react_synth_k2_60steps", "react_synth k=2, 60 steps, `all_ok`"),
-    ResultSet("arith_synth_pass@1", "arith_synth pass@1"),
-    ResultSet("arith_synth_pass@8", "arith_synth pass@8"),
+@dataclass(frozen=True)
+class Group:
+    """Result sets run together under one plan, shown under one heading with its limits."""
+
+    title: str
+    intro: tuple[str, ...]
+    sets: tuple[ResultSet, ...]
+    caveats: tuple[str, ...] = ()
+
+
+ARITH31 = Group(
+    "Pre-registered: arith_synth under the grounded step reward",
+    ("Plan, endpoints and decision rules committed before the runs: "
+     "[preregistration/arith_synth_grounded.md](preregistration/arith_synth_grounded.md). "
+     "Arm D is `bot_grpo_outcome` with `reward.span_noise={drop: 0.3, flip: 0.1, jitter: 3}`.",),
+    (ResultSet("arith31/ABC_pass@1", "arith_synth pass@1 (arms A-C)"),
+     ResultSet("arith31/ABC_pass@8", "arith_synth pass@8 (arms A-C)"),
+     ResultSet("arith31/ABC_faithful", "arith_synth `faithful` (arms A-C)"),
+     ResultSet("arith31/D_pass@1", "arith_synth pass@1, arm D (noisy spans)"),
+     ResultSet("arith31/D_faithful", "arith_synth `faithful`, arm D (noisy spans)")),
+    ("lr 1e-3 for every arm (this task's earlier value, not swept here).",),
 )
+REACT31 = Group(
+    "Pre-registered: react_synth k=2, every preset at its own learning rate",
+    ("Plan committed before the runs: "
+     "[preregistration/react_synth_k2_all_presets.md](preregistration/react_synth_k2_all_presets.md); "
+     "each preset's lr is the rule's pick from 3e-4 / 1e-3 / 3e-3 on seed 100 (folder `lr_seed100`, "
+     "not a result).",),
+    (ResultSet("react31/k2", "react_synth k=2, `all_ok`"),),
+)
+CONVERGENCE16 = Group(
+    "Earlier runs (issue 16)",
+    ("Run before the grounded step reward and before the per-preset lr rule; kept for the record.",),
+    (ResultSet("convergence16/react_synth_k2", "react_synth k=2, `all_ok`"),
+     ResultSet("convergence16/react_synth_k1", "react_synth k=1, `all_ok`"),
+     ResultSet("convergence16/react_synth_k4", "react_synth k=4, `all_ok`"),
+     ResultSet("convergence16/react_synth_k2_noisy", "react_synth k=2, noisy spans, `all_ok`"),
+     ResultSet("convergence16/react_synth_k2_60steps", "react_synth k=2, 60 steps, `all_ok`"),
+     ResultSet("convergence16/arith_synth_pass@1", "arith_synth pass@1"),
+     ResultSet("convergence16/arith_synth_pass@8", "arith_synth pass@8")),
+    ("2-3 seeds and 64-128 held-out samples per evaluation: an interval that includes 0 is a tie.",
+     "dr_grpo, dapo, gspo and pure ran at grpo's learning rate although they take more updates a "
+     "step or smaller advantages: their order against grpo is not a result.",
+     "The arith_synth step credit of these runs paid for true equations whether or not they belonged "
+     "to the problem (since replaced by the grounded step reward), so these arith_synth runs measure "
+     "the old reward."),
+)
+GROUPS = (ARITH31, REACT31, CONVERGENCE16)
 
 
 def bootstrap_mean_interval(values: list[float], resamples: int = 10_000, seed: int = 0,
@@ -82,8 +121,8 @@ def paired_gains(data: dict, algo: str, baseline: str) -> list[float]:
 
 def base_rate(data: dict) -> tuple[float, int]:
     """The step-0 evaluation (every run starts from the same model) and its sample count."""
-    runs = data["algorithms"][data["baseline"]]["runs"].values()
-    start = {run["curve"][0][1] for run in runs if run["curve"][0][0] == 0}
+    start = {run["curve"][0][1] for entry in data["algorithms"].values() for run in entry["runs"].values()
+             if run["curve"][0][0] == 0}
     if len(start) != 1:
         raise ValueError(f"runs disagree on the step-0 evaluation: {sorted(start)}")
     settings = data["settings"]
@@ -105,13 +144,28 @@ def gain_cell(gains: list[float]) -> str:
     return f"{statistics.fmean(gains):+.3f} [{lo:+.3f}, {hi:+.3f}]"
 
 
-def load_sets(root: Path, sets=CONVERGENCE16) -> list[tuple[ResultSet, dict]]:
-    found = []
-    for rs in sets:
+def load_sets(root: Path, groups=GROUPS) -> dict[str, dict]:
+    """folder -> its convergence.json, for every set of `groups` that has been run."""
+    found = {}
+    for rs in (rs for g in groups for rs in g.sets):
         path = root / rs.folder / "convergence.json"
         if path.exists():
-            found.append((rs, json.loads(path.read_text())))
+            data = json.loads(path.read_text())
+            # a set run before the JSON carried its provenance may have it beside, from the run's log
+            beside = path.parent.parent / "provenance.json"
+            if "provenance" not in data and beside.exists():
+                data["provenance"] = json.loads(beside.read_text())
+            found[rs.folder] = data
     return found
+
+
+def provenance_line(data: dict) -> str:
+    prov = data.get("provenance")
+    if not prov:
+        return "commit and load not recorded in this older JSON"
+    commit = (prov.get("commit") or "unknown")[:10] + (" (with uncommitted changes)" if prov.get("dirty") else "")
+    load = "/".join(f"{x:g}" for x in prov.get("loadavg", []))
+    return f"commit {commit}, written {prov.get('written', '?')}, load average {load} (1/5/15 min) at the end"
 
 
 def set_table(rs: ResultSet, data: dict) -> list[str]:
@@ -122,68 +176,148 @@ def set_table(rs: ResultSet, data: dict) -> list[str]:
     p0, n0 = base_rate(data)
     lo0, hi0 = rate_interval(p0, n0)
     targets = [str(t) for t in settings["targets"]]
+    def lr_of(algo: str) -> str:  # the preset's own --algo-set wins over a --set for all
+        sets = [*settings.get("sets", []), *settings.get("algo_sets", {}).get(algo, [])]
+        lrs = [v.split("=", 1)[1] for v in sets if v.startswith("optim.lr=")]
+        return lrs[-1] if lrs else "preset default"
+
     head = (f"**{rs.label}** — {len(settings['seeds'])} seeds, {steps} steps, held-out "
             f"{settings['eval_prompts']} prompts x {settings['eval_samples']} samples every {every} steps; "
-            f"base (step 0) {p0:.3f} [{lo0:.3f}, {hi0:.3f}] on n = {n0}")
-    rows = [head, "", "| preset | final (median, min-max) | paired gain vs "
+            f"base (step 0) {p0:.3f} [{lo0:.3f}, {hi0:.3f}] on n = {n0}; {provenance_line(data)}")
+    with_base = baseline in data["algorithms"] and len(data["algorithms"]) > 1
+    rows = [head, "", "| preset | lr | final (median, min-max) | paired gain vs "
             f"{baseline} [95% bootstrap] | " + " | ".join(f"steps to {t}" for t in targets) + " |",
-            "|---|---|---|" + "---|" * len(targets)]
+            "|---|---|---|---|" + "---|" * len(targets)]
     for algo, entry in data["algorithms"].items():
         f = entry["final"]
-        gain = "" if algo == baseline else gain_cell(paired_gains(data, algo, baseline))
+        gain = "" if algo == baseline or not with_base else gain_cell(paired_gains(data, algo, baseline))
         cells = [steps_cell(entry, t, steps) for t in targets]
-        rows.append(f"| `{algo}` | {f['median']:.3f} ({f['min']:.3f}-{f['max']:.3f}) | {gain} | "
-                    + " | ".join(cells) + " |")
+        rows.append(f"| `{algo}` | {lr_of(algo)} | {f['median']:.3f} ({f['min']:.3f}-{f['max']:.3f}) "
+                    f"| {gain} | " + " | ".join(cells) + " |")
     return rows
 
 
-def render_results_page(found: list[tuple[ResultSet, dict]], source: str) -> str:
+@dataclass(frozen=True)
+class Contrast:
+    """A pre-registered comparison: final(a) - final(b) paired by seed, across sets if need be;
+    b's preset "base" stands for the set's step-0 evaluation."""
+
+    label: str
+    a: tuple[str, str]
+    b: tuple[str, str]
+
+
+def contrast_gains(found: dict[str, dict], c: Contrast) -> list[float] | None:
+    da, db = found.get(c.a[0]), found.get(c.b[0])
+    if da is None or db is None or c.a[1] not in da["algorithms"]:
+        return None
+    a = final_by_seed(da["algorithms"][c.a[1]])
+    if c.b[1] == "base":
+        p0 = base_rate(db)[0]
+        return [a[s] - p0 for s in sorted(a, key=int)]
+    if c.b[1] not in db["algorithms"]:
+        return None
+    if base_rate(da)[0] != base_rate(db)[0]:
+        raise ValueError(f"{c.a[0]} and {c.b[0]} start from different step-0 evaluations: not paired")
+    b = final_by_seed(db["algorithms"][c.b[1]])
+    return [a[s] - b[s] for s in sorted(a, key=int) if s in b]
+
+
+def verdict(gains: list[float]) -> str:
+    lo, hi = bootstrap_mean_interval(gains)
+    return "above 0" if lo > 0 else "below 0" if hi < 0 else "tie (interval includes 0)"
+
+
+def reached(found: dict[str, dict], folder: str, algo: str, target: str) -> str:
+    entry = found[folder]["algorithms"].get(algo)
+    if entry is None:
+        return ""
+    per_seed = entry["targets"][target]["per_seed"]
+    hit = [v for v in per_seed.values() if v is not None]
+    return f"`{algo}` {len(hit)}/{len(per_seed)} seeds" + (f" (steps {', '.join(map(str, hit))})" if hit else "")
+
+
+A31, R31 = "arith31/ABC_pass@1", "react31/k2"
+CLAIMS = (
+    ("80% compile rate up to 1.9x sooner than GRPO (React)",
+     (Contrast("bot_grpo - grpo, final `all_ok` (primary)", (R31, "bot_grpo"), (R31, "grpo")),
+      Contrast("bot_grpo_outcome - grpo, final `all_ok`", (R31, "bot_grpo_outcome"), (R31, "grpo")))),
+    ("ahead of GSPO, DAPO and PURE (React)",
+     tuple(Contrast(f"bot_grpo - {o}, final `all_ok`", (R31, "bot_grpo"), (R31, o)) for o in ("gspo", "dapo", "pure", "dr_grpo"))),
+    ("up to +8.1 Pass@k in half the steps (math)",
+     (Contrast("bot_grpo_outcome - grpo, final pass@1 (primary)", (A31, "bot_grpo_outcome"), (A31, "grpo")),
+      Contrast("bot_grpo - grpo, final pass@1", (A31, "bot_grpo"), (A31, "grpo")),
+      Contrast("bot_grpo_outcome - grpo, final pass@8", ("arith31/ABC_pass@8", "bot_grpo_outcome"), ("arith31/ABC_pass@8", "grpo")),
+      Contrast("bot_grpo - grpo, final pass@8", ("arith31/ABC_pass@8", "bot_grpo"), ("arith31/ABC_pass@8", "grpo")),
+      Contrast("bot_grpo_outcome - grpo, final `faithful`", ("arith31/ABC_faithful", "bot_grpo_outcome"), ("arith31/ABC_faithful", "grpo")),
+      Contrast("bot_grpo_outcome - base, final pass@1", (A31, "bot_grpo_outcome"), (A31, "base")),
+      Contrast("grpo - base, final pass@1", (A31, "grpo"), (A31, "base")))),
+    ("clean, bounded, stable token rewards beat noisy ones",
+     (Contrast("noisy (D) - clean (C) spans, final pass@1", ("arith31/D_pass@1", "bot_grpo_outcome"), (A31, "bot_grpo_outcome")),
+      Contrast("noisy (D) - clean (C) spans, final `faithful`", ("arith31/D_faithful", "bot_grpo_outcome"), ("arith31/ABC_faithful", "bot_grpo_outcome")))),
+)
+
+
+def claim_rows(found: dict[str, dict]):
+    """(claim, contrast, gains or None) for every pre-registered contrast, claims in the paper's order."""
+    for claim, contrasts in CLAIMS:
+        for c in contrasts:
+            yield claim, c, contrast_gains(found, c)
+
+
+def claims_table(found: dict[str, dict]) -> list[str]:
+    rows = ["| the paper's claim | comparison here (paired by seed) | mean [95% bootstrap over seeds] | seeds | verdict |",
+            "|---|---|---|---|---|"]
+    last = None
+    for claim, c, gains in claim_rows(found):
+        shown, last = ("" if claim == last else claim), claim
+        if gains is None:
+            rows.append(f"| {shown} | {c.label} | not run yet | | |")
+        else:
+            rows.append(f"| {shown} | {c.label} | {gain_cell(gains)} | {len(gains)} | {verdict(gains)} |")
+    if R31 in found:
+        hits = "; ".join(cell for a in found[R31]["algorithms"] if (cell := reached(found, R31, a, "0.8")))
+        every = found[R31]["settings"]["eval_every"]
+        rows += ["", f"Reaching `all_ok` 0.8 on react_synth k=2 within {found[R31]['settings']['steps']} steps "
+                 f"(evaluated every {every} steps): {hits}."]
+    return rows
+
+
+def brief_claims(found: dict[str, dict]) -> list[str]:
+    """One row per claim for the README: each comparison's mean and interval, then its verdict."""
+    rows = ["| the paper's claim | here: mean [95% bootstrap over seeds], verdict |", "|---|---|"]
+    cells: dict[str, list[str]] = {}
+    for claim, c, gains in claim_rows(found):
+        cells.setdefault(claim, []).append(
+            f"{c.label}: not run yet" if gains is None else f"{c.label}: {gain_cell(gains)}, {verdict(gains)}")
+    rows += [f"| {claim} | {'; '.join(parts)} |" for claim, parts in cells.items()]
+    return rows
+
+
+def render_results_page(found: dict[str, dict], source: str) -> str:
     out = ["# Results: BoT-GRPO against the baselines at CPU scale", "",
            f"Generated by `botgrpo bench results` from the committed `convergence.json` files under `{source}`;",
            "do not edit by hand. Statistics: `botgrpo_cli/bench/results_doc.py` (paired by seed, percentile",
            "bootstrap over seeds; base rate with a normal interval over its completions; steps to a target",
            "are the first evaluated step, so they move in ticks of the evaluation spacing). The design",
-           "discussion of these runs is in [convergence.md](convergence.md); its numbers are not generated.", ""]
-    for rs, data in found:
-        out += set_table(rs, data) + [""]
-    out += CAVEATS
+           "discussion of the earlier runs is in [convergence.md](convergence.md); its numbers are not generated.",
+           "", "## The paper's claims, against the data here", ""]
+    out += claims_table(found) + [""]
+    for group in GROUPS:
+        present = [rs for rs in group.sets if rs.folder in found]
+        if not present:
+            continue
+        out += [f"## {group.title}", "", *group.intro, ""]
+        for rs in present:
+            out += set_table(rs, found[rs.folder]) + [""]
+        if group.caveats:
+            out += ["Limits:", *(f"- {c}" for c in group.caveats), ""]
     return "\n".join(out).rstrip() + "\n"
 
 
-CAVEATS = [
-    "What these runs can and cannot say:",
-    "- 2-3 seeds and 64-128 held-out samples per evaluation: an interval that includes 0 is a tie.",
-    "- dr_grpo, dapo, gspo and pure ran at grpo's learning rate although they take more updates a",
-    "  step or smaller advantages: their order against grpo is not a result.",
-    "- The arith_synth step credit of these runs paid for true equations whether or not they belonged",
-    "  to the problem; the step reward now credits only grounded steps, so these arith_synth runs",
-    "  measure the old reward.",
-]
-
-
-def render_readme_block(found: list[tuple[ResultSet, dict]]) -> str:
-    """The README's short summary: the headline set of each task, the trio of presets."""
-    trio = ("grpo", "bot_grpo", "bot_grpo_outcome")
-    lines = [BEGIN, "", "| set (final value, paired gain vs grpo [95% bootstrap over seeds]) | base (step 0) | "
-             + " | ".join(f"`{a}`" for a in trio) + " |", "|---|---|" + "---|" * len(trio)]
-    for rs, data in found:
-        if rs.folder not in ("react_synth_k2", "arith_synth_pass@1", "arith_synth_pass@8"):
-            continue
-        p0, n0 = base_rate(data)
-        lo0, hi0 = rate_interval(p0, n0)
-        cells = []
-        for algo in trio:
-            entry = data["algorithms"].get(algo)
-            if entry is None:
-                cells.append("")
-                continue
-            gain = "" if algo == data["baseline"] else f", {gain_cell(paired_gains(data, algo, data['baseline']))}"
-            cells.append(f"{entry['final']['median']:.3f}{gain}")
-        seeds = len(data["settings"]["seeds"])
-        lines.append(f"| {rs.label} ({seeds} seeds, {data['settings']['steps']} steps) | "
-                     f"{p0:.3f} [{lo0:.3f}, {hi0:.3f}] | " + " | ".join(cells) + " |")
-    lines += ["", END]
-    return "\n".join(lines)
+def render_readme_block(found: dict[str, dict]) -> str:
+    """The README's short summary: the paper's claims against the pre-registered runs."""
+    return "\n".join([BEGIN, "", *brief_claims(found), "", END])
 
 
 def replace_block(text: str, block: str) -> str:
@@ -194,7 +328,7 @@ def replace_block(text: str, block: str) -> str:
     return text[:start] + block + text[end:]
 
 
-def generate(repo: Path, results_root: str = "docs/results/convergence16") -> dict[Path, str]:
+def generate(repo: Path, results_root: str = "docs/results") -> dict[Path, str]:
     """Path -> the text it should hold (the whole results page; the README with its block replaced)."""
     found = load_sets(repo / results_root)
     if not found:

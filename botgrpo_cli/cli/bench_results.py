@@ -16,7 +16,7 @@ def register(app: typer.Typer) -> None:
     def bench_results(
         check: Annotated[bool, typer.Option("--check", help="Exit 1 if a page differs from what the JSON gives; write nothing.")] = False,
         repo: Annotated[Path, typer.Option(help="The repository root holding README.md and docs/.")] = Path("."),
-        results: Annotated[str, typer.Option(help="The result set folder, relative to the repository root.")] = "docs/results/convergence16",
+        results: Annotated[str, typer.Option(help="The folder of the result sets, relative to the repository root.")] = "docs/results",
     ) -> None:
         """Write docs/results.md and the README's Results block from the result set's convergence.json files."""
         from botgrpo_cli.bench.results_doc import generate

@@ -65,16 +65,43 @@ def test_runs_that_start_apart_are_refused():
 
 
 def test_a_changed_number_in_the_json_changes_the_page(tmp_path):
-    src = ROOT / "docs" / "results" / "convergence16"
-    dst = tmp_path / "docs" / "results" / "convergence16"
-    for path in src.glob("*/convergence.json"):
-        (dst / path.parent.name).mkdir(parents=True)
-        data = json.loads(path.read_text())
-        if path.parent.name == "react_synth_k2":
-            data = copy.deepcopy(data)
-            data["algorithms"]["bot_grpo"]["final"]["median"] = 0.999
-        (dst / path.parent.name / "convergence.json").write_text(json.dumps(data))
+    src = ROOT / "docs" / "results"
+    for path in src.rglob("*.json"):
+        dst = tmp_path / "docs" / "results" / path.relative_to(src)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_text(path.read_text())
+    changed = tmp_path / "docs" / "results" / "convergence16" / "react_synth_k2" / "convergence.json"
+    data = json.loads(changed.read_text())
+    data["algorithms"]["bot_grpo"]["final"]["median"] = 0.999
+    changed.write_text(json.dumps(data))
     (tmp_path / "README.md").write_text((ROOT / "README.md").read_text())
     pages = rd.generate(tmp_path)
-    assert "0.999" in pages[tmp_path / "README.md"]
-    assert pages[tmp_path / "README.md"] != (ROOT / "README.md").read_text()
+    assert "0.999" in pages[tmp_path / "docs" / "results.md"]
+    assert pages[tmp_path / "docs" / "results.md"] != (ROOT / "docs" / "results.md").read_text()
+
+
+def test_contrasts_pair_across_sets_by_seed_and_refuse_different_starts():
+    clean = _set({"bot_grpo_outcome": {"0": 0.30, "1": 0.40, "2": 0.20}})
+    noisy = _set({"bot_grpo_outcome": {"2": 0.10, "0": 0.35, "1": 0.40}})
+    found = {"clean": clean, "noisy": noisy}
+    c = rd.Contrast("noisy - clean", ("noisy", "bot_grpo_outcome"), ("clean", "bot_grpo_outcome"))
+    assert rd.contrast_gains(found, c) == pytest.approx([0.05, 0.0, -0.1])
+    assert rd.contrast_gains({"clean": clean}, c) is None  # not run yet: no row is invented
+    to_base = rd.Contrast("clean - base", ("clean", "bot_grpo_outcome"), ("clean", "base"))
+    assert rd.contrast_gains(found, to_base) == pytest.approx([0.05, 0.15, -0.05])
+    for run in noisy["algorithms"]["bot_grpo_outcome"]["runs"].values():
+        run["curve"][0][1] = 0.5
+    with pytest.raises(ValueError, match="different step-0"):
+        rd.contrast_gains(found, c)
+
+
+def test_verdict_follows_the_preregistered_rule():
+    assert rd.verdict([0.02, 0.03, 0.04, 0.05]) == "above 0"
+    assert rd.verdict([-0.02, -0.03, -0.01]) == "below 0"
+    assert rd.verdict([-0.05, 0.06, 0.01, -0.02]).startswith("tie")
+
+
+def test_claims_not_run_say_so_instead_of_a_number():
+    rows = rd.brief_claims({})
+    assert len(rows) == 2 + len(rd.CLAIMS)
+    assert all("not run yet" in row for row in rows[2:])
