@@ -26,6 +26,7 @@ from botgrpo_rewards.render.vlm import VlmClient, VlmConfig, judge_pair
 OPTIONS = ("judge", "mode", "save_group", "vlm_model", "vlm_timeout_s", "vlm_max_retries", "missing_score", "rendered_score")
 
 REF_CACHE_SIZE = 512
+REF_CACHE_BYTES = 128 << 20  # screenshots of large pages are megabytes: bound the memory, not only the count
 VLM_CACHE_SIZE = 10_000  # verdicts of every model together: a request's model name pins nothing else
 
 
@@ -52,7 +53,7 @@ class RenderBackend(Backend):
         self.viewport = viewport
         self._compiler: Compiler | None = None
         self._renderer: Renderer | None = None
-        self._refs = LRU(REF_CACHE_SIZE)  # code hash -> Render of trusted code
+        self._refs = LRU(REF_CACHE_SIZE, REF_CACHE_BYTES, _render_bytes)  # code hash -> Render of trusted code
         self._verdicts = LRU(VLM_CACHE_SIZE)  # VLM verdicts, shared by every model and request
 
     def start(self) -> None:
@@ -207,3 +208,8 @@ def _save(png: bytes, root: str, group: str, request_id) -> str:
     target = path / f"{_safe_name(str(request_id))}.png"
     target.write_bytes(png)
     return str(target)
+
+
+def _render_bytes(render: Render) -> int:
+    """What a cached render holds in memory, near enough: its screenshot and its page text."""
+    return len(render.png or b"") + 2 * len(render.text) + 16 * 4 * len(render.boxes)
