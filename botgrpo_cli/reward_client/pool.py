@@ -3,7 +3,10 @@
 How no request is lost or stuck:
 - each request sent to a worker gets an internal id unique to the pool; the caller's id is restored
   on the response, so callers may reuse ids;
-- a worker whose request is late past its deadline plus `hang_timeout_s` is hung: it is killed;
+- a worker is hung when a request it holds is late past its deadline plus `hang_timeout_s`, counted
+  from when it was sent or from the worker's last answer, whichever is later (a service starts a
+  request's clock when it takes it up, so a deep pipeline that keeps answering is not hung): it is
+  killed;
 - when a worker's process ends for any reason it is restarted and every request it had in flight is
   re-sent. Requests that were in flight during a crash, or late during a hang, are *suspects*: they
   are re-sent alone on an idle worker, so a second failure pins the culprit exactly. A suspect
@@ -62,8 +65,9 @@ class _Job:
     overdue: bool = False  # missed deadline + grace on the current attempt
     key: str | None = None  # set while it leads the identical requests waiting on it (see the docstring)
 
-    def due(self, grace_s: float) -> float:
-        return self.sent_at + self.request.deadline_ms / 1000 + grace_s
+    def due(self, grace_s: float, heard_at: float = 0.0) -> float:
+        """When it is late: its deadline plus grace after it was sent or the worker last answered."""
+        return max(self.sent_at, heard_at) + self.request.deadline_ms / 1000 + grace_s
 
 
 def score_all(submit: Callable[[ScoreRequest | dict], Future], requests: Iterable[ScoreRequest | dict],
@@ -324,6 +328,7 @@ class RewardPool:
             if job is None:
                 log.warning("reward service %s answered an unknown id: %.200r", self.service, line)
                 return
+            w.answered_at = time.monotonic()
             if not w.inflight:
                 w.isolated = False
             sends = self._dispatch_locked()
@@ -406,12 +411,14 @@ class RewardPool:
                 for w in self._workers:
                     if w is None or w.hung:
                         continue
-                    late = [j for j in w.inflight.values() if now > j.due(self._grace_s)]
-                    for j in late:
-                        j.overdue = True
-                    if late:
-                        w.hung = True
-                        hung.append(w)
+                    if not any(now > j.due(self._grace_s, w.answered_at) for j in w.inflight.values()):
+                        continue
+                    # silent too long: the requests late by their own send time are the suspects,
+                    # the rest only queued behind them and are re-sent as bystanders
+                    for j in w.inflight.values():
+                        j.overdue = now > j.due(self._grace_s)
+                    w.hung = True
+                    hung.append(w)
             for w in hung:
                 w.kill()  # its reader sees EOF and _on_exit re-sends or answers what it had
 

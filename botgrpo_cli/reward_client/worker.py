@@ -28,6 +28,7 @@ class Worker:
         self.inflight: dict[str, object] = {}  # internal id -> job; guarded by the pool's lock
         self.hung = False  # set when the pool kills it for missing a deadline
         self.isolated = False  # running one suspect request alone; guarded by the pool's lock
+        self.answered_at = 0.0  # time.monotonic() of its last answer; guarded by the pool's lock
         self.child = LineChild(argv, f"reward-{service}-{slot}", env=env, ready=_is_hello, stderr="tail",
                                on_line=lambda line: on_line(self, line), on_exit=lambda: on_exit(self))
 

@@ -167,3 +167,13 @@ def test_reward_score_cli_unknown_service_lists_known_ones(tmp_path):
     result = CliRunner().invoke(app, ["reward", "score", str(tmp_path / "r.jsonl"), "--service", "nope"])
     assert isinstance(result.exception, UserError)
     assert "math" in str(result.exception) and "react" in str(result.exception)
+
+
+def test_a_service_that_keeps_answering_late_is_not_called_hung():
+    # each answer comes 150 ms after the last, so the sixth is 0.9 s after it was sent, past its
+    # deadline + grace (0.5 s) by the send clock; but the service never went silent that long
+    late = [sys.executable, str(Path(__file__).parents[1] / "fixtures" / "late_service.py")]
+    with RewardPool("late", command=late, hang_timeout_s=0.2) as pool:
+        out = pool.score([req(f"r{i}", deadline_ms=300) for i in range(6)])
+        assert [r.status for r in out] == ["ok"] * 6
+        assert pool.stats["restarts"] == 0
