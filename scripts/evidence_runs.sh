@@ -25,7 +25,8 @@ root, wanted = Path(sys.argv[1]), sys.argv[2].split(",")
 finals = {float(p.name[3:]): {a: s["final"]["median"] for a, s in
                               json.loads((p / "convergence.json").read_text())["algorithms"].items()}
           for p in sorted(root.glob("lr-*"))}
-best = {a: max(finals, key=lambda lr: (finals[lr][a], -lr)) for a in next(iter(finals.values()))}
+presets = {a for by_algo in finals.values() for a in by_algo}  # a sweep may give a preset only some lrs
+best = {a: max((lr for lr in finals if a in finals[lr]), key=lambda lr: (finals[lr][a], -lr)) for a in presets}
 print(" ".join(f"--algo-set {a}:optim.lr={best.get(a, best['grpo']):g}" for a in wanted))
 PY
 }
@@ -70,16 +71,19 @@ case "$1" in
       run "${A31[@]}" --algos bot_grpo_outcome --metric $m --set "reward.span_noise={drop: 0.3, flip: 0.1, jitter: 3}" \
           --out docs/results/arith31/D_$m --work runs/arith31/d
     done ;;
-  react31)  # docs/preregistration/react_synth_k2_all_presets.md: every preset at 3 lrs on seed 100,
-    # then 5 seeds each at its lr from the rule; 128 x 2 held-out samples at 0/10/20/30
+  react31)  # docs/preregistration/react_synth_k2_all_presets.md: two lrs per preset on seed 100 (base
+    # and final evaluated), then 5 seeds each at its lr from the rule; 128 x 2 held-out samples at 0/10/20/30
     R31=docs/results/react31
-    E31=(--steps 30 --eval-every 10 --eval-prompts 128 --eval-samples 2 --parallel "$PAR" --threads 1 --set "$K2")
+    E31=(--steps 30 --eval-prompts 128 --eval-samples 2 --parallel "$PAR" --threads 1 --set "$K2")
     ALL7=grpo,bot_grpo,bot_grpo_outcome,dr_grpo,dapo,gspo,pure
-    for lr in 3e-4 1e-3 3e-3; do
-      run --task react_synth --algos $ALL7 --seeds 1 --seed-start 100 "${E31[@]}" --target 0.5,0.8 \
-          --set optim.lr=$lr --out $R31/lr_seed100/lr-$lr --work runs/react31/lr-$lr
-    done
-    run --task react_synth --algos $ALL7 --seeds 5 "${E31[@]}" --target 0.5,0.8,0.95 \
+    sweep() {  # $1 lr, $2 presets
+      run --task react_synth --algos "$2" --seeds 1 --seed-start 100 "${E31[@]}" --eval-every 30 --target 0.5,0.8 \
+          --set optim.lr=$1 --out $R31/lr_seed100/lr-$1 --work runs/react31/lr-$1
+    }
+    sweep 1e-3 $ALL7
+    sweep 3e-3 grpo,bot_grpo,bot_grpo_outcome,dr_grpo,pure
+    sweep 3e-4 dapo,gspo
+    run --task react_synth --algos $ALL7 --seeds 5 "${E31[@]}" --eval-every 10 --target 0.5,0.8,0.95 \
         $(lr_flags $ALL7 $R31/lr_seed100) --out $R31/k2 --work runs/react31/k2 ;;
   rest) "$0" react; "$0" arith; "$0" sites ;;
   all) "$0" lr; "$0" rest ;;

@@ -64,7 +64,7 @@ REACT31 = Group(
     "Pre-registered: react_synth k=2, every preset at its own learning rate",
     ("Plan committed before the runs: "
      "[preregistration/react_synth_k2_all_presets.md](preregistration/react_synth_k2_all_presets.md); "
-     "each preset's lr is the rule's pick from 3e-4 / 1e-3 / 3e-3 on seed 100 (folder `lr_seed100`, "
+     "each preset's lr is the rule's pick from two lrs on seed 100 (folder `lr_seed100`, "
      "not a result).",),
     (ResultSet("react31/k2", "react_synth k=2, `all_ok`"),),
 )
