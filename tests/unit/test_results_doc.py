@@ -104,4 +104,12 @@ def test_verdict_follows_the_preregistered_rule():
 def test_claims_not_run_say_so_instead_of_a_number():
     rows = rd.brief_claims({})
     assert len(rows) == 2 + len(rd.CLAIMS)
-    assert all("not run yet" in row for row in rows[2:])
+    assert all(row.endswith("| not run yet |") for row in rows[2:])
+
+
+def test_curve_cell_is_the_median_over_seeds_at_each_evaluated_step():
+    data = _set({"grpo": {"0": 0.1, "1": 0.3, "2": 0.2}}, start=0.15)
+    assert rd.median_curve_cell(data["algorithms"]["grpo"]) == "0.150 / 0.200"
+    assert rd.steps_cell(data["algorithms"]["grpo"], "0.5", 10) == ">10 (every seed)"
+    data = _set({"grpo": {"0": 0.6, "1": 0.3}})
+    assert rd.steps_cell(data["algorithms"]["grpo"], "0.5", 10) == "10 / >10"
