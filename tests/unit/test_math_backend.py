@@ -146,6 +146,13 @@ def test_options_that_break_the_order_are_refused(backend, options, says):
     assert says in str(err.value) and err.value.type == "bad_request"
 
 
+def test_unknown_option_error_names_each_known_option_once(backend):
+    with pytest.raises(BackendError) as err:
+        score(backend, "\\boxed{1}", "1", stpes=True)
+    known = str(err.value).split("known: ", 1)[1].split(", ")
+    assert "think_tags" in known and "think_open" in known and len(known) == len(set(known))
+
+
 def test_unparseable_steps_are_not_checked(backend):
     text = "Let x be the number.\n\n2x + 3 = 7 means 2x = 4.\n\nf(2) = 5 here.\n\n\\boxed{2}"
     r = score(backend, text, "2", steps=True)
