@@ -65,6 +65,7 @@ def normalize(text: str) -> str:
         s = _DEGREES.sub(lambda m: f"\\frac{{{m.group(1)}\\pi}}{{180}}", s)
     s = re.sub(r"(?<=\d),\\!\s*(?=\d)", ",", s)  # "11,\! 111" is one number
     s = _DROP_RE.sub("", s)
+    s = s.replace(";", ",")  # "(0;-2;6)", "-12;-11;-10": a semicolon separates items (after "\\;" spacing went)
     s = s.replace("\\%", "%").replace("\\{", "\x01").replace("\\}", "\x02").replace("\\cfrac", "\\frac")
     pairs = ", " not in s  # inside brackets "(5,250)" is a pair, "[1,000, 2,000]" two numbers
     s = _THOUSANDS.sub(lambda m: m.group() if pairs and _depth_at(s, m.start()) else m.group().replace(",", ""), s)
@@ -242,8 +243,9 @@ def shape(text: str, gold: bool = False, keep_equation: bool = False) -> Shape:
     return _structure(s)
 
 
-_CHAIN_UP = re.compile(r"([^<>=,]+?)\s*(<=|<)\s*[A-Za-z]\s*(<=|<)\s*([^<>=,]+)")
-_CHAIN_DOWN = re.compile(r"([^<>=,]+?)\s*(>=|>)\s*[A-Za-z]\s*(>=|>)\s*([^<>=,]+)")
+_UNKNOWN = r"[A-Za-z](?:\([A-Za-z]\))?"  # "x", "f(x)"
+_CHAIN_UP = re.compile(rf"([^<>=,]+?)\s*(<=|<)\s*{_UNKNOWN}\s*(<=|<)\s*([^<>=,]+)")
+_CHAIN_DOWN = re.compile(rf"([^<>=,]+?)\s*(>=|>)\s*{_UNKNOWN}\s*(>=|>)\s*([^<>=,]+)")
 
 
 def _chain_as_interval(s: str) -> str:

@@ -191,9 +191,9 @@ def _after_marker(text: str, marker: tuple[int, int, str], boxes: list[tuple[int
 
 
 def _display_end(text: str, pos: int) -> int:
-    """End of the math display that opens right at `pos` (after spaces), or -1."""
+    """End of the math display ($$, \\[; inline math stays on its line) opening at `pos`, or -1."""
     start, _ = trim(text, pos, len(text))
-    for opener, closer in MATH_ENV[:3]:
+    for opener, closer in MATH_ENV[:2]:
         if text.startswith(opener, start):
             close = find_closer(text, closer, start + len(opener), len(text))
             return close + len(closer) if close > 0 else -1

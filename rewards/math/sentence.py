@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 MATH_ENV = (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$"))
-SENTENCE_END = re.compile(r"[.。!?](?=\s|$)|\n")
+SENTENCE_END = re.compile(r"(?<!\\)[.。!?](?=\s|$)|\n")  # "\\!" is a TeX thin space
 TRAILING = " \t.。,;!:*"
 _COPULA = re.compile(r"(?:\s|(?<![A-Za-z])(?:it|that|this|which|what)')(?:is|are|was|equals|be|=|s)\s+"
                      r"(?:equal\s+to\s+|exactly\s+|about\s+|approximately\s+)?", re.I)
