@@ -7,7 +7,9 @@ calling thread); math-verify runs `verify(parse(gold), parse(completion))` in-pr
 is the median of `repeats` runs, each on freshly generated pairs so no cache carries over.
 Beside the speed, both checkers' accuracy on the peer-format table (rewards/math/peer_cases.py:
 whole completions in the formats models and datasets write) is printed per format, so a speed
-figure is never quoted without the accuracy it was bought with.
+figure is never quoted without the accuracy it was bought with. Then the same for other projects'
+own test cases (tests/fixtures/peer: Math-Verify's test suite, hendrycks/math's tests), each case
+graded by math-verify with the options its test passed.
 """
 
 from __future__ import annotations
