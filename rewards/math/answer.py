@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from botgrpo_rewards.math.matrices import combine
+
 _DROP = [r"\$", r"\\\(", r"\\\)", r"\\\[", r"\\\]", r"\\displaystyle", r"\\left", r"\\right", r"(?<!\\)\\!",
          r"(?<!\\)\\,", r"(?<!\\)\\;", r"(?<!\\)\\:", r"(?<!\\)\\ ", "~", r"\^\{?\\circ\}?", r"\\circ", r"\\degree", "°", r"\{,\}", r"\{\s*,\s*\}",
          r"\\\$", "€", "£", "¥", r"\\euro", r"\\pounds"]
@@ -268,7 +270,7 @@ def _canonical_relations(s: str) -> str:
 
 
 def _structure(s: str) -> Shape:
-    found = _matrix(s) or _relation(s)
+    found = _matrix(combine(s) or s) or _relation(s)
     if found:
         return found
     if len(split_top(s, "\\cup")) > 1:

@@ -258,6 +258,11 @@ CASES: list[tuple[str, str, str, bool]] = [
     ("matrix", "\\begin{pmatrix} \\frac{1}{2} \\\\ 3 \\end{pmatrix}", "\\begin{pmatrix} 0.5 \\\\ 3 \\end{pmatrix}", True),
     ("matrix", "\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}", "\\begin{pmatrix} 1 & 2 \\\\ 3 & 5 \\end{pmatrix}", False),
     ("matrix", "\\begin{pmatrix} 1 & 2 \\end{pmatrix}", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", False),
+    # matrix arithmetic written out in the answer is done (on text: matrices.py)
+    ("matrix", "\\begin{pmatrix} 6 & 8 \\\\ 10 & 12 \\end{pmatrix}", "\\begin{pmatrix}1 & 2 \\\\ 3 & 4\\end{pmatrix} + \\begin{pmatrix}5 & 6 \\\\ 7 & 8\\end{pmatrix}", True),
+    ("matrix", "\\begin{pmatrix} 6 & 8 \\\\ 10 & 13 \\end{pmatrix}", "\\begin{pmatrix}1 & 2 \\\\ 3 & 4\\end{pmatrix} + \\begin{pmatrix}5 & 6 \\\\ 7 & 8\\end{pmatrix}", False),
+    ("matrix", "\\begin{pmatrix} 11 \\end{pmatrix}", "\\begin{pmatrix}1 & 2\\end{pmatrix} \\begin{pmatrix}3 \\\\ 4\\end{pmatrix}", True),
+    ("matrix", "\\begin{pmatrix} 11 \\end{pmatrix}", "\\begin{pmatrix}1 & 2\\end{pmatrix} + \\begin{pmatrix}3 \\\\ 4\\end{pmatrix}", False),  # sizes differ
     # plus-minus inside a set, and more MATH-style answers
     ("pm", "\\{1\\pm\\sqrt{5},-2\\}", "\\{-2, 1+\\sqrt{5}, 1-\\sqrt{5}\\}", True),
     ("pm", "3 \\pm 2 \\sqrt{2}", "3+2\\sqrt2, 3-2\\sqrt2", True),
