@@ -35,8 +35,8 @@ SHARED_OPTIONS = ("think_tags", "think_open")
 def check_option_names(service: str, options: dict[str, Any], known: tuple[str, ...]) -> None:
     """The one rule every service applies: a request option it does not know (a misspelling, or
     one meant for another service) is a bad request, never silently ignored."""
-    allowed = (*known, *SHARED_OPTIONS)
-    unknown = sorted(set(options) - set(allowed))
+    allowed = set(known) | set(SHARED_OPTIONS)  # a service may list a shared option among its own: name it once
+    unknown = sorted(set(options) - allowed)
     if unknown:
         raise BackendError(f"unknown {service} option(s) {', '.join(unknown)}; known: {', '.join(sorted(allowed))}",
                            "bad_request")

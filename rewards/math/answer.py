@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from botgrpo_rewards.math.matrices import combine
+
 _DROP = [r"\$", r"\\\(", r"\\\)", r"\\\[", r"\\\]", r"\\displaystyle", r"\\left", r"\\right", r"(?<!\\)\\!",
          r"(?<!\\)\\,", r"(?<!\\)\\;", r"(?<!\\)\\:", r"(?<!\\)\\ ", "~", r"\^\{?\\circ\}?", r"\\circ", r"\\degree", "°", r"\{,\}", r"\{\s*,\s*\}",
          r"\\\$", "€", "£", "¥", r"\\euro", r"\\pounds"]
@@ -51,14 +53,21 @@ class Shape:
     right: str = ""
 
 
+# "\\\\frac" written with a doubled backslash (text escaped twice, as JSON dumps and test files
+# carry it) is the command: a TeX line break followed by the letters "frac" is never an answer.
+_DOUBLED = re.compile(r"(?<!\\)\\\\(?=(?:d?frac|tfrac|sqrt|left|right|leq?|geq?|lt|gt|neq?|pi|cdot|times|text|mathrm"
+                      r"|mbox|boxed|infty|in|pm|cup|cap|sin|cos|tan|log|ln|quad|approx|mathbf|operatorname)(?![A-Za-z]))")
+
+
 def normalize(text: str) -> str:
     """Strip presentation (math delimiters, spacing, \\text units, degrees, dollar signs)."""
-    s = text.strip()
+    s = _DOUBLED.sub(lambda m: "\\", text.strip())
     s = _WRAP.sub(lambda m: " " + m.group(1) + " ", s)
     if _TRIG.search(s):  # "\\sin 30^\\circ": degrees inside a function are an angle, not presentation
         s = _DEGREES.sub(lambda m: f"\\frac{{{m.group(1)}\\pi}}{{180}}", s)
     s = re.sub(r"(?<=\d),\\!\s*(?=\d)", ",", s)  # "11,\! 111" is one number
     s = _DROP_RE.sub("", s)
+    s = s.replace(";", ",")  # "(0;-2;6)", "-12;-11;-10": a semicolon separates items (after "\\;" spacing went)
     s = s.replace("\\%", "%").replace("\\{", "\x01").replace("\\}", "\x02").replace("\\cfrac", "\\frac")
     pairs = ", " not in s  # inside brackets "(5,250)" is a pair, "[1,000, 2,000]" two numbers
     s = _THOUSANDS.sub(lambda m: m.group() if pairs and _depth_at(s, m.start()) else m.group().replace(",", ""), s)
@@ -133,8 +142,11 @@ _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
 # A name: "x", "f(3)", "a_{10}", "\\overline{AB}", "f^{-1}(3)", "f'(x)", "|z|", "\\log_2 8" (a function and its argument).
 _NAME_CORE = r"\\?[A-Za-z]+(?:\{[A-Za-z ]+\})?(?:_\{?\w+\}?)?(?:\^\{-1\})?'*(?:\([^()=]*\))?"
 _NAME = rf"(?:\|\s*{_NAME_CORE}\s*\||\\[A-Za-z]+(?:_\{{?\w+\}}?)?\s*\d+|{_NAME_CORE})"
-# A left-hand side that only names what was asked for: "x", "f(3)", "m+n", "abc", "(p,q)", "\angle A".
-_NAME_LHS = re.compile(rf"\s*(?:{_NAME}(?:\s*(?:[+*]|\\cdot)?\s*{_NAME})*|\(\s*{_NAME}(?:\s*,\s*{_NAME})+\s*\))\s*")
+# A gold's left-hand side that only names what was asked for: "x", "f(3)", "AB", "(p,q)", a ratio
+# "A:B" or "\frac{NO}{BO}". Names joined by an operator ("x + y = 5", "m+n=47", "2x + z = 1") make
+# an equation: the answer 5 does not match it (AIME golds are the number itself: 47, not m+n=47).
+_NAME_LHS = re.compile(rf"\s*(?:{_NAME}(?:\s*:\s*{_NAME})?|\\frac\{{{_NAME}\}}\{{{_NAME}\}}"
+                       rf"|\(\s*{_NAME}(?:\s*,\s*{_NAME})+\s*\))\s*")
 _MATRIX = re.compile(r"\s*[\[(]?\s*\\begin\{([pbvBV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}\s*[\])]?\s*", re.S)
 
 
@@ -223,7 +235,7 @@ def _depth_at(s: str, pos: int) -> int:
 def shape(text: str, gold: bool = False, keep_equation: bool = False) -> Shape:
     """The structure of an answer: normalized, its left-hand side dropped (see drop_lhs)."""
     s = _cut_approx(normalize(text))
-    s = _canonical_relations(s)
+    s = _chain_as_interval(_canonical_relations(s))
     sides = equation_sides(s)
     if keep_equation and len(sides) == 2:
         return Shape("equation", tuple(x.strip() for x in sides))
@@ -231,6 +243,23 @@ def shape(text: str, gold: bool = False, keep_equation: bool = False) -> Shape:
     if gold and len(equation_sides(s)) == 2:
         return Shape("equation", tuple(x.strip() for x in equation_sides(s)))
     return _structure(s)
+
+
+_UNKNOWN = r"[A-Za-z](?:\([A-Za-z]\))?"  # "x", "f(x)"
+_CHAIN_UP = re.compile(rf"([^<>=,]+?)\s*(<=|<)\s*{_UNKNOWN}\s*(<=|<)\s*([^<>=,]+)")
+_CHAIN_DOWN = re.compile(rf"([^<>=,]+?)\s*(>=|>)\s*{_UNKNOWN}\s*(>=|>)\s*([^<>=,]+)")
+
+
+def _chain_as_interval(s: str) -> str:
+    """`-2 <= x < 7` is the interval `[-2, 7)` (so it equals `x \\in [-2, 7)` either way round)."""
+    m = _CHAIN_UP.fullmatch(s.strip())
+    if m:
+        low, op_low, op_high, high = m.groups()
+    elif m := _CHAIN_DOWN.fullmatch(s.strip()):
+        high, op_high, op_low, low = m.groups()
+    else:
+        return s
+    return f"{'[' if op_low == '<=' else '('}{low.strip()}, {high.strip()}{']' if op_high == '<=' else ')'}"
 
 
 def _canonical_relations(s: str) -> str:
@@ -241,7 +270,7 @@ def _canonical_relations(s: str) -> str:
 
 
 def _structure(s: str) -> Shape:
-    found = _matrix(s) or _relation(s)
+    found = _matrix(combine(s) or s) or _relation(s)
     if found:
         return found
     if len(split_top(s, "\\cup")) > 1:

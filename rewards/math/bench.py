@@ -7,7 +7,9 @@ calling thread); math-verify runs `verify(parse(gold), parse(completion))` in-pr
 is the median of `repeats` runs, each on freshly generated pairs so no cache carries over.
 Beside the speed, both checkers' accuracy on the peer-format table (rewards/math/peer_cases.py:
 whole completions in the formats models and datasets write) is printed per format, so a speed
-figure is never quoted without the accuracy it was bought with.
+figure is never quoted without the accuracy it was bought with. Then the same for other projects'
+own test cases (tests/fixtures/peer: Math-Verify's test suite, hendrycks/math's tests), each case
+graded by math-verify with the options its test passed.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.table import Table
 
+from botgrpo_rewards.math import peer_corpora
 from botgrpo_rewards.math.cases import CASES
 from botgrpo_rewards.math.peer_cases import peer_rows
 from botgrpo_rewards.math.service import MathBackend
@@ -112,6 +115,44 @@ def _their_grade(gold: str, completion: str) -> bool:
         return False
 
 
+def _their_case_grade(case: peer_corpora.PeerCase) -> bool:
+    """math-verify on one corpus case with the options that case's own test passed to it."""
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+
+    kinds = case.options.get("match_types")
+    targets = None if kinds is None else [LatexExtractionConfig(boxed_match_priority=0) if k == "latex"
+                                           else ExprExtractionConfig() for k in kinds]
+    parsed = [parse(t) if targets is None else parse(t, targets) for t in (case.gold, case.prediction)]
+    try:
+        return bool(verify(*parsed, float_rounding=case.options.get("precision", peer_corpora.MV_DEFAULT_PRECISION),
+                           strict=case.options.get("strict", True),
+                           allow_set_relation_comp=case.options.get("allow_set_relation_comp", False)))
+    except Exception:
+        return False
+
+
+def corpus_accuracy(workers: int = 1) -> dict[str, tuple[int, int, int, int]]:
+    """Per peer corpus (tests/fixtures/peer): (cases, ours right, ours agreeing with the corpus's own
+    verdicts, math-verify agreeing with them). "Right" counts our verdict where our convention differs
+    on purpose (each such case says why); the other two columns take the corpus's verdicts as they are."""
+    backend = MathBackend(workers=workers)
+    backend.start()
+    counts: dict[str, list[int]] = {}
+    try:
+        for case in peer_corpora.load():
+            opts = {"rel_tol": case.rel_tol()} if case.rel_tol() else {}
+            req = ScoreRequest(id="c", completion=case.prediction, reference={"answer": case.gold}, options=opts)
+            got = backend.score(req, time.monotonic() + 30).score == 1.0
+            c = counts.setdefault(case.corpus, [0, 0, 0, 0])
+            c[0] += 1
+            c[1] += got == case.verdict
+            c[2] += got == case.expected
+            c[3] += _their_case_grade(case) == case.expected
+    finally:
+        backend.close()
+    return {name: tuple(c) for name, c in counts.items()}
+
+
 def ours(pairs: list[Pair], warmup: list[Pair], workers: int) -> tuple[list[bool], float, float]:
     """Verdicts, wall and CPU seconds (this process + its checker workers) through a fresh MathBackend.
 
@@ -196,9 +237,11 @@ def run(console: Console, workers: int = 1, n: int = 500, repeats: int = 3) -> d
         "math_verify_accuracy": theirs_right / total,
         "math_verify_right_ours_wrong": [(p.gold, p.answer) for p in regressions],
         "peer_formats": peer_accuracy(workers),
+        "peer_corpora": corpus_accuracy(workers),
     }
     _print(console, figures, workers, repeats)
     _print_peer(console, figures["peer_formats"])
+    _print_corpora(console, figures["peer_corpora"])
     return figures
 
 
@@ -233,3 +276,17 @@ def _print_peer(console: Console, by_format: dict[str, tuple[int, int, int]]) ->
     n, a, b = totals
     t.add_row("all", str(n), f"{a}/{n} = {a / max(n, 1):.1%}", f"{b}/{n} = {b / max(n, 1):.1%}")
     console.print(t)
+
+
+def _print_corpora(console: Console, by_corpus: dict[str, tuple[int, int, int, int]]) -> None:
+    if not by_corpus:
+        console.print(f"peer corpora: none found under {peer_corpora.FIXTURES} (they ship with a source checkout)")
+        return
+    t = Table(title="accuracy on other projects' own test cases (tests/fixtures/peer)")
+    for name in ("corpus", "cases", "botgrpo math", "botgrpo vs their verdicts", "math-verify vs their verdicts"):
+        t.add_column(name, justify="left" if name == "corpus" else "right")
+    for name, (n, right, raw, theirs) in by_corpus.items():
+        t.add_row(name, str(n), *(f"{k}/{n} = {k / n:.1%}" for k in (right, raw, theirs)))
+    console.print(t)
+    console.print("botgrpo math: our verdict counts where our convention differs on purpose (hedges, decimal comma, "
+                  "tolerance; rewards/math/README.md); the other columns take each corpus's verdicts as given.")

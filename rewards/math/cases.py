@@ -203,7 +203,19 @@ CASES: list[tuple[str, str, str, bool]] = [
     ("presentation", "\\text{(B)}", "(D)", False),
     # a left-hand side is dropped on either side
     ("lhs", "47", "m+n=47", True),
-    ("lhs", "m+n=47", "47", True),
+    ("lhs", "m+n=47", "47", False),  # names joined by + on the gold side make an equation (AIME golds are 47)
+    ("lhs", "m+n=47", "m + n = 47", True),
+    ("lhs", "x + y = 5", "5", False),
+    ("lhs", "x + y = 5", "x+y=5", True),
+    ("lhs", "x + y = 5", "y + x = 5", True),
+    ("lhs", "2ab = 6", "6", False),
+    ("lhs", "-2 \\le x \\le 7", "x \\in [-2, 7]", True),  # a chained inequality is its interval, either way round
+    ("lhs", "x \\in [-2, 7]", "-2 \\leq x \\leq 7", True),
+    ("lhs", "x \\in [-2, 7]", "-2 < x \\leq 7", False),
+    ("lhs", "A:B=1", "1", True),
+    ("lhs", "\\frac{NO}{BO}=\\frac{1}{\\sqrt{6}}", "\\frac{\\sqrt{6}}{6}", True),
+    ("presentation", "\\\\left(\\\\frac{1}{5},\\\\frac{1}{6}\\\\right)", "\\left( \\frac{1}{5}, \\frac{1}{6} \\right)", True),  # doubled backslashes
+    ("presentation", "\\\\left(\\\\frac{1}{5},\\\\frac{1}{6}\\\\right)", "(\\frac{1}{6}, \\frac{1}{5})", False),
     ("lhs", "(p,q)=(3,2)", "(3,2)", True),
     ("lhs", "(3, 2)", "(x, y) = (3, 2)", True),
     ("lhs", "(3, 2)", "(x, y) = (2, 3)", False),
@@ -246,6 +258,11 @@ CASES: list[tuple[str, str, str, bool]] = [
     ("matrix", "\\begin{pmatrix} \\frac{1}{2} \\\\ 3 \\end{pmatrix}", "\\begin{pmatrix} 0.5 \\\\ 3 \\end{pmatrix}", True),
     ("matrix", "\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}", "\\begin{pmatrix} 1 & 2 \\\\ 3 & 5 \\end{pmatrix}", False),
     ("matrix", "\\begin{pmatrix} 1 & 2 \\end{pmatrix}", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", False),
+    # matrix arithmetic written out in the answer is done (on text: matrices.py)
+    ("matrix", "\\begin{pmatrix} 6 & 8 \\\\ 10 & 12 \\end{pmatrix}", "\\begin{pmatrix}1 & 2 \\\\ 3 & 4\\end{pmatrix} + \\begin{pmatrix}5 & 6 \\\\ 7 & 8\\end{pmatrix}", True),
+    ("matrix", "\\begin{pmatrix} 6 & 8 \\\\ 10 & 13 \\end{pmatrix}", "\\begin{pmatrix}1 & 2 \\\\ 3 & 4\\end{pmatrix} + \\begin{pmatrix}5 & 6 \\\\ 7 & 8\\end{pmatrix}", False),
+    ("matrix", "\\begin{pmatrix} 11 \\end{pmatrix}", "\\begin{pmatrix}1 & 2\\end{pmatrix} \\begin{pmatrix}3 \\\\ 4\\end{pmatrix}", True),
+    ("matrix", "\\begin{pmatrix} 11 \\end{pmatrix}", "\\begin{pmatrix}1 & 2\\end{pmatrix} + \\begin{pmatrix}3 \\\\ 4\\end{pmatrix}", False),  # sizes differ
     # plus-minus inside a set, and more MATH-style answers
     ("pm", "\\{1\\pm\\sqrt{5},-2\\}", "\\{-2, 1+\\sqrt{5}, 1-\\sqrt{5}\\}", True),
     ("pm", "3 \\pm 2 \\sqrt{2}", "3+2\\sqrt2, 3-2\\sqrt2", True),

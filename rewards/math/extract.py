@@ -23,6 +23,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from botgrpo_rewards.math.sentence import (MATH_ENV, SENTENCE_END, TRAILING, find_closer, only_value, stated_value, trim,
+                                          value_in_sentence)
 from botgrpo_rewards.protocol import DEFAULT_TAGS, split_reasoning
 
 DEFAULT_THINK_TAGS = DEFAULT_TAGS
@@ -39,9 +41,6 @@ _PHRASE = re.compile(
 # A heading whose answer is on the next non-empty line: "# Answer", "**Final Answer**", "## Final Answer:".
 _HEADING = re.compile(r"(?im)^[ \t]*(?:#{1,6}[ \t]*|\*\*)(?:final[ \t]+)?answer[ \t]*:?[ \t]*(?:\*\*)?[ \t]*:?[ \t]*$")
 _HOPE = re.compile(r"\.?\s*I hope it is correct.*$", re.I | re.S)
-_SENTENCE_END = re.compile(r"[.。!?](?=\s|$)|\n")
-_MATH_ENV = (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$"))
-_TRAILING = " \t.。,;!:*"
 MAX_BARE_CHARS = 120
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
 _TEXT_ARG = re.compile(r"\\(?:text|textbf|textrm|textnormal|mathrm|mbox|begin|end)\s*\{[^{}]*\}")
@@ -184,10 +183,21 @@ def _after_marker(text: str, marker: tuple[int, int, str], boxes: list[tuple[int
     line_end = text.find("\n", end)
     line_end = len(text) if line_end < 0 else line_end
     stop_at = min(stop.start() if stop else len(text), line_end)
+    stop_at = max(stop_at, _display_end(text, end))  # "Answer \\[\n 9 \n\\]": the display is the answer
     inside = [b for b in after if b[1] <= stop_at]
     if inside:
         return _from_boxes(text, inside, start)
     return _clean(text, end, stop_at, "phrase")
+
+
+def _display_end(text: str, pos: int) -> int:
+    """End of the math display ($$, \\[; inline math stays on its line) opening at `pos`, or -1."""
+    start, _ = trim(text, pos, len(text))
+    for opener, closer in MATH_ENV[:2]:
+        if text.startswith(opener, start):
+            close = find_closer(text, closer, start + len(opener), len(text))
+            return close + len(closer) if close > 0 else -1
+    return -1
 
 
 def _next_line(text: str, pos: int) -> tuple[int, int] | None:
@@ -199,69 +209,33 @@ def _next_line(text: str, pos: int) -> tuple[int, int] | None:
 
 def _clean(text: str, start: int, end: int, reason: str) -> Extraction:
     """Trim the answer: a leading math span is the answer; else the text up to the sentence end."""
-    start, end = _trim(text, start, end)
-    for opener, closer in _MATH_ENV:
+    start, end = trim(text, start, end)
+    for opener, closer in MATH_ENV:
         if text.startswith(opener, start):
-            close = _find_closer(text, closer, start + len(opener), end if closer != "$$" else len(text))
+            close = find_closer(text, closer, start + len(opener), end if closer != "$$" else len(text))
             if close > start:
-                start, end = _trim(text, start + len(opener), close)
+                start, end = trim(text, start + len(opener), close)
                 break
     else:
-        m = _SENTENCE_END.search(text, start, end)
+        m = SENTENCE_END.search(text, start, end)
         if m and _sentence_ends_there(text, m.start(), end):
             end = m.start()
         if _prose_words(text[start:end]) >= 2:  # "Final Answer: The volume of $V$ is 120."
-            value = value_in_sentence(text, start, end) or _only_value(text, start, end)
+            value = value_in_sentence(text, start, end) or only_value(text, start, end)
             if value is not None:
                 start, end = value
-    while end > start and text[end - 1] in _TRAILING + "$":
+    while end > start and text[end - 1] in TRAILING + "$":
         end -= 1
     while start < end and text[start] in "$*":
         start += 1
-    start, end = _trim(text, start, end)
+    start, end = trim(text, start, end)
     if start >= end:
         return _none("final-answer phrase without an answer")
     return Extraction(text[start:end], start, end, reason)
 
 
-_COPULA = re.compile(r"\s(?:is|are|was|equals|be|=)\s+(?:equal\s+to\s+|exactly\s+|about\s+|approximately\s+)?", re.I)
-_LEADING_VALUE = re.compile(r"-?\$?\d[\d,]*(?:\.\d+)?(?:/\d+)?%?")
-
-
 def _prose_words(s: str) -> int:
     return len(_WORD.findall(_TEXT_ARG.sub(" ", re.sub(r"\$[^$]*\$", " ", s))))
-
-
-def value_in_sentence(text: str, start: int, end: int) -> tuple[int, int] | None:
-    """The value a sentence states: what follows its last "is" / "are" / "=" when that is a math
-    span or a number ("the probability that Alice wins is 2/3", "there are 12 sequences")."""
-    last = None
-    for m in _COPULA.finditer(text, start, end):
-        last = m
-    if last is None:
-        return None
-    pos = last.end()
-    for opener, closer in _MATH_ENV:
-        if text.startswith(opener, pos):
-            close = _find_closer(text, closer, pos + len(opener), end)
-            return _trim(text, pos + len(opener), close) if close > pos else None
-    m = _LEADING_VALUE.match(text, pos, end)
-    return (m.start(), m.end()) if m else None
-
-
-def _only_value(text: str, start: int, end: int) -> tuple[int, int] | None:
-    """The one number or math span of a sentence ("Jane started growing Sphere 3 hours ago"); None
-    when it holds several (which of them is meant is a guess)."""
-    found = [(m.start(), m.end()) for m in re.finditer(r"\$[^$]+\$|(?<![\w.])-?\d[\d,]*(?:\.\d+)?%?(?![\w.])", text[start:end])]
-    return (start + found[0][0], start + found[0][1]) if len(found) == 1 else None
-
-
-def _find_closer(text: str, closer: str, start: int, end: int) -> int:
-    """The next `closer` in text[start:end] that is not an escaped dollar (`\\$16.20`); -1: none."""
-    pos = text.find(closer, start, end)
-    while pos > 0 and closer[0] == "$" and text[pos - 1] == "\\":
-        pos = text.find(closer, pos + 1, end)
-    return pos
 
 
 def _sentence_ends_there(text: str, pos: int, end: int) -> bool:
@@ -278,7 +252,7 @@ def _from_boxes(text: str, boxes: list[tuple[int, int]], region: int) -> Extract
     values = {_canon(text[s:e]) for s, e in final}
     if len(values) > 1:
         return _none(f"{len(values)} different boxed answers")
-    start, end = _trim(text, *final[-1])
+    start, end = trim(text, *final[-1])
     if start >= end:
         return _none("empty \\boxed{}")
     return Extraction(text[start:end], start, end, "boxed")
@@ -287,7 +261,7 @@ def _from_boxes(text: str, boxes: list[tuple[int, int]], region: int) -> Extract
 def _unwrap(text: str, start: int, end: int) -> tuple[int, int]:
     """The inside of a box that holds only a box ("\\boxed{\\boxed{5}}" is 5)."""
     while True:
-        s, e = _trim(text, start, end)
+        s, e = trim(text, start, end)
         m = _BOX.match(text, s, e)
         if not m or match_braces(text, m.end() - 1).get(m.end() - 1) != e - 1:
             return start, end
@@ -296,7 +270,7 @@ def _unwrap(text: str, start: int, end: int) -> tuple[int, int]:
 
 def _bare(text: str, region: int, turn_ended: bool = False) -> Extraction:
     """The whole answer region, or its last line, when it is one short math expression."""
-    start, end = _trim(text, region, len(text))
+    start, end = trim(text, region, len(text))
     if start >= end:
         return _none("nothing after the reasoning block" if region else "empty completion")
     last = text.rfind("\n", start, end) + 1
@@ -304,25 +278,10 @@ def _bare(text: str, region: int, turn_ended: bool = False) -> Extraction:
         found = _clean(text, s, end, "bare") if _looks_bare(text[s:end], whole=s == start) else None
         if found is not None and found.answer is not None:
             return found
-    return _last_sentence(text, start, end, turn_ended)
-
-
-def _last_sentence(text: str, start: int, end: int, turn_ended: bool) -> Extraction:
-    """The value the last sentence states ("Therefore, the probability is 2/3."), if it states one."""
     hope = _HOPE.search(text, start, end)
-    end = _trim(text, start, hope.start() if hope else end)[1]
-    closed_math = text.endswith(("$", "\\)", "\\]"), start, end)  # "... is $\\frac23$": the value is whole
-    if not hope and not turn_ended and text[end - 1 : end] not in (".", "!") and not closed_math:
-        return _none("no \\boxed{} answer or final-answer phrase (the last sentence is unfinished)")
-    while end > start and text[end - 1] in _TRAILING:
-        end -= 1
-    begin = start
-    for m in _SENTENCE_END.finditer(text, start, end):
-        if m.end() < end:
-            begin = m.end()
-    value = value_in_sentence(text, begin, end)
-    if value is None:
-        return _none("no \\boxed{} answer or final-answer phrase")
+    value = stated_value(text, start, trim(text, start, hope.start() if hope else end)[1], turn_ended or bool(hope))
+    if isinstance(value, str):
+        return _none(value)
     found = _clean(text, *value, "sentence")
     return found if found.answer is not None else _none("no \\boxed{} answer or final-answer phrase")
 
@@ -333,17 +292,9 @@ def _looks_bare(line: str, whole: bool) -> bool:
     s = line.strip()
     if not s or len(s) > MAX_BARE_CHARS or "\n" in s:
         return False
-    if not whole and not any(s.startswith(o) and s.rstrip(".").endswith(c) for o, c in _MATH_ENV):
+    if not whole and not any(s.startswith(o) and s.rstrip(".").endswith(c) for o, c in MATH_ENV):
         return False
     return len(_WORD.findall(_TEXT_ARG.sub(" ", s))) <= 1
-
-
-def _trim(text: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
 
 
 def _canon(s: str) -> str:

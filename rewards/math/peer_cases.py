@@ -203,6 +203,30 @@ SPECIAL: list[tuple[str, str, str, bool]] = [
     ("solution", "12000023", "The sum is $85 + (-67) + 12,\\!000,\\!003 + (-3) = 12,\\!000,\\!018$.\nFinal Answer: The final answer is 12,000,018. I hope it is correct.", False),
     ("solution", "\\frac{14}{3}", "$f(-2)+f(-1)+f(0)=2+\\frac{5}{3}+1=\\boxed{\\frac{14}{3}}$", True),
     ("solution", "1, -2", "<think>\nSo f(n) = n gives n = 1 or n = -2... let me verify \\boxed{1}.\n</think>\n\nThe solutions are $n = \\boxed{1, -2}$.", True),
+    # issue 27: cut-off solution prefixes are no answer (a true and a false twin each)
+    ("cutoff", "12", "She buys 3 packs at 4 dollars each.\n\nTherefore, the packs cost 3 * 4 = 12 dollars.", True),
+    ("cutoff", "12", "She buys 3 packs at 4 dollars each.\n\nThe packs cost 3 * 4 = 12 dollars.", False),  # a step, not a conclusion
+    ("cutoff", "12", "She buys 3 packs at 4 dollars each. So the packs cost 3 * 4 = 12 dollars in total.", True),
+    ("cutoff", "12", "She buys 3 packs at 4 dollars each. So the packs cost 3 * 4 = 12 dollars, and the tax on them is", False),
+    ("cutoff", "12", "She buys 3 packs at 4 dollars each. So the packs cost 3 * 4 = 12 dollars, and with the 5 dollar fee she pays more.", False),
+    ("cutoff", "12", "First we count the packs.\nStep 1: $3 \\times 4 = 12$", False),  # a labelled step
+    ("cutoff", "12", "First we count the packs.\nTotal cost: $12$", True),
+    ("cutoff", "1000.99", "the number is not 10 which is 1,000.99€", True),  # a unit closes the number
+    ("cutoff", "1000.99", "We add the parts. the total is 1,000", False),  # may be the start of 1,000.99
+    ("cutoff", "x \\geq 5", "We solve both sides.\n\nTherefore $x \\geq 5$ is the solution.", True),
+    ("cutoff", "x \\geq 5", "We solve both sides.\n\nWe have $x \\geq 5$ for the first factor.", False),
+    # issue 27: a gold's left side that is not a bare unknown is an equation
+    ("lhs", "x + y = 5", "So the answer is $\\boxed{5}$.", False),
+    ("lhs", "x + y = 5", "So $\\boxed{x + y = 5}$.", True),
+    ("lhs", "x + y = 5", "So $\\boxed{x + y = 6}$.", False),
+    ("lhs", "x = 5", "So the answer is $\\boxed{5}$.", True),
+    # Math-Verify's formats: a display after "Answer", doubled backslashes, a chained inequality
+    ("final_choice", "9", "Answer \\[ \n 9 \n \\]", True),
+    ("final_choice", "9", "Answer \\[ \n 8 \n \\]", False),
+    ("solution", "$\\\\left(\\\\frac{4}{5},\\\\frac{1}{5}\\\\right)$", "Thus, $(t,u) = \\boxed{\\left( \\frac{4}{5}, \\frac{1}{5} \\right)}.$", True),
+    ("solution", "$\\\\left(\\\\frac{4}{5},\\\\frac{1}{5}\\\\right)$", "Thus, $(t,u) = \\boxed{\\left( \\frac{1}{5}, \\frac{4}{5} \\right)}.$", False),
+    ("solution", "$-2 \\le x \\le 7$", "So $x \\in [-2,7]$ is the solution.", True),
+    ("solution", "$-2 \\le x \\le 7$", "So $x \\in [-2,7)$ is the solution.", False),
     # golds given as datasets give them: a whole reference solution, a sentence, $-wrapped
     ("gold_solution", "Since $4 \\mid 12$ we need $14{,}9AB$; the least is $\\boxed{14{,}916}$.",
      "Final Answer: The final answer is $14916$. I hope it is correct.", True),

@@ -39,7 +39,7 @@ def score(b, completion, gold, deadline_s=10.0, prompt="", **options):
 def test_table_through_the_backend(backend):
     wrong = []
     for _, gold, answer, expected in CASES:
-        r = score(backend, f"Some work.\n\nSo the answer is \\boxed{{{answer}}}.", gold)
+        r = score(backend, f"Some work.\n\nSo the answer is \\boxed{{{answer}}}.", gold, deadline_s=60.0)  # a busy machine
         if (r.score == 1.0) is not expected:
             wrong.append((gold, answer, r.info["reason"]))
     assert wrong == []
@@ -50,7 +50,7 @@ def test_peer_format_table_through_the_backend(backend):
     from botgrpo_rewards.math.peer_cases import peer_rows
 
     wrong = [(fmt, gold, completion[-60:]) for fmt, gold, completion, expected in peer_rows()
-             if (score(backend, completion, gold).score == 1.0) is not expected]
+             if (score(backend, completion, gold, deadline_s=60.0).score == 1.0) is not expected]
     assert wrong == []
 
 
@@ -144,6 +144,13 @@ def test_options_that_break_the_order_are_refused(backend, options, says):
     with pytest.raises(BackendError) as err:
         score(backend, "\\boxed{1}", "1", **options)
     assert says in str(err.value) and err.value.type == "bad_request"
+
+
+def test_unknown_option_error_names_each_known_option_once(backend):
+    with pytest.raises(BackendError) as err:
+        score(backend, "\\boxed{1}", "1", stpes=True)
+    known = str(err.value).split("known: ", 1)[1].split(", ")
+    assert "think_tags" in known and "think_open" in known and len(known) == len(set(known))
 
 
 def test_unparseable_steps_are_not_checked(backend):

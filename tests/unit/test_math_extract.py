@@ -150,3 +150,28 @@ def test_think_tag_names_are_configurable():
 ])
 def test_gold_goes_through_the_same_reader(gold, answer):
     assert gold_answer(gold) == answer
+
+
+# issue 27: a cut-off solution prefix is no answer; its twin that concludes is read (sentence.py)
+@pytest.mark.parametrize("text,answer", [
+    ("She buys 3 packs at 4 dollars each.\n\nTherefore, the packs cost 3 * 4 = 12 dollars.", "12"),
+    ("She buys 3 packs at 4 dollars each.\n\nThe packs cost 3 * 4 = 12 dollars.", None),  # a step
+    ("She buys 3 packs. So the packs cost 3 * 4 = 12 dollars in total.", "12"),
+    ("She buys 3 packs. So the packs cost 3 * 4 = 12 dollars, and the tax on them is", None),  # cut off
+    ("She buys 3 packs. So the packs cost 3 * 4 = 12 dollars, and with the 5 dollar fee she pays more.", None),
+    ("First we count the packs.\nTotal cost: $12$", "12"),
+    ("First we count the packs.\nStep 1: $3 \\times 4 = 12$", None),
+    ("the number is not 10 which is 1,000.99€", "1,000.99"),  # a unit closes the number
+    ("We add the parts. the total is 1,000", None),  # may go on: 1,000.99
+    ("We solve it.\n\nTherefore $x \\geq 5$ is the solution.", "x \\geq 5"),
+    ("We solve it.\n\nWe have $x \\geq 5$ for the first factor.", None),
+    ("Dividing, $$\\frac{a}{b} \\geq 2.$$ Therefore, the error increases by 100%.", "100%"),
+    ("Answer \\[ \n 9 \n \\]", "9"),
+    ("Answer \\( \n 9 \n \\)", "\\("),  # inline math stays on its line (then "\\(" compares as text)
+])
+def test_cut_off_prefixes_are_no_answer(text, answer):
+    assert _answer(text).answer == answer
+
+
+def test_a_tex_thin_space_ends_no_sentence():
+    assert gold_answer("\\tfrac{1}{2} +\\! \\frac1{72}") == "\\tfrac{1}{2} +\\! \\frac1{72}"
