@@ -38,10 +38,10 @@ def test_parser_builds_exact_values():
 @pytest.mark.parametrize("text", ["10^{10^{10^{10}}}", "100000!", "9^{9^{9}}", "2^{1000000}",
                                   "1" * 500, "(" * 60 + "1" + ")" * 60, "x" * 700, "\\sqrt[1000]{2}"])
 def test_caps_refuse_hostile_sizes_quickly(text):
-    start = time.monotonic()
+    start = time.process_time()  # CPU time, so machine load cannot fail it
     with pytest.raises(TooBig):
         parse(text)
-    assert time.monotonic() - start < 0.5
+    assert time.process_time() - start < 0.5
 
 
 @pytest.mark.parametrize("text", ["__import__('os')", "os.system('ls')", "lambda: 1", "exec", "a.b",
