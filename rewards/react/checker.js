@@ -289,4 +289,4 @@ function main() {
 }
 
 if (require.main === module) main();
-else module.exports = { checkBatch, createService };
+else module.exports = { checkBatch, createService, FILES, OPTIONS, SHARES_SCOPE };

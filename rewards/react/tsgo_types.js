@@ -102,8 +102,12 @@ function createTsgoService(slotFiles, options, exe) {
         if (snapshot !== null) snapshot.dispose();
         snapshot = next;
         const program = snapshot.getProject(config).program;
-        diags = files.slice(0, codes.length)
-          .map((f) => program.getSyntacticDiagnostics(f).concat(program.getSemanticDiagnostics(f)).map(asTs5));
+        // Two calls for the whole program (one per file costs a round trip each); in file order.
+        const byFile = new Map(files.map((f) => [f, []]));
+        for (const d of program.getSyntacticDiagnostics().concat(program.getSemanticDiagnostics())) {
+          if (byFile.has(d.fileName)) byFile.get(d.fileName).push(asTs5(d));
+        }
+        diags = files.slice(0, codes.length).map((f) => byFile.get(f));
       });
       return codes.map((code, k) => ts.createSourceFile(files[k], code, ts.ScriptTarget.ES2020, true, ts.ScriptKind.TSX));
     },
