@@ -1,8 +1,10 @@
 // Node side of the react reward backend: a long-lived process that checks TSX snippets.
 //
 // Private channel (JSON Lines on stdin/stdout, spoken only by checker.py):
-//   startup  -> {"ready": true, "heap": <bytes>}           after a warm-up check
-//   request  <- {"batch": [Req, ...]}   answered by  -> {"batch": [Resp, ...], "heap": <bytes>}
+//   startup  -> {"ready": true, "heap": <bytes>, "checker": "tsgo" | "ts5", "version": str,
+//                "note": null | "why not tsgo", "checker_pid": tsgo's pid | null}   after a warm-up
+//   request  <- {"batch": [Req, ...]}   answered by  -> {"batch": [Resp, ...], "heap": <bytes>,
+//                "checker": ..., "checker_pid": ..., "fallback": "warning" (only when tsgo broke twice)}
 //   Req  = {"id": n, "code": "...", "types": true, "max_errors": 5, "spec": false, "component": null | "Name"}
 //   Resp = {"id": n, "component": bool, "syntax": null | Diag, "types": null | [Diag...],
 //           "n_type_errors": int, "facts": Facts (with spec only)}
@@ -11,7 +13,8 @@
 //   Diag = {"start": utf16, "length": utf16, "code": "syntax" | "TS2322" | "import", "message": str}
 // All positions are UTF-16 code units of `code` (the Python side converts them to code points).
 //
-// Syntax comes from esbuild (`transformSync`, loader tsx, automatic JSX); types from a TypeScript
+// Syntax comes from esbuild (`transformSync`, loader tsx, automatic JSX); types from tsgo when it
+// runs (type_checkers.js says which, tsgo_types.js is that stage), else from a TypeScript 5.9
 // LanguageService kept warm over a few in-memory files (slots), so lib and @types/react stay parsed;
 // its host serves only those files and the type libraries (host_files.js), never the rest of the disk.
 // Most of a type check is the new program's checker re-deriving React's JSX types (about 35 ms);

@@ -66,7 +66,10 @@ class NodeChecker:
     """Thread-safe client of one checker.js process: a caller that finds Node free sends its check
     with every other waiting one (up to MAX_BATCH) as one batch and hands each caller its reply."""
 
-    def __init__(self, heap_limit_mb: int = 768, max_old_space_mb: int = 1536, startup_timeout_s: float = 60.0):
+    def __init__(self, heap_limit_mb: int = 768, max_old_space_mb: int = 1536, startup_timeout_s: float = 60.0,
+                 checker: str | None = None):
+        """`checker`: "ts5" or "tsgo" forces that type checker (as BOTGRPO_REACT_CHECKER does); None picks
+        tsgo when it is installed and passes its self-test (checker.js)."""
         node = shutil.which("node")
         if node is None:
             raise BackendError("Node.js was not found on PATH; install Node 20 (e.g. apt-get install nodejs)")
@@ -91,7 +94,8 @@ class NodeChecker:
         self.checker_version: str | None = None
         self._checker_pid: int | None = None  # tsgo's own process, a child of Node (CPU accounting)
         self._noted: LineChild | None = None  # the process whose ready line _note_checker read
-        self._env: dict[str, str] = {}  # BOTGRPO_REACT_CHECKER=ts5 once tsgo fell back: restarts keep ts5
+        # BOTGRPO_REACT_CHECKER for Node: the forced checker, or ts5 once tsgo fell back (restarts keep it).
+        self._env: dict[str, str] = {"BOTGRPO_REACT_CHECKER": checker} if checker else {}
 
     def start(self) -> None:
         """Spawn Node and wait until it has warmed up (lib files and @types/react parsed)."""

@@ -144,7 +144,35 @@ def digest(files: list[str]) -> str:
     return hashlib.sha256(json.dumps(files).encode()).hexdigest()
 
 
-_MEMBERS = re.compile(r"\{ ([^{}]*); \}")
+def members_sorted(text: str) -> str:
+    """`text` with the members of every object type `{ a: A; b: B; }` sorted, nested ones too."""
+    out: list[list[str]] = [[]]  # per open brace: the text so far
+    for ch in text:
+        if ch == "{":
+            out.append([])
+        elif ch == "}" and len(out) > 1:
+            inner = "".join(out.pop()).strip()
+            members = sorted(m.strip() for m in _top_level_split(inner.rstrip(";")) if m.strip())
+            out[-1].append("{ " + "; ".join(members) + "; }" if members else "{}")
+        else:
+            out[-1].append(ch)
+    return "".join(out[0]) + "".join("{" + "".join(o) for o in out[1:])
+
+
+def _top_level_split(text: str) -> list[str]:
+    """`text` split at the `;` outside brackets, braces and parentheses (the `>` of `=>` is no bracket)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "([<{":
+            depth += 1
+        elif ch in ")]}" or (ch == ">" and text[i - 1: i] != "="):
+            depth -= 1
+        elif ch == ";" and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return parts + [text[start:]]
+
+
 _NO_SUGGESTION = re.compile(r"^1 TS2304 (\d+\+\d+) Cannot find name '(\w+)'\.$")
 _SUGGESTION = re.compile(r"^1 TS2552 (\d+\+\d+) Cannot find name '(\w+)'\. Did you mean '(\w+)'\?$")
 _REFERENCE = re.compile(r"^1 TS6053 (\d+\+\d+) File '.*' not found\.$")
@@ -152,9 +180,6 @@ _REFERENCE = re.compile(r"^1 TS6053 (\d+\+\d+) File '.*' not found\.$")
 
 def known_difference(ts5: str, tsgo: str) -> str | None:
     """Which allowed difference (module docstring) turns `ts5` into `tsgo`, or None."""
-    def members_sorted(d: str) -> str:
-        return _MEMBERS.sub(lambda m: "{ " + "; ".join(sorted(m.group(1).split("; "))) + "; }", d)
-
     if members_sorted(ts5) == members_sorted(tsgo):
         return "member order"
     a, b = _NO_SUGGESTION.match(ts5), _SUGGESTION.match(tsgo)
