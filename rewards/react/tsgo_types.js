@@ -89,6 +89,9 @@ function createTsgoService(slotFiles, options, exe) {
       const files = alone ? [ALONE_FILE] : slotFiles;
       const config = alone ? ALONE_CONFIG : CONFIG;
       alone = false;
+      // TypeScript 5.9's trees first: code too deeply nested for its parser (a RangeError, answered
+      // `internal` as with TypeScript 5.9) never reaches tsgo.
+      const sources = codes.map((code, k) => ts.createSourceFile(files[k], code, ts.ScriptTarget.ES2020, true, ts.ScriptKind.TSX));
       const changed = [];
       files.forEach((f, k) => {
         const code = k < codes.length ? codes[k] : '';
@@ -109,7 +112,7 @@ function createTsgoService(slotFiles, options, exe) {
         }
         diags = files.slice(0, codes.length).map((f) => byFile.get(f));
       });
-      return codes.map((code, k) => ts.createSourceFile(files[k], code, ts.ScriptTarget.ES2020, true, ts.ScriptKind.TSX));
+      return sources;
     },
     diagnostics(k) {
       return diags[k];
