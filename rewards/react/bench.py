@@ -3,9 +3,11 @@
 One ReactBackend (one Node process) scores `n` generated completions (valid, syntax errors, type
 errors; distinct names and numbers so nothing repeats) after a warm-up, first syntax only, then
 syntax + types, then syntax + types with 8 and with MAX_BATCH (32) requests in flight (batched, as a
-training step hands them over); per-check latency is measured around `ReactBackend.score`. In the same run,
+training step hands them over), then bursts of 64 (one step's completions); per-check latency
+is measured around `ReactBackend.score`. In the same run,
 `node_modules/.bin/tsc --noEmit` (same compiler options) is spawned on one such file a few times.
 With `workers` > 1, that many backends also score in parallel threads for aggregate throughput.
+Each figure is measured for both type checkers (TypeScript 5.9, and tsgo when installed), side by side.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from botgrpo_rewards.react.service import ReactBackend
 
 TSC_REPEATS = 3
 WARM_UP = 20
+STEP, STEPS = 64, 5  # a training step's completions, handed over at once
 TSCONFIG = {
     "compilerOptions": {
         "strict": True, "jsx": "react-jsx", "target": "es2020", "module": "esnext", "moduleResolution": "bundler",
@@ -75,7 +78,7 @@ def _timed(backend: ReactBackend, n: int, types: bool, offset: int) -> tuple[lis
 
 
 def _batched(backend: ReactBackend, n: int, offset: int, inflight: int = 8) -> tuple[float, float | None]:
-    """Wall and CPU (Python + Node) seconds per completion with `inflight` requests waiting at once,
+    """Wall and CPU (Python + Node + tsgo) seconds per completion with `inflight` requests waiting at once,
     as a training step hands them over: Node gets them in batches that share one TypeScript checker."""
     cpu0, node0 = time.process_time(), backend.node_cpu_seconds()
     t0 = time.perf_counter()
@@ -121,44 +124,69 @@ def _cpu_text(*seconds: float | None) -> str:
     return " / ".join("n/a" if s is None else f"{s * 1000:.2f}" for s in seconds)
 
 
-def run(console: Console, workers: int = 1, n: int = 200) -> None:
-    """Measure and print the figures side by side with their targets."""
-    backend = ReactBackend()
-    with console.status("starting the Node checker ..."):
-        backend.start()
+def _measure(backend: ReactBackend, n: int) -> dict:
+    """Every figure of one backend (started here, closed after)."""
+    backend.start()
     try:
-        with console.status(f"warming up, then {n} checks syntax only and {n} with types ..."):
-            _latencies(backend, WARM_UP, True, 100_000)
-            syntax, syntax_cpu = _timed(backend, n, False, 0)
-            typed, typed_cpu = _timed(backend, n, True, n)
-            batched8, batched8_cpu = _batched(backend, n, 2 * n, 8)
-            batched, batched_cpu = _batched(backend, n, 3 * n, MAX_BATCH)
+        _latencies(backend, WARM_UP, True, 100_000)
+        syntax, syntax_cpu = _timed(backend, n, False, 0)
+        typed, typed_cpu = _timed(backend, n, True, n)
+        batched8, batched8_cpu = _batched(backend, n, 2 * n, 8)
+        batched, batched_cpu = _batched(backend, n, 3 * n, MAX_BATCH)
+        steps = [_batched(backend, STEP, 4 * n + k * STEP, STEP) for k in range(STEPS)]  # a step's burst
+        return dict(checker=backend.checker, syntax=syntax, syntax_cpu=syntax_cpu, typed=typed, typed_cpu=typed_cpu,
+                    batched8=batched8, batched8_cpu=batched8_cpu, batched=batched, batched_cpu=batched_cpu,
+                    step=statistics.median(w for w, _ in steps) * STEP,
+                    step_cpu=None if any(c is None for _, c in steps) else statistics.median(c for _, c in steps) * STEP)
     finally:
         backend.close()
+
+
+def _rows(m: dict, tsc: float) -> list[tuple[str, str, str, bool | None]]:
+    syntax_rate, typed_ms = len(m["syntax"]) / sum(m["syntax"]), statistics.median(m["typed"]) * 1000
+    batched_ms = m["batched"] * 1000
+    return [
+        ("syntax only: checks/s", f"{syntax_rate:.0f}", ">= 500", syntax_rate >= 500),
+        ("syntax only: median ms/check", f"{statistics.median(m['syntax']) * 1000:.2f}", "", None),
+        ("syntax + types: median ms/check", f"{typed_ms:.1f}", "<= 30", typed_ms <= 30),
+        ("syntax + types: checks/s", f"{len(m['typed']) / sum(m['typed']):.0f}", "", None),
+        ("CPU ms/check (Python + Node + tsgo): syntax only / + types", _cpu_text(m["syntax_cpu"], m["typed_cpu"]),
+         "", None),
+        ("syntax + types, 8 in flight (batched): ms/check", f"{m['batched8'] * 1000:.1f}", "", None),
+        ("  CPU ms/check (Python + Node + tsgo), 8 in flight", _cpu_text(m["batched8_cpu"]), "", None),
+        (f"syntax + types, {MAX_BATCH} in flight (batched): ms/check", f"{batched_ms:.1f}", "<= 20", batched_ms <= 20),
+        (f"  CPU ms/check (Python + Node + tsgo), {MAX_BATCH} in flight", _cpu_text(m["batched_cpu"]), "", None),
+        (f"a step's {STEP} at once: wall / CPU ms per {STEP} (median of {STEPS})",
+         f"{m['step'] * 1000:.0f} / " + ("n/a" if m["step_cpu"] is None else f"{m['step_cpu'] * 1000:.0f}"), "", None),
+        ("speed-up vs tsc spawn", f"{tsc * 1000 / typed_ms:.0f}x", ">= 20x", tsc * 1000 / typed_ms >= 20),
+    ]
+
+
+def run(console: Console, workers: int = 1, n: int = 200) -> None:
+    """Measure and print the figures side by side with their targets, one column per type checker
+    (TypeScript 5.9 and, when installed, tsgo; CPU counts Python, Node and tsgo's process)."""
+    checkers = ["ts5"] + (["tsgo"] if (NODE_MODULES / "@typescript" / "native-preview").is_dir() else [])
+    measured = []
+    for checker in checkers:
+        with console.status(f"{checker}: warming up, then {n} checks syntax only, {n} with types, batched ..."):
+            measured.append(_measure(ReactBackend(checker=checker), n))
     with console.status(f"spawning tsc --noEmit {TSC_REPEATS} times ..."):
         tsc = statistics.median(_tsc_seconds(component(0).split("```tsx\n")[1].split("```")[0]))
-    syntax_rate, typed_ms = len(syntax) / sum(syntax), statistics.median(typed) * 1000
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     table = Table(title=f"react reward service, one worker, {n} checks per mode (valid / syntax error / type error "
                         f"mix); load average {load:.1f} on {os.cpu_count()} CPUs")
-    for col in ("measure", "measured", "target", "met"):
-        table.add_column(col)
-    rows = [
-        ("syntax only: checks/s", f"{syntax_rate:.0f}", ">= 500", syntax_rate >= 500),
-        ("syntax only: median ms/check", f"{statistics.median(syntax) * 1000:.2f}", "", None),
-        ("syntax + types: median ms/check", f"{typed_ms:.1f}", "<= 30", typed_ms <= 30),
-        ("syntax + types: checks/s", f"{len(typed) / sum(typed):.0f}", "", None),
-        ("CPU ms/check (Python + Node): syntax only / + types", _cpu_text(syntax_cpu, typed_cpu), "", None),
-        ("syntax + types, 8 in flight (batched): ms/check", f"{batched8 * 1000:.1f}", "", None),
-        ("  CPU ms/check (Python + Node), 8 in flight", _cpu_text(batched8_cpu), "", None),
-        (f"syntax + types, {MAX_BATCH} in flight (batched): ms/check", f"{batched * 1000:.1f}", "<= 20",
-         batched * 1000 <= 20),
-        (f"  CPU ms/check (Python + Node), {MAX_BATCH} in flight", _cpu_text(batched_cpu), "", None),
-        (f"tsc --noEmit spawn: median ms ({TSC_REPEATS} runs)", f"{tsc * 1000:.0f}", "", None),
-        ("speed-up vs tsc spawn", f"{tsc * 1000 / typed_ms:.0f}x", ">= 20x", tsc * 1000 / typed_ms >= 20),
-    ]
+    table.add_column("measure")
+    for m in measured:
+        table.add_column(m["checker"])
+        table.add_column("met")
+    table.add_column("target")
+    per_checker = [_rows(m, tsc) for m in measured]
+    for k, (name, _, target, _) in enumerate(per_checker[0]):
+        cells = [c for rows in per_checker
+                 for c in (rows[k][1], "" if rows[k][3] is None else ("yes" if rows[k][3] else "NO"))]
+        table.add_row(name, *cells, target)
+    blank = [""] * (2 * len(measured) - 1)
+    table.add_row(f"tsc --noEmit spawn: median ms ({TSC_REPEATS} runs)", f"{tsc * 1000:.0f}", *blank, "")
     if workers > 1:
-        rows.append((f"syntax + types, {workers} workers: checks/s", f"{_parallel_rate(workers, n):.0f}", "", None))
-    for name, value, target, met in rows:
-        table.add_row(name, value, target, "" if met is None else ("yes" if met else "NO"))
+        table.add_row(f"syntax + types, {workers} workers: checks/s", f"{_parallel_rate(workers, n):.0f}", *blank, "")
     console.print(table)

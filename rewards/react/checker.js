@@ -1,8 +1,10 @@
 // Node side of the react reward backend: a long-lived process that checks TSX snippets.
 //
 // Private channel (JSON Lines on stdin/stdout, spoken only by checker.py):
-//   startup  -> {"ready": true, "heap": <bytes>}           after a warm-up check
-//   request  <- {"batch": [Req, ...]}   answered by  -> {"batch": [Resp, ...], "heap": <bytes>}
+//   startup  -> {"ready": true, "heap": <bytes>, "checker": "tsgo" | "ts5", "version": str,
+//                "note": null | "why not tsgo", "checker_pid": tsgo's pid | null}   after a warm-up
+//   request  <- {"batch": [Req, ...]}   answered by  -> {"batch": [Resp, ...], "heap": <bytes>,
+//                "checker": ..., "checker_pid": ..., "fallback": "warning" (only when tsgo broke twice)}
 //   Req  = {"id": n, "code": "...", "types": true, "max_errors": 5, "spec": false, "component": null | "Name"}
 //   Resp = {"id": n, "component": bool, "syntax": null | Diag, "types": null | [Diag...],
 //           "n_type_errors": int, "facts": Facts (with spec only)}
@@ -11,7 +13,8 @@
 //   Diag = {"start": utf16, "length": utf16, "code": "syntax" | "TS2322" | "import", "message": str}
 // All positions are UTF-16 code units of `code` (the Python side converts them to code points).
 //
-// Syntax comes from esbuild (`transformSync`, loader tsx, automatic JSX); types from a TypeScript
+// Syntax comes from esbuild (`transformSync`, loader tsx, automatic JSX); types from tsgo when it
+// runs (type_checkers.js says which, tsgo_types.js is that stage), else from a TypeScript 5.9
 // LanguageService kept warm over a few in-memory files (slots), so lib and @types/react stay parsed;
 // its host serves only those files and the type libraries (host_files.js), never the rest of the disk.
 // Most of a type check is the new program's checker re-deriving React's JSX types (about 35 ms);
@@ -27,6 +30,7 @@ const ts = require('typescript');
 const { confinedFiles } = require('./host_files');
 const { hasComponent } = require('./components');
 const { specFacts } = require('./spec_facts');
+const { TypeCheckers } = require('./type_checkers');
 
 const SLOTS = 32; // files one program holds: the most snippets that share a checker (checker.py's MAX_BATCH)
 const slotFile = (k) => path.join(__dirname, `__botgrpo_check_${k}__.tsx`); // virtual: never written to disk
@@ -218,7 +222,10 @@ function checkBatch(service, reqs) {
   const shared = typed.filter((s) => !SHARES_SCOPE.test(s.req.code));
   const groups = alone;
   for (let i = 0; i < shared.length; i += SLOTS) groups.push(shared.slice(i, i + SLOTS));
-  for (const group of groups) typeStage(service, group);
+  for (const group of groups) {
+    if (group.length === 1 && SHARES_SCOPE.test(group[0].req.code) && service.alone) service.alone();
+    typeStage(service, group);
+  }
   return staged.map((s) => s.out);
 }
 
@@ -239,10 +246,17 @@ const WARM_UP_ROUNDS = Math.max(1, Number(process.env.BOTGRPO_REACT_WARMUP_ROUND
 
 function main() {
   const registry = ts.createDocumentRegistry();
-  let service = createService(registry);
-  for (let round = 0; round < WARM_UP_ROUNDS; round++) checkBatch(service, WARM_UP.map((code, id) => ({ id, code, types: true })));
+  let checkers;
+  try {
+    checkers = new TypeCheckers(() => createService(registry), checkBatch, FILES, OPTIONS);
+  } catch (err) {
+    process.stderr.write(`react checker: ${err.message}\n`);
+    process.exit(2);
+  }
+  for (let round = 0; round < WARM_UP_ROUNDS; round++) checkers.check(WARM_UP.map((code, id) => ({ id, code, types: true })));
   const write = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
-  write({ ready: true, heap: process.memoryUsage().heapUsed });
+  const { name, version, note } = checkers;
+  write({ ready: true, heap: process.memoryUsage().heapUsed, checker: name, version, note, checker_pid: checkers.pid });
   const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
   rl.on('line', (line) => {
     let reqs;
@@ -252,27 +266,30 @@ function main() {
       write({ internal: `not a JSON batch request: ${err}` });
       return;
     }
-    let batch;
+    let answer;
     try {
-      batch = checkBatch(service, reqs);
+      answer = checkers.check(reqs);
     } catch (err) {
-      service = createService(registry);
+      checkers.fresh();
       // E.g. a stack overflow on absurdly nested JSX. A fresh service (lib files still cached in
       // the registry) drops whatever half-built program the failure left behind; then each request
       // is checked alone, so only the one that fails is answered `internal`.
-      batch = reqs.map((req) => {
+      answer = { batch: reqs.map((req) => {
         try {
-          return checkBatch(service, [req])[0];
+          return checkers.check([req]).batch[0];
         } catch (inner) {
-          service = createService(registry);
+          checkers.fresh();
           return { id: req.id, internal: String((inner && inner.stack) || inner).slice(0, 2000) };
         }
-      });
+      }) };
     }
-    write({ batch, heap: process.memoryUsage().heapUsed });
+    write({ ...answer, heap: process.memoryUsage().heapUsed, checker: checkers.name, checker_pid: checkers.pid });
   });
-  rl.on('close', () => process.exit(0));
+  rl.on('close', () => {
+    checkers.service.close?.();
+    process.exit(0);
+  });
 }
 
 if (require.main === module) main();
-else module.exports = { checkBatch, createService };
+else module.exports = { checkBatch, createService, FILES, OPTIONS, SHARES_SCOPE };

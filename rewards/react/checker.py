@@ -23,6 +23,7 @@ from typing import Any
 
 from botgrpo_rewards.backend import BackendError, BackendTimeout
 from botgrpo_rewards.protocol import ChildExited, LineChild
+from botgrpo_rewards.protocol.child import cpu_seconds
 
 HERE = Path(__file__).resolve().parent
 NODE_MODULES = HERE / "node_modules"
@@ -65,7 +66,10 @@ class NodeChecker:
     """Thread-safe client of one checker.js process: a caller that finds Node free sends its check
     with every other waiting one (up to MAX_BATCH) as one batch and hands each caller its reply."""
 
-    def __init__(self, heap_limit_mb: int = 768, max_old_space_mb: int = 1536, startup_timeout_s: float = 60.0):
+    def __init__(self, heap_limit_mb: int = 768, max_old_space_mb: int = 1536, startup_timeout_s: float = 60.0,
+                 checker: str | None = None):
+        """`checker`: "ts5" or "tsgo" forces that type checker (as BOTGRPO_REACT_CHECKER does); None picks
+        tsgo when it is installed and passes its self-test (checker.js)."""
         node = shutil.which("node")
         if node is None:
             raise BackendError("Node.js was not found on PATH; install Node 20 (e.g. apt-get install nodejs)")
@@ -85,6 +89,13 @@ class NodeChecker:
         self.lingered = 0  # how many checks waited for company (for tests and benchmarks)
         self._ids = count(1)
         self._node: LineChild | None = None
+        # Which type checker the Node process runs (checker.js: tsgo or ts5), as its ready line says.
+        self.checker: str | None = None
+        self.checker_version: str | None = None
+        self._checker_pid: int | None = None  # tsgo's own process, a child of Node (CPU accounting)
+        self._noted: LineChild | None = None  # the process whose ready line _note_checker read
+        # BOTGRPO_REACT_CHECKER for Node: the forced checker, or ts5 once tsgo fell back (restarts keep it).
+        self._env: dict[str, str] = {"BOTGRPO_REACT_CHECKER": checker} if checker else {}
 
     def start(self) -> None:
         """Spawn Node and wait until it has warmed up (lib files and @types/react parsed)."""
@@ -160,16 +171,22 @@ class NodeChecker:
         return None if self._node is None else self._node.pid
 
     def cpu_seconds(self) -> float | None:
-        """CPU time (user + system) the current Node process has used, where /proc exists (Linux)."""
+        """CPU time (user + system) the current Node process and its tsgo process have used, where
+        /proc exists (Linux)."""
         node = self._node
-        return None if node is None else node.cpu_seconds()
+        if node is None:
+            return None
+        own = node.cpu_seconds()
+        tsgo = cpu_seconds(self._checker_pid) if self._checker_pid else None
+        return own if own is None or tsgo is None else own + tsgo
 
     # -- internals (called with the lock held) ------------------------------------------------
 
     def _spawn(self) -> None:
         # Its own process group, so a kill also ends the esbuild helper; stderr is inherited: Node's
         # own crash messages land in the service log.
-        self._node = LineChild(self._argv, "react-node", cwd=HERE, ready=_is_ready, own_group=True)
+        self._node = LineChild(self._argv, "react-node", cwd=HERE, ready=_is_ready, own_group=True,
+                               env=self._env or None)
 
     def _restart(self) -> None:
         """Kill the current process and start a new one; it warms up while nobody waits on it."""
@@ -178,7 +195,7 @@ class NodeChecker:
             self._spawn()
             return
         self._node.kill()
-        self._node = self._node.fresh()
+        self._spawn()
 
     def _next(self, deadline: float) -> dict[str, Any] | None:
         """Node's next JSON line, or None at the deadline; ChildExited when Node is gone."""
@@ -205,6 +222,19 @@ class NodeChecker:
                 self._restart()
                 raise BackendError(f"the react checker did not start within {self.startup_timeout_s:.0f} s")
             raise BackendTimeout("the react checker was still starting at the deadline")
+        if node is not self._noted:  # once per process
+            self._noted = node
+            self._note_checker(json.loads(ready))
+
+    def _note_checker(self, ready: dict[str, Any]) -> None:
+        """Log which type checker runs (once, and again only when it changes) from the ready line."""
+        self._checker_pid = ready.get("checker_pid")
+        name, version = ready.get("checker"), ready.get("version")
+        if (name, version) != (self.checker, self.checker_version):
+            self.checker, self.checker_version = name, version
+            label = "tsgo (TypeScript native preview)" if name == "tsgo" else "TypeScript"
+            note = f" ({ready['note']})" if ready.get("note") else ""
+            log.info("react checker: %s %s%s", label, version, note)
 
     def _send(self, batch: list[_Ticket]) -> None:
         """Send `batch` to Node as one request and settle every ticket in it (lock held)."""
@@ -259,6 +289,11 @@ class NodeChecker:
             replies = msg.get("batch")
             if not isinstance(replies, list) or [r.get("id") for r in replies] != ids:
                 continue  # a stale reply cannot happen after a restart; skip it defensively
+            self._checker_pid = msg.get("checker_pid")
+            if msg.get("fallback"):  # tsgo broke twice on this batch; TypeScript 5.9 answered it
+                log.warning("react checker: %s", msg["fallback"])
+                self.checker, self.checker_version = "ts5", None
+                self._env = {"BOTGRPO_REACT_CHECKER": "ts5"}
             if msg.get("heap", 0) > self.heap_limit:
                 log.info("react checker heap %d MB is over the limit: restarting", msg["heap"] >> 20)
                 self._restart()

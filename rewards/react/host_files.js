@@ -13,18 +13,32 @@
 //     declaration packages in this folder's node_modules (@types/*, csstype: what @types/react
 //     imports). Directories: those roots and what is under them, node_modules itself (module
 //     resolution walks it) and the folder of the virtual files.
-// A second checker (tsgo) must mirror exactly this policy: keep it in this one function.
+//   - for the tsgo checker (tsgo_types.js), the lib folder of @typescript/native-preview too, whose
+//     files are read as TypeScript 5.9's lib files of the same name: both checkers see the same
+//     lib.dom.d.ts (tsgo's own copy is newer and changes messages), and a name TS 5.9 lacks is absent.
+// Both checkers use this one function: tsgo through `tsgoFileSystem`, which only changes the shape
+// of the answers (null for "absent", so tsgo never falls back to the real disk).
 'use strict';
 
+const fs = require('fs');
 const path = require('path');
 const ts = require('typescript');
 
 const NODE_MODULES = path.join(__dirname, 'node_modules');
-const LIBRARY_ROOTS = [
-  path.dirname(ts.getDefaultLibFilePath({})), // lib.es2020.d.ts, lib.dom.d.ts, ...
-  path.join(NODE_MODULES, '@types'),
-  path.join(NODE_MODULES, 'csstype'),
-];
+const TS5_LIB = path.dirname(ts.getDefaultLibFilePath({})); // lib.es2020.d.ts, lib.dom.d.ts, ...
+// Where tsgo looks for its libs (beside its binary), or null when it is not installed.
+const TSGO_LIB = (() => {
+  try {
+    const pkg = require.resolve(`@typescript/native-preview-${process.platform}-${process.arch}/package.json`, { paths: [__dirname] });
+    return path.join(path.dirname(pkg), 'lib');
+  } catch {
+    return null;
+  }
+})();
+const LIBRARY_ROOTS = [TS5_LIB, path.join(NODE_MODULES, '@types'), path.join(NODE_MODULES, 'csstype')]
+  .concat(TSGO_LIB ? [TSGO_LIB] : []);
+/** The file the disk is read at for library file `f`: tsgo's libs are TypeScript 5.9's. */
+const onDisk = (f) => (TSGO_LIB && path.dirname(f) === TSGO_LIB ? path.join(TS5_LIB, path.basename(f)) : f);
 const LIBRARY_FILE = /(\.d\.ts|\/package\.json)$/;
 
 /** Absolute, with `.` and `..` resolved; null for anything else (relative, NUL bytes). */
@@ -54,13 +68,13 @@ function confinedFiles(virtual) {
     const f = normal(p);
     if (f === null) return false;
     if (virtual.has(f)) return true;
-    return isLibraryFile(f) && remember(exists, f, ts.sys.fileExists);
+    return isLibraryFile(f) && remember(exists, f, (g) => ts.sys.fileExists(onDisk(g)));
   };
   const readFile = (p) => {
     const f = normal(p);
     if (f === null) return undefined;
     if (virtual.has(f)) return virtual.text(f);
-    return isLibraryFile(f) ? remember(texts, f, ts.sys.readFile) : undefined;
+    return isLibraryFile(f) ? remember(texts, f, (g) => ts.sys.readFile(onDisk(g))) : undefined;
   };
   const directoryExists = (p) => {
     const d = normal(p);
@@ -71,7 +85,29 @@ function confinedFiles(virtual) {
     return d !== null && isLibraryDir(d) && d !== __dirname ? ts.sys.getDirectories(d) : [];
   };
   const realpath = (p) => p; // never resolves a link: the allow-list is on the path as written
-  return { fileExists, readFile, directoryExists, getDirectories, realpath };
+  return { fileExists, readFile, directoryExists, getDirectories, realpath, isLibraryFile };
 }
 
-module.exports = { confinedFiles, LIBRARY_ROOTS };
+/**
+ * The same policy as tsgo's virtual file-system callbacks (@typescript/native-preview's `fs`
+ * option): there `undefined` means "read the real disk", so every "absent" must be null/false.
+ */
+function tsgoFileSystem(virtual) {
+  const files = confinedFiles(virtual);
+  return {
+    readFile: (p) => files.readFile(p) ?? null,
+    fileExists: (p) => files.fileExists(p),
+    directoryExists: (p) => files.directoryExists(p),
+    realpath: files.realpath,
+    // A folder's listing (tsgo reads folders this way): its sub-folders as getDirectories gives them
+    // and the library files in it; nothing for a folder outside the allow-list.
+    getAccessibleEntries: (p) => {
+      const d = normal(p);
+      if (d === null || !files.directoryExists(d)) return { files: [], directories: [] };
+      const names = fs.readdirSync(onDisk(d), { withFileTypes: true }).filter((e) => e.isFile()).map((e) => e.name);
+      return { files: names.filter((n) => files.isLibraryFile(path.join(d, n))), directories: files.getDirectories(d) };
+    },
+  };
+}
+
+module.exports = { confinedFiles, tsgoFileSystem, LIBRARY_ROOTS, TSGO_LIB };

@@ -28,8 +28,14 @@ class ReactBackend(Backend):
     max_inflight = 32
     max_completion_chars = 200_000  # ~1.5 s of type checking (270k chars, loaded 2-core machine); longer is refused
 
-    def __init__(self, heap_limit_mb: int = 768, max_old_space_mb: int = 1536, startup_timeout_s: float = 60.0):
-        self._checker = NodeChecker(heap_limit_mb, max_old_space_mb, startup_timeout_s)
+    def __init__(self, heap_limit_mb: int = 768, max_old_space_mb: int = 1536, startup_timeout_s: float = 60.0,
+                 checker: str | None = None):
+        self._checker = NodeChecker(heap_limit_mb, max_old_space_mb, startup_timeout_s, checker)
+
+    @property
+    def checker(self) -> str:
+        """The type checker the Node process runs, with its version (e.g. "tsgo 7.0.0-dev..."), once started."""
+        return f"{self._checker.checker} {self._checker.checker_version or ''}".strip()
 
     @property
     def restarts(self) -> int:
