@@ -142,7 +142,7 @@ class OptimConfig:
     warmup_steps: int = opt(0, "linear warm-up steps (then constant)")
     grad_clip: float = opt(1.0, "max global gradient norm; 0 disables clipping")
     micro_batch_size: Optional[int] = opt(None, "completions per forward/backward (gradient accumulation bounds "
-                                                "memory); None = as many as fit micro_batch_memory_gb, at most 16")
+                                                "memory); None = as many as fit micro_batch_memory_gb, at most 64")
     micro_batch_memory_gb: float = opt(2.0, "activation memory one micro-batch may take when micro_batch_size is None")
 
 

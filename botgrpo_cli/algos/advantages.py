@@ -3,7 +3,8 @@
 Every estimator has the signature `fn(token_rewards, scores, mask, group_ids, **options)`:
 token_rewards float (B, T), scores float (B,), mask bool or 0/1 (B, T), group_ids int (B,);
 it returns A float (B, T), exactly zero on padding. Group statistics use index_add_ over dense
-group ids; nothing loops over rows or groups in Python.
+group ids; nothing loops over rows or groups in Python (bot_grpo's (B, T) passes run over blocks
+of rows sized for the cache, not per row or group).
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from torch import Tensor
 
 from botgrpo_cli.algos.dapo import zero_variance_groups
 from botgrpo_cli.algos.masked import (
-    as_float_mask,
+    block_rows,
     compact_groups,
     degenerate_groups,
+    float_mask_blocks,
     group_count,
     group_moments,
     group_sum,
@@ -150,21 +152,16 @@ def _bag(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor,
     Tokens weigh w[i,t] = m[i,t] / L_i; W_k = sum w; mu_k = sum w r / W_k;
     var_k = sum w (r - mu_k)^2 / (W_k - c), c = std_correction (1: Bessel for frequency weights,
     which makes constant-per-completion rewards reproduce grpo exactly). scale group|batch|none.
-    Per-row centred moments are merged into groups (Chan et al.) for float32 stability; the work
-    is a few fused passes over (B, T) with two buffers (float mask, output). Padding of token_rewards may hold any finite value. (B, T), (B,), (B, T), (B,) -> (B, T).
+    Per-row centred moments are merged into groups (Chan et al.) for float32 stability. The (B, T)
+    work is two passes over blocks of rows that stay in cache (masked.block_rows) into one buffer,
+    the output; the group statistics are vectorised over the batch. Padding of token_rewards may
+    hold any finite value. (B, T), (B,), (B, T), (B,) -> (B, T).
     """
     check_choice("scale", scale, SCALES)
     if std_correction not in (0, 1):
         raise ValueError(f"std_correction={std_correction!r} is not valid; choose 1 or 0")
     r = apply_reward_return(token_rewards.to(torch.float32), mask, reward_return)
-    m = as_float_mask(mask, r.dtype)  # (B, T)
-    length = m.sum(1)  # (B,)
-    nonempty = length > 0
-    inv_len = torch.where(nonempty, 1.0 / length.clamp(min=1), 0.0)  # (B,)
-    centred = r * m  # (B, T): the one working buffer, returned as A
-    row_mean = centred.sum(1) * inv_len  # (B,)
-    centred.sub_(row_mean[:, None]).mul_(m)  # r - row mean on valid tokens, 0 on padding
-    row_m2 = torch.linalg.vector_norm(centred, dim=1).square() * inv_len  # (B,) within-row, weighted
+    centred, nonempty, row_mean, row_m2 = _row_moments(r, mask)
 
     dense, k = compact_groups(group_ids)
     weight = group_sum(nonempty.to(r.dtype), dense, k)  # (K,) = W_k
@@ -180,8 +177,32 @@ def _bag(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor,
 
     row_scale = _row_scale(scale, eps, std, batch_std, dense)
     row_scale = torch.where(degenerate_groups(weight, mu, std)[dense] | ~nonempty, 0.0, row_scale)
-    # (r - mu_k) m = centred + m (row_mean - mu_k): reuse the centred buffer as the output.
-    return centred.addcmul_(m, shift[:, None]).mul_(row_scale[:, None])
+    # (r - mu_k) m = centred + m (row_mean - mu_k): the centred buffer becomes the output.
+    rows = block_rows(r)
+    for m, out, s, scaled in zip(float_mask_blocks(mask, rows, r.dtype), centred.split(rows),
+                                 shift.split(rows), row_scale.split(rows)):
+        out.addcmul_(m, s[:, None]).mul_(scaled[:, None])
+    return centred
+
+
+def _row_moments(r: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Per row of r (B, T) over its valid tokens: r - row mean (0 on padding) (B, T), and (B,) each:
+    nonempty (L_i > 0), the mean, and M2 / L_i (the within-row weighted second moment)."""
+    b, t = r.shape
+    centred = torch.empty_like(r)
+    length, inv_len, row_mean, row_norm = (r.new_empty(b) for _ in range(4))
+    rows = block_rows(r)
+    blocks = zip(float_mask_blocks(mask, rows, r.dtype), *(x.split(rows) for x in (
+        r, centred, length, inv_len, row_mean, row_norm)))
+    for m, rewards, out, n, inv, mean, norm in blocks:  # one block of rows, in cache
+        torch.mul(rewards, m, out=out)
+        torch.sum(m, 1, out=n)
+        torch.clamp(n, min=1, out=inv).reciprocal_()
+        torch.mul(out.sum(1), inv, out=mean)
+        out.addcmul_(m, mean[:, None], value=-1)  # r - row mean on valid tokens, 0 on padding
+        torch.linalg.vector_norm(out, dim=1, out=norm)
+    nonempty = length > 0
+    return centred, nonempty, row_mean, row_norm.square() * torch.where(nonempty, inv_len, 0.0)
 
 
 def compute_advantages(name: str, *, token_rewards: Tensor, scores: Tensor, mask: Tensor,

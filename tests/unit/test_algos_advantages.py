@@ -315,3 +315,20 @@ def test_outcome_baseline_degenerate_groups_and_bad_option():
     assert torch.isfinite(a).all() and bool((a == 0).all())
     with pytest.raises(ValueError, match="baseline='mean' is not valid.*bag, outcome"):
         run("bot_grpo", r, s, m, torch.tensor([4, 4, 9, 2]), baseline="mean")
+
+
+@pytest.mark.parametrize("mask_dtype", [torch.bool, torch.float32, torch.int64])
+@pytest.mark.parametrize("reward_return", ["immediate", "sum_to_go"])
+def test_bot_grpo_row_blocks_change_no_bit(monkeypatch, mask_dtype, reward_return):
+    """bot_grpo's (B, T) passes run over blocks of rows sized for the cache: blocks of 3 rows (the
+    last one short) give exactly the figures of one block holding the whole batch."""
+    import botgrpo_cli.algos.masked as masked
+
+    r, s, m, g = random_batch(5, t=11, holes=True)
+    m = m.to(mask_dtype)
+    results = []
+    for elements in (3 * r.shape[1], 10**9):
+        monkeypatch.setattr(masked, "BLOCK_ELEMENTS", elements)
+        results.append(run("bot_grpo", r, s, m, g, reward_return=reward_return))
+    assert r.shape[0] % 3 != 0
+    assert torch.equal(results[0], results[1])

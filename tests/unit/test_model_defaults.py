@@ -6,7 +6,7 @@ import pytest
 
 from botgrpo_cli.config import load_config
 from botgrpo_cli.errors import UserError
-from botgrpo_cli.trainer.defaults import activation_bytes, auto_micro_batch, default_lr
+from botgrpo_cli.trainer.defaults import MAX_AUTO_MICRO_BATCH, activation_bytes, auto_micro_batch, default_lr
 from botgrpo_tasks import get_task
 
 # SmolLM2-135M (LlamaConfig from its GGUF) and the bootstrapped tiny model's shape.
@@ -21,14 +21,14 @@ def test_learning_rate_by_origin_size_and_lora():
     assert default_lr(7_600_000_000, bootstrapped=False, lora=False) == 1e-6
 
 
-def test_micro_batch_fits_the_budget_and_keeps_16_for_tiny_models():
+def test_micro_batch_fits_the_budget_and_keeps_the_cap_for_tiny_models():
     # SmolLM2 at ~100 prompt + 256 new tokens: ~0.65 GB a row in float32 (measured 11.5 GB at 16 rows).
     per_row = activation_bytes(356, 256, SMOL, checkpointing=False, param_bytes=4)
     assert 0.5e9 < per_row < 0.8e9
     rows = auto_micro_batch(356, 256, SMOL, False, 4, budget_gb=2.0)
     assert rows * per_row <= 2 * 2**30 < (rows + 1) * per_row
     assert auto_micro_batch(356, 256, SMOL, True, 4, 2.0) > rows  # checkpointing keeps less per layer
-    assert auto_micro_batch(100, 48, TINY, False, 4, 2.0) == 16
+    assert auto_micro_batch(100, 48, TINY, False, 4, 2.0) == MAX_AUTO_MICRO_BATCH == 64
     assert auto_micro_batch(100_000, 50_000, SMOL, False, 4, 0.1) == 1  # never 0
 
 
