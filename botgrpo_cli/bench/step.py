@@ -80,16 +80,17 @@ def _one(algo: str, steps: int, task: str, threads: int, model: str | None, out:
 
 def run(algos: list[str], steps: int, task: str, threads: int, model: str | None = None,
         repeats: int = 2, mini_batches: list[int] | None = None) -> list[StepFigures]:
-    """Measure each preset (at each of `mini_batches`, when given) in fresh subprocesses, alternating
-    them `repeats` times (so load from other processes hits them alike); medians over all timed
-    steps and runs."""
+    """Measure each preset (at each of `mini_batches`, when given) in fresh subprocesses, `repeats`
+    rounds, the order reversed every other round (so load from other processes hits them alike);
+    medians over all timed steps and runs."""
     if steps < 1 or repeats < 1 or any(m < 1 for m in mini_batches or []):
         raise UserError("--steps, --repeats and every --mini-batches value must be at least 1")
     variants = [(a, m) for a in algos for m in (mini_batches or [0])]
     runs: dict[tuple[str, int], list[StepFigures]] = {v: [] for v in variants}
     with tempfile.TemporaryDirectory(prefix="botgrpo-bench-step-") as tmp:
         for r in range(repeats):
-            for algo, m in variants:
+            # reversed every other round, so a drift in load lands on each variant alike
+            for algo, m in (variants if r % 2 == 0 else variants[::-1]):
                 runs[algo, m].append(_one(algo, steps, task, threads, model, Path(tmp) / f"{algo}-{m}-{r}", m))
     return [_median_of(_label(*v), figs) for v, figs in runs.items()]
 

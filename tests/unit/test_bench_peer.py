@@ -13,3 +13,18 @@ def test_peer_bench_shape_parses_and_refuses_nonsense():
     for bad in ("8x8", "8x1x48", "ax8x48", "0x8x48"):
         with pytest.raises(UserError):
             Shape.parse(bad)
+
+
+def test_bench_step_reverses_the_order_every_other_round(monkeypatch):
+    from botgrpo_cli.bench import step
+
+    order = []
+
+    def fake_one(algo, steps, task, threads, model, out, mini_batches=0):
+        order.append(algo)
+        return step.StepFigures(algo=algo, steps=steps, step_s=1.0, generate_s=0.5, reward_s=0.1, logp_s=0.1,
+                                update_s=0.3, peak_rss_mb=1.0, updates=1, clip_frac=0.0)
+
+    monkeypatch.setattr(step, "_one", fake_one)
+    step.run(["grpo", "bot_grpo"], steps=1, task="arith_synth", threads=1, repeats=4)
+    assert order == ["grpo", "bot_grpo", "bot_grpo", "grpo"] * 2
