@@ -11,8 +11,6 @@ result.json, which marks it finished. Every evaluation samples the same prompts 
 so checkpoints and algorithms are compared on common random numbers; a record keeps per-prompt
 success counts (any pass@k with k <= samples follows) and the service metrics' means. The summary
 (convergence.json) is computed from the pairs' records, and convergence.md / .png are drawn from it.
-
-(Moved together from bench/convergence.py, convergence_pair.py and convergence_eval.py.)
 """
 
 from __future__ import annotations
