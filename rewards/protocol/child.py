@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import ctypes
 import ctypes.util
+import functools
 import os
 import queue
 import signal
@@ -102,7 +103,8 @@ class LineChild:
                 self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE if self._lines_out else log,
                 stderr=pipes[stderr], cwd=cwd,
                 env=None if env is None else {**os.environ, **env},  # `env` adds to (or overrides) ours
-                start_new_session=own_group, preexec_fn=_term_when_parent_dies if stop_with_parent else None,
+                start_new_session=own_group,
+                preexec_fn=functools.partial(_term_when_parent_dies, os.getpid()) if stop_with_parent else None,
             )
         finally:
             if log is not None:
@@ -302,7 +304,10 @@ def _load_prctl() -> Callable[..., int] | None:
 _prctl = _load_prctl()
 
 
-def _term_when_parent_dies() -> None:
-    """Runs in the child between fork and exec: SIGTERM it when the parent thread goes."""
+def _term_when_parent_dies(parent: int) -> None:
+    """Runs in the child between fork and exec: SIGTERM it when the parent thread goes (and now,
+    should the parent already have gone before the request was made)."""
     if _prctl is not None:
         _prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGTERM)
