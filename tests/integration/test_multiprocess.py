@@ -47,7 +47,7 @@ def _launch(model_dir: Path, out: Path, cwd: Path, *extra: str) -> None:
     sets = [*SETS, f"model.name_or_path={model_dir}"]
     argv = [sys.executable, "-m", "botgrpo_cli", "train", "--num-processes", "2", "--algo", "bot_grpo",
             "--out", str(out), *[a for s in sets for a in ("--set", s)], *extra]
-    proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=dict(os.environ), timeout=240)
+    proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=dict(os.environ), timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
 
 
