@@ -18,12 +18,14 @@ cd "$(dirname "$0")/.."
 if [ -n "${SMOKE:-}" ]; then
   PY=${PY:-.venv/bin/python}
   ENGINE=fast; STEPS=1; SEEDS=1; ALGOS=${ALGOS:-grpo,bot_grpo}; EVERY=1; EVAL_PROMPTS=1; SAMPLES=1
+  PARALLEL=2  # the two presets' runs side by side: one CPU thread each
   SHAPE=(--set rollout.prompts_per_step=1 --set rollout.group_size=2 --set rollout.max_new_tokens=8)
   OUT=${OUT:-runs/gpu_replicate_smoke}
 else
   PY=${PY:-.cache/venv-gpu/bin/python}
   ENGINE=vllm; STEPS=${STEPS:-200}; SEEDS=${SEEDS:-3}; ALGOS=${ALGOS:-grpo,bot_grpo,dapo,gspo}
   EVERY=${EVERY:-10}; EVAL_PROMPTS=${EVAL_PROMPTS:-9}; SAMPLES=${SAMPLES:-16}
+  PARALLEL=1  # one GPU: one run at a time
   SHAPE=(--set rollout.prompts_per_step=8 --set rollout.group_size=8 --set rollout.max_new_tokens=512
          --set rollout.vllm_dtype=bfloat16 --set rollout.vllm_gpu_memory_utilization=0.3)
   OUT=${OUT:-docs/results/gpu_react}
@@ -41,6 +43,6 @@ fi
 echo "gpu_replicate: $ALGOS on react, model $MODEL, engine $ENGINE, $SEEDS seed(s) x $STEPS steps, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 "$PY" -m botgrpo_cli bench convergence --task react --metric types_ok --algos "$ALGOS" \
   --seeds "$SEEDS" --steps "$STEPS" --eval-every "$EVERY" --eval-prompts "$EVAL_PROMPTS" \
-  --eval-samples "$SAMPLES" --target 0.5,0.8 \
+  --eval-samples "$SAMPLES" --target 0.5,0.8 --parallel "$PARALLEL" \
   --set model.name_or_path="$MODEL" --set rollout.engine="$ENGINE" "${SHAPE[@]}" \
   --out "$OUT" --work "$OUT/runs"

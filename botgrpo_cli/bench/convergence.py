@@ -11,16 +11,12 @@ result.json, which marks it finished. Every evaluation samples the same prompts 
 so checkpoints and algorithms are compared on common random numbers; a record keeps per-prompt
 success counts (any pass@k with k <= samples follows) and the service metrics' means. The summary
 (convergence.json) is computed from the pairs' records, and convergence.md / .png are drawn from it.
-
-(Moved together from bench/convergence.py, convergence_pair.py and convergence_eval.py.)
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -33,6 +29,8 @@ from botgrpo_cli import rundir
 from botgrpo_cli.bench.convergence_report import algo_summary, band, curve, diagnostics, speedups, write_outputs
 from botgrpo_cli.bench.provenance import provenance
 from botgrpo_cli.errors import UserError
+from botgrpo_cli.trainer.distributed import STOP_GRACE_S
+from botgrpo_rewards.protocol import LineChild, terminate_all
 
 
 Echo = Callable[[str], None]
@@ -149,7 +147,7 @@ def run_pairs(settings: Settings, base: Path, work: Path, echo: Echo) -> None:
     done = len(settings.algos) * len(settings.seeds) - len(todo)
     if done:
         echo(f"{done} finished pair(s) kept from {work}")
-    running: dict[tuple[str, int], tuple[subprocess.Popen, float]] = {}
+    running: dict[tuple[str, int], tuple[LineChild, float]] = {}
     failed: list[str] = []
     try:
         while todo or running:
@@ -158,34 +156,32 @@ def run_pairs(settings: Settings, base: Path, work: Path, echo: Echo) -> None:
                 running[(algo, seed)] = (_start(settings, base, work, algo, seed), time.perf_counter())
                 echo(f"started {algo} seed {seed}")
             time.sleep(0.5)
-            for key, (proc, t0) in list(running.items()):
-                if proc.poll() is None:
+            for key, (child, t0) in list(running.items()):
+                if not child.exited:
                     continue
                 del running[key]
                 log = pair_dir(work, *key) / "log.txt"
-                if proc.returncode == 0:
+                if child.returncode == 0:
                     echo(f"finished {key[0]} seed {key[1]} in {time.perf_counter() - t0:.0f} s")
                 else:
-                    failed.append(f"{key[0]} seed {key[1]} (exit {proc.returncode}; see {log})")
-    finally:
-        for proc, _ in running.values():  # interrupted: stop our own children; they resume next time
-            proc.terminate()
+                    failed.append(f"{key[0]} seed {key[1]} (exit {child.returncode}; see {log})")
+    finally:  # interrupted: our own children save their last step and stop; they resume next time
+        terminate_all([child for child, _ in running.values()], STOP_GRACE_S)
     if failed:
         raise UserError(f"{len(failed)} run(s) failed: {'; '.join(failed)}. Finished runs are kept; rerun the "
                         f"same command to retry the rest")
 
 
-def _start(settings: Settings, base: Path, work: Path, algo: str, seed: int) -> subprocess.Popen:
+def _start(settings: Settings, base: Path, work: Path, algo: str, seed: int) -> LineChild:
     d = pair_dir(work, algo, seed)
     spec = PairSpec(algo=algo, seed=seed, steps=settings.steps, eval_every=settings.eval_every,
                     base_model=str(base), threads=settings.threads,
                     sets=[*settings.sets, *settings.algo_sets.get(algo, [])],
                     eval=asdict(settings.eval_spec()))
     path = write_spec(spec, d)
-    env = {**os.environ, "OMP_NUM_THREADS": str(settings.threads)}
-    with (d / "log.txt").open("a") as log:  # the child keeps its own handle
-        return subprocess.Popen([sys.executable, "-m", "botgrpo_cli.bench.convergence", str(path)],
-                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+    return LineChild([sys.executable, "-m", "botgrpo_cli.bench.convergence", str(path)], f"{algo}-s{seed}",
+                     env={"OMP_NUM_THREADS": str(settings.threads)}, stdout=d / "log.txt", stderr="stdout",
+                     own_group=True, stop_with_parent=True)
 
 
 def summarize(settings: Settings, base: Path, work: Path) -> dict:

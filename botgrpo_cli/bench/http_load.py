@@ -58,9 +58,10 @@ def math_body(i: int) -> bytes:
 
 
 @contextmanager
-def http_service(service: str, token: str) -> Iterator[tuple[str, int]]:
-    """A running `python -m botgrpo_rewards SERVICE --http 127.0.0.1:0`; yields (host, port)."""
-    child = LineChild([sys.executable, "-m", "botgrpo_rewards", service, "--http", "127.0.0.1:0"], f"{service}-http",
+def http_service(service: str, token: str, *options: str) -> Iterator[tuple[str, int]]:
+    """A running `python -m botgrpo_rewards SERVICE OPTIONS --http 127.0.0.1:0`; yields (host, port)."""
+    argv = [sys.executable, "-m", "botgrpo_rewards", service, *options, "--http", "127.0.0.1:0"]
+    child = LineChild(argv, f"{service}-http",
                       env={TOKEN_ENV: token}, stderr="tail", own_group=True)  # the log is drained, kept short
     try:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S

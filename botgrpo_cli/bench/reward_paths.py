@@ -12,27 +12,22 @@ is timed once, apart.
 
 from __future__ import annotations
 
-import re
 import secrets
 import statistics
-import subprocess
-import sys
-import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from rich.console import Console
 from rich.table import Table
 
+from botgrpo_cli.bench.http_load import http_service
 from botgrpo_cli.errors import UserError
 from botgrpo_rewards.protocol import ScoreRequest
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "extending" / "reward_function.py"
 DEFAULT_FUNCTION = f"{EXAMPLE}:contains_answer"
-STARTUP_TIMEOUT_S = 120
 
 
 @dataclass
@@ -61,30 +56,6 @@ def requests(n: int, round_: int) -> list[ScoreRequest]:
 
 def _wrong(resp: Any, i: int) -> bool:
     return not (resp.usable and ((resp.score > 0) == (i % 2 == 0)))
-
-
-@contextmanager
-def http_service(argv: list[str], token: str) -> Iterator[str]:
-    """A service started with --http 127.0.0.1:0; its URL (from its log line)."""
-    proc = subprocess.Popen([sys.executable, "-m", "botgrpo_rewards", *argv, "--http", "127.0.0.1:0", "--token", token],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    found, url, tail = threading.Event(), [""], []
-
-    def pump() -> None:
-        for line in proc.stderr:  # type: ignore[union-attr]
-            tail.append(line)
-            m = re.search(r"serving \S+ on (http://\S+)", line)
-            if m:
-                url[0] = m.group(1)
-                found.set()
-    threading.Thread(target=pump, daemon=True).start()
-    try:
-        if not found.wait(STARTUP_TIMEOUT_S):
-            raise UserError(f"the benchmark's HTTP service did not start: {''.join(tail[-3:]).strip()}")
-        yield url[0]
-    finally:
-        proc.terminate()
-        proc.wait(20)
 
 
 def measure(label: str, open_pool: Callable[[], Any], n: int, repeats: int) -> PathResult:
@@ -117,10 +88,10 @@ def run(console: Console, function: str | None = None, n: int = 1000, repeats: i
     token = secrets.token_hex(8)
     results = [measure("math, stdio", lambda: RewardPool("math", workers=workers), n, repeats),
                measure("function, stdio", lambda: RewardPool("function", workers=workers, command=command), n, repeats)]
-    with http_service(["math"], token) as url:
-        results.append(measure("math, HTTP", lambda: RemotePool([url], token=token), n, repeats))
-    with http_service(["function", "--function", command[-1]], token) as url:
-        results.append(measure("function, HTTP", lambda: RemotePool([url], token=token), n, repeats))
+    for label, service, options in (("math, HTTP", "math", ()), ("function, HTTP", "function", ("--function", command[-1]))):
+        with http_service(service, token, *options) as (host, port):
+            url = f"http://{host}:{port}"
+            results.append(measure(label, lambda: RemotePool([url], token=token), n, repeats))
     table = Table(title=f"reward paths: {n} completions per run, median of {repeats} (function {spec.rsplit('/', 1)[-1]})")
     for col in ("path", "start s", "seconds", "completions/s", "ms per completion", "errors"):
         table.add_column(col, justify="left" if col == "path" else "right")

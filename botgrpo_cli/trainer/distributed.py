@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import socket
-import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from typing import Any, Sequence, TypeVar
 
@@ -23,6 +22,7 @@ from botgrpo_cli.errors import UserError
 T = TypeVar("T")
 SUMMED = ("reward/masked", "reward/restarts", "reward/resent", "reward/endpoint_failures", "perf/tokens_per_s")  # per-process counts and rates add up,
 # as do the per-service failure counts reward/SERVICE/failed
+STOP_GRACE_S = 120.0  # for the other ranks to finish a step's update and save, once one failed or we were stopped
 
 
 @dataclass(frozen=True)
@@ -140,22 +140,35 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(n: int, args: list[str]) -> int:
-    """Run `botgrpo <args>` as ranks 0..n-1 of one job on this machine (the environment
-    torch.distributed.run would set); when one fails the others are stopped. Returns the exit code."""
-    base = {**os.environ, "WORLD_SIZE": str(n), "LOCAL_WORLD_SIZE": str(n), "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(free_port()), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-    procs = [subprocess.Popen([sys.executable, "-m", "botgrpo_cli", *args],
-                              env={**base, "RANK": str(r), "LOCAL_RANK": str(r)}) for r in range(n)]
+def launch(n: int, args: list[str], program: list[str] | None = None) -> int:
+    """Run `botgrpo <args>` (or `program + args`) as ranks 0..n-1 of one job on this machine (the
+    environment torch.distributed.run would set). When one fails, or this process is interrupted,
+    the others get SIGTERM (they save their last step) and STOP_GRACE_S to exit before they are
+    killed; ranks die with this process even when it is killed. Returns the first failing exit code."""
+    from botgrpo_rewards.protocol import LineChild, terminate_all
+
+    env = {"WORLD_SIZE": str(n), "LOCAL_WORLD_SIZE": str(n), "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": str(free_port()), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    argv = [*(program or [sys.executable, "-m", "botgrpo_cli"]), *args]
+    exits: queue.Queue[int] = queue.Queue()  # ranks, as they exit
+    ranks: list[LineChild] = []
     try:
-        while True:
-            codes = [p.poll() for p in procs]
-            failed = [c for c in codes if c not in (None, 0)]
-            if failed or all(c == 0 for c in codes):
-                return failed[0] if failed else 0
-            time.sleep(0.2)
+        for r in range(n):  # own groups: a Ctrl-C reaches the ranks once, from here, not twice
+            ranks.append(LineChild(argv, f"rank-{r}", env={**env, "RANK": str(r), "LOCAL_RANK": str(r)},
+                                   on_exit=lambda r=r: exits.put(r), stdout="inherit", own_group=True,
+                                   stop_with_parent=True))
+        for _ in range(n):
+            code = ranks[_next_exit(exits)].returncode
+            if code != 0:
+                return code if code is not None else 1
+        return 0
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-            p.wait()
+        terminate_all(ranks, STOP_GRACE_S)
+
+
+def _next_exit(exits: queue.Queue) -> int:
+    while True:  # a timeout keeps the wait interruptible by Ctrl-C
+        try:
+            return exits.get(timeout=0.5)
+        except queue.Empty:
+            continue

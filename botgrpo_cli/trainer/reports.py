@@ -1,8 +1,6 @@
 """What a run reports and logs: the metrics of one step, metrics.jsonl (one line per logged step)
 with TensorBoard and wandb when available, the Rich progress line, and curves.png. The per-token
 samples page is samples.py, the live bar and log lines progress.py.
-
-(Moved together from trainer/metrics.py, report.py, progress.py and plots.py, unchanged.)
 """
 
 from __future__ import annotations

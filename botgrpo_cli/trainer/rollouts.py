@@ -1,7 +1,5 @@
 """Rollouts: the seeded prompt stream, this process's share of prompts, G completions each with
 scoring started as each row ends, DAPO dynamic sampling, and reasoning-step boundaries on tokens.
-
-(PromptStream and step_ends moved here from trainer/data.py and trainer/steps.py, unchanged.)
 """
 
 from __future__ import annotations

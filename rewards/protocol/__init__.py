@@ -7,7 +7,8 @@ behind it split the work by job and are not an interface of their own:
 - codec.py: objects to lines and lines to checked objects;
 - thinking.py: where a reasoning model's answer starts (split_reasoning), for client and services;
 - child.py: the stdio transport's other end, a child process speaking lines (LineChild), which
-  the client's service pool and the services' own helpers (checkers, compilers) all run on.
+  the client's service pool and the services' own helpers (checkers, compilers) all run on, as do
+  the trainer's ranks and a benchmark's runs (stdout inherited or to a file; terminate_all).
 
 Transport: one JSON object per line (UTF-8) over stdin/stdout, or the same objects over HTTP.
 See PROTOCOL.md beside this package for the prose version with worked examples.
@@ -22,7 +23,7 @@ from botgrpo_rewards.protocol.checks import (
     validate_score,
     validate_spans,
 )
-from botgrpo_rewards.protocol.child import ChildExited, LineChild, cpu_seconds
+from botgrpo_rewards.protocol.child import ChildExited, LineChild, cpu_seconds, terminate_all
 from botgrpo_rewards.protocol.codec import (
     decode_message,
     decode_request,
@@ -67,5 +68,5 @@ __all__ = [
     "Request", "STATUSES", "STATUS_ERROR", "STATUS_OK", "STATUS_TIMEOUT", "ScoreRequest", "ScoreResponse",
     "ServiceStartError", "Shutdown", "Span", "TOKEN_ENV", "VERSION", "check_options", "clean_info", "cpu_seconds",
     "decode_message", "decode_request", "encode", "error_response", "read_lines", "request_from_json",
-    "response_from_json", "server_setting", "validate_metrics", "validate_score", "validate_spans",
+    "response_from_json", "server_setting", "terminate_all", "validate_metrics", "validate_score", "validate_spans",
 ]

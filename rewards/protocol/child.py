@@ -10,11 +10,19 @@ with each caller, which knows its own protocol.
 A child that exits, is killed or closes its stdout is gone for good: the reader thread then makes
 sure the process is dead (so nothing still runs when the caller re-sends its work elsewhere),
 reaps it, and only then reports the exit.
+
+Children that do not speak lines (training ranks, a benchmark's runs) use the same class with
+their stdout inherited or written to a file: then a waiter thread reaps them and reports the exit,
+`terminate` asks them to stop (SIGTERM, so a trainer saves) before it kills their process group,
+and `stop_with_parent` makes the kernel send them SIGTERM should the parent die without a word.
 """
 
 from __future__ import annotations
 
 import collections
+import ctypes
+import ctypes.util
+import functools
 import os
 import queue
 import signal
@@ -28,6 +36,7 @@ STDERR_TAIL_LINES = 40
 KILL_WAIT_S = 5.0
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _EXITED = object()  # queued after the last line when no on_line callback is given
+_PR_SET_PDEATHSIG = 1
 
 
 class ChildExited(Exception):
@@ -55,16 +64,22 @@ class LineChild:
     - `on_line(line)` gets every other stdout line (bytes, newline included) on the reader thread;
       without it lines queue up for `receive`.
     - `on_exit()` runs once, on the reader thread, after the process has been reaped.
-    - `stderr`: "inherit" (the parent's stderr: a service log), "tail" (kept: `stderr_tail()`) or "discard".
+    - `stdout`: "lines" (read line by line, as above), "inherit" (the parent's: a training rank's
+      console) or a file path (appended to: a run's log). Only "lines" allows `ready` and `on_line`.
+    - `stderr`: "inherit" (the parent's stderr: a service log), "tail" (kept: `stderr_tail()`),
+      "discard", or "stdout" (into the same place as stdout, e.g. the log file).
     - `own_group`: start it in its own process group so `kill` also ends its helpers (esbuild).
+    - `stop_with_parent`: the kernel sends it SIGTERM when the thread that started it dies (Linux;
+      so start it from the main thread), even by SIGKILL, when no `finally` runs.
     """
 
     def __init__(self, argv: list[str], name: str, *, env: dict[str, str] | None = None, cwd: str | Path | None = None,
                  ready: Callable[[bytes], bool] | None = None, on_line: Callable[[bytes], None] | None = None,
-                 on_exit: Callable[[], None] | None = None, stderr: str = "inherit", own_group: bool = False):
+                 on_exit: Callable[[], None] | None = None, stdout: str | Path = "lines", stderr: str = "inherit",
+                 own_group: bool = False, stop_with_parent: bool = False):
         self.argv, self.name = list(argv), name
-        self._settings = dict(env=env, cwd=cwd, ready=ready, on_line=on_line, on_exit=on_exit, stderr=stderr,
-                              own_group=own_group)
+        self._settings = dict(env=env, cwd=cwd, ready=ready, on_line=on_line, on_exit=on_exit, stdout=stdout,
+                              stderr=stderr, own_group=own_group, stop_with_parent=stop_with_parent)
         self._ready_check = ready
         self._on_line, self._on_exit = on_line, on_exit
         self._own_group = own_group
@@ -76,17 +91,28 @@ class LineChild:
         self._lines: queue.Queue = queue.Queue()
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._write_lock = threading.Lock()
-        pipes = {"inherit": None, "tail": subprocess.PIPE, "discard": subprocess.DEVNULL}
+        pipes = {"inherit": None, "tail": subprocess.PIPE, "discard": subprocess.DEVNULL, "stdout": subprocess.STDOUT}
         if stderr not in pipes:
             raise ValueError(f"stderr must be one of {', '.join(pipes)}, not {stderr!r}")
-        self.proc = subprocess.Popen(  # OSError (no such program) goes to the caller
-            self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=pipes[stderr], cwd=cwd,
-            env=None if env is None else {**os.environ, **env},  # `env` adds to (or overrides) ours
-            start_new_session=own_group,
-        )
+        self._lines_out = stdout == "lines"
+        if not self._lines_out and (ready is not None or on_line is not None):
+            raise ValueError(f"ready and on_line need stdout='lines', not {stdout!r}")
+        log = None if stdout in ("lines", "inherit") else open(stdout, "ab")  # the child keeps its own handle
+        try:
+            self.proc = subprocess.Popen(  # OSError (no such program) goes to the caller
+                self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE if self._lines_out else log,
+                stderr=pipes[stderr], cwd=cwd,
+                env=None if env is None else {**os.environ, **env},  # `env` adds to (or overrides) ours
+                start_new_session=own_group,
+                preexec_fn=functools.partial(_term_when_parent_dies, os.getpid()) if stop_with_parent else None,
+            )
+        finally:
+            if log is not None:
+                log.close()
         if stderr == "tail":
             threading.Thread(target=self._drain_stderr, name=f"{name}-stderr", daemon=True).start()
-        threading.Thread(target=self._read, name=f"{name}-reader", daemon=True).start()
+        watch = self._read if self._lines_out else self._wait
+        threading.Thread(target=watch, name=f"{name}-reader", daemon=True).start()
 
     # ---------------------------------------------------------------- state
 
@@ -155,6 +181,17 @@ class LineChild:
 
     # ---------------------------------------------------------------- ending it
 
+    def terminate(self, timeout: float) -> None:
+        """Ask the child to stop (SIGTERM to it alone, so it can end its own helpers and save), wait
+        up to `timeout` seconds, then kill it (its group with own_group). See `terminate_all`."""
+        terminate_all([self], timeout)
+
+    def _signal(self, signum: int) -> None:
+        try:
+            self.proc.send_signal(signum)
+        except (ProcessLookupError, OSError):
+            pass  # already gone
+
     def kill(self) -> None:
         """SIGKILL the child (its whole group with own_group) and reap it; never raises."""
         try:
@@ -188,6 +225,14 @@ class LineChild:
 
     # ---------------------------------------------------------------- threads
 
+    def _wait(self) -> None:
+        """Without a stdout pipe: the exit is the process's own; reap it and report it."""
+        try:
+            self.proc.wait()
+        finally:
+            self.kill()  # its helpers in its group go with it, as after a closed stdout
+            self._gone()
+
     def _read(self) -> None:
         stdout = self.proc.stdout
         assert stdout is not None
@@ -211,11 +256,14 @@ class LineChild:
                 stdout.close()
             except OSError:
                 pass
-            self._exited.set()
-            self._ready.set()
-            self._lines.put(_EXITED)
-            if self._on_exit is not None:
-                self._on_exit()
+            self._gone()
+
+    def _gone(self) -> None:
+        self._exited.set()
+        self._ready.set()
+        self._lines.put(_EXITED)
+        if self._on_exit is not None:
+            self._on_exit()
 
     def _accepts(self, line: bytes) -> bool:
         try:
@@ -228,3 +276,38 @@ class LineChild:
         for raw in iter(self.proc.stderr.readline, b""):
             self._stderr.append(raw.decode("utf-8", errors="replace").rstrip())
         self.proc.stderr.close()
+
+
+def terminate_all(children: list[LineChild], timeout: float) -> None:
+    """SIGTERM every child at once, give them `timeout` seconds together to exit (a trainer saves
+    its last step), then kill the ones still running; returns once every one is reaped."""
+    for child in children:
+        if child.returncode is None:
+            child._signal(signal.SIGTERM)
+    deadline = time.monotonic() + max(0.0, timeout)
+    for child in children:
+        try:
+            child.proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+        child.kill()  # the group's leftovers too, and reaps it
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    """libc's prctl, looked up now: after fork the child may only call what is already loaded."""
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
+    except (OSError, AttributeError):  # not Linux: stop_with_parent has no effect
+        return None
+
+
+_prctl = _load_prctl()
+
+
+def _term_when_parent_dies(parent: int) -> None:
+    """Runs in the child between fork and exec: SIGTERM it when the parent thread goes (and now,
+    should the parent already have gone before the request was made)."""
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGTERM)

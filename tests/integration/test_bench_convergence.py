@@ -27,7 +27,7 @@ def cache() -> None:
 def _args(out: Path, steps: int = 2) -> list[str]:
     sets = [a for s in SMALL for a in ("--set", s)]
     return ["bench", "convergence", "--task", "react_synth", "--algos", "grpo,bot_grpo", "--seeds", "1",
-            "--steps", str(steps), "--eval-every", "1", "--eval-prompts", "8", "--eval-samples", "2",
+            "--steps", str(steps), "--eval-every", "1", "--eval-prompts", "4", "--eval-samples", "2",
             "--target", "0.5,0.9", "--parallel", "2", "--threads", "1", "--out", str(out), "--work", str(out / "runs"),
             *sets]
 

@@ -65,27 +65,38 @@ class SignalOnSubmit:
         return getattr(self.pool, name)
 
 
-@pytest.mark.parametrize("signum, when", [(signal.SIGINT, "generating-step-2"), (signal.SIGTERM, "updating-step-1"),
-                                          (signal.SIGTERM, "generating-step-1")])
-def test_a_stop_saves_and_resume_equals_an_uninterrupted_run(tiny_model_dir, pool, uninterrupted, tmp_path,
-                                                            signum, when):
-    cfg = _cfg(tiny_model_dir, tmp_path / "run")
-    on_step, wrapped = None, pool
-    if when == "updating-step-1":  # the signal lands after the update began: step 1 finishes, then it stops
-        def on_step(step, metrics):
-            if step == 1:
-                os.kill(os.getpid(), signum)
-    else:
-        wrapped = SignalOnSubmit(pool, ROWS + 1 if when == "generating-step-2" else 1, signum)
+def _stopped(cfg, done: int, signum: int, **kwargs) -> None:
+    """Train until the signal stops it: exit code, message and newest checkpoint all say step `done`."""
     with pytest.raises(Interrupted) as stopped:
-        train(cfg, pool=wrapped, on_step=on_step)
-    done = 0 if when == "generating-step-1" else 1
+        train(cfg, **kwargs)
     assert stopped.value.exit_code == 128 + signum
     assert f"after step {done}" in str(stopped.value) and "--resume --out" in str(stopped.value)
-    assert [p.name for p in (Path(cfg.run.out_dir) / "checkpoints").iterdir()] == \
-        [f"step-{done:06d}"]
+    saved = sorted(p.name for p in (Path(cfg.run.out_dir) / "checkpoints").iterdir())
+    assert saved[-1] == f"step-{done:06d}", saved
+
+
+def test_stops_while_generating_and_while_updating_save_and_resume_equals_an_uninterrupted_run(
+        tiny_model_dir, pool, uninterrupted, tmp_path):
+    """One run stopped twice, resumed each time: SIGINT while step 2 generates (step 1 done in this
+    process: it saves step 1 with the random state step 1 ended with), then SIGTERM once step 2's
+    update began (step 2 finishes, then it stops); the last resume ends like a run never stopped."""
+    cfg = _cfg(tiny_model_dir, tmp_path / "run")
+    _stopped(cfg, 1, signal.SIGINT, pool=SignalOnSubmit(pool, ROWS + 1, signal.SIGINT))
+
+    def on_step(step, metrics):
+        if step == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+    _stopped(cfg, 2, signal.SIGTERM, resume=True, pool=pool, on_step=on_step)
     resumed = train(cfg, resume=True, pool=pool)
     assert _strip(resumed.metrics) == _strip(uninterrupted.metrics)
+
+
+def test_a_stop_before_the_first_step_saves_step_0_and_resumes_exactly(tiny_model_dir, pool, uninterrupted, tmp_path):
+    cfg = _cfg(tiny_model_dir, tmp_path / "run")
+    _stopped(cfg, 0, signal.SIGTERM, pool=SignalOnSubmit(pool, 1, signal.SIGTERM))
+    cfg.run.steps = 1  # step 1 from the step-0 checkpoint shows it resumes exactly; the rest is as above
+    resumed = train(cfg, resume=True, pool=pool)
+    assert _strip(resumed.metrics) == _strip(uninterrupted.metrics[:1])
 
 
 def test_samples_page_has_the_prompt_as_written_and_the_reference(uninterrupted):

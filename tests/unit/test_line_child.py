@@ -1,5 +1,6 @@
 """LineChild, the one child-process manager (rewards/protocol/child.py), driven with real processes:
-ready lines, lines both ways, a kill -9 from outside, helpers in its process group, stderr, stop."""
+ready lines, lines both ways, a kill -9 from outside, helpers in its process group, stderr, stop,
+stdout to a file or inherited, terminate (SIGTERM, then the group's kill) and dying with the parent."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import time
 
 import pytest
 
-from botgrpo_rewards.protocol import ChildExited, LineChild
+from botgrpo_rewards.protocol import ChildExited, LineChild, terminate_all
 
 # Says "ready", then echoes each line upper-cased; "exit N" exits with code N.
 ECHO = r"""
@@ -173,16 +174,17 @@ def test_a_ready_check_that_raises_counts_as_no_ready_line():
         child.wait_ready(30)
 
 
-def test_services_and_the_client_start_long_lived_children_only_as_line_children():
-    """One manager of child processes: in the services and the reward client, only child.py calls
-    Popen (one-shot commands through subprocess.run, e.g. a benchmark's baseline, are not managed)."""
+def test_the_project_starts_long_lived_children_only_as_line_children():
+    """One manager of child processes: in every package of the project only child.py calls Popen
+    (one-shot commands through subprocess.run, e.g. a benchmark's baseline, are not managed)."""
     import ast
     from pathlib import Path
 
-    import botgrpo_cli.reward_client
+    import botgrpo_cli
     import botgrpo_rewards
+    import botgrpo_tasks
 
-    roots = [Path(botgrpo_rewards.__file__).parent, Path(botgrpo_cli.reward_client.__file__).parent]
+    roots = [Path(pkg.__file__).parent for pkg in (botgrpo_cli, botgrpo_rewards, botgrpo_tasks)]
     found = []
     for root in roots:
         for path in sorted(root.rglob("*.py")):
@@ -193,3 +195,98 @@ def test_services_and_the_client_start_long_lived_children_only_as_line_children
                 if name in ("Popen", "create_subprocess_exec", "create_subprocess_shell"):
                     found.append(f"{path.name}:{node.lineno}")
     assert found == []
+
+
+# Says "ready" on stdout and "warming" on stderr; on SIGTERM says "saved" and exits 0 (as a trainer does).
+POLITE = r"""
+import signal, sys, time
+def stop(signum, frame):
+    print("saved", flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+print("ready", flush=True)
+print("warming", file=sys.stderr, flush=True)
+while True: time.sleep(0.05)
+"""
+
+
+def _wait_for(check, within_s: float = 10.0) -> bool:
+    end = time.monotonic() + within_s
+    while not check() and time.monotonic() < end:
+        time.sleep(0.02)
+    return check()
+
+
+def test_stdout_to_a_file_with_stderr_and_terminate_lets_it_save(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text("earlier run\n")
+    exits = []
+    child = LineChild([sys.executable, "-c", POLITE], "polite", stdout=log, stderr="stdout",
+                      on_exit=lambda: exits.append(child.returncode))
+    assert _wait_for(lambda: "warming" in log.read_text())
+    child.terminate(30)
+    assert child.returncode == 0 and child.exited and _wait_for(lambda: exits == [0])
+    assert log.read_text().splitlines() == ["earlier run", "ready", "warming", "saved"]  # appended, nothing lost
+    with pytest.raises(ChildExited):
+        child.receive(0)
+
+
+def test_terminate_kills_what_ignores_sigterm_and_its_helpers(pid_gone):
+    script = ("import signal, subprocess, sys, time\n"
+              "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+              "p = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+              "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)'])\n"
+              "print(p.pid, flush=True); time.sleep(60)\n")
+    child = LineChild([sys.executable, "-c", script], "stubborn", own_group=True)
+    helper = int(child.receive(30))
+    t0 = time.monotonic()
+    child.terminate(0.5)
+    assert child.returncode == -signal.SIGKILL and time.monotonic() - t0 < 10
+    assert pid_gone(helper, within_s=10)
+
+
+def test_terminate_all_lets_every_child_save(tmp_path):
+    logs = [tmp_path / f"{i}.txt" for i in range(3)]
+    children = [LineChild([sys.executable, "-c", POLITE], f"p{i}", stdout=log, stderr="discard")
+                for i, log in enumerate(logs)]
+    assert all(_wait_for(lambda log=log: "ready" in log.read_text()) for log in logs)
+    terminate_all(children, 30)
+    assert [c.returncode for c in children] == [0, 0, 0]
+    assert all(log.read_text().splitlines() == ["ready", "saved"] for log in logs)
+
+
+def test_inherited_stdout_reaches_the_parents_stdout():
+    import subprocess
+
+    script = ("import sys\nfrom botgrpo_rewards.protocol import LineChild\n"
+              "c = LineChild([sys.executable, '-c', 'print(\"from the child\")'], 'inner', stdout='inherit')\n"
+              "c.proc.wait(30)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout == "from the child\n", out.stderr
+
+
+def test_a_child_started_with_stop_with_parent_dies_with_a_killed_parent(tmp_path, pid_gone):
+    """The parent is SIGKILLed, so none of its own clean-up runs; the kernel's SIGTERM still ends the child."""
+    import subprocess
+
+    log = tmp_path / "log.txt"
+    script = ("import sys, time\nfrom botgrpo_rewards.protocol import LineChild\n"
+              f"c = LineChild([sys.executable, '-c', {POLITE!r}], 'orphan', stdout={str(log)!r}, stop_with_parent=True)\n"
+              "print(c.pid, flush=True)\ntime.sleep(60)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        pid = int(parent.stdout.readline())
+        assert _wait_for(lambda: "ready" in log.read_text())
+        parent.kill()
+        parent.wait(10)
+        assert _wait_for(lambda: "saved" in log.read_text())  # SIGTERM, not SIGKILL: it could save
+        assert pid_gone(pid, within_s=10)
+    finally:
+        parent.kill()
+        parent.stdout.close()
+
+
+def test_ready_and_on_line_need_a_stdout_pipe():
+    for kwargs in ({"ready": lambda line: True}, {"on_line": lambda line: None}):
+        with pytest.raises(ValueError, match="need stdout='lines'"):
+            LineChild([sys.executable, "-c", "pass"], "x", stdout="inherit", **kwargs)
