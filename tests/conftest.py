@@ -48,6 +48,17 @@ def tiny_arith_model_dir(tiny_model) -> Path:
 
 
 @pytest.fixture(scope="module")
+def math_backend():
+    """A started in-process math backend (two real worker processes), closed after the module."""
+    from botgrpo_rewards.math.service import MathBackend
+
+    backend = MathBackend(workers=2)
+    backend.start()
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(scope="module")
 def render_backend():
     """A started in-process render backend (real Chromium, one page), closed after the module."""
     from botgrpo_rewards.render.service import RenderBackend

@@ -7,7 +7,6 @@ from fractions import Fraction
 import pytest
 
 from botgrpo_rewards.math.grounding import answer_value, ground, problem_numbers, result_values
-from botgrpo_rewards.math.service import MathBackend
 from botgrpo_rewards.math.steps import equations, split_steps
 from botgrpo_rewards.protocol import ScoreRequest, validate_spans
 from botgrpo_tasks.arith_synth import make_task
@@ -17,11 +16,8 @@ PROMPT = ("Mia has 3 bags with 4 apples each. They find 5 more apples. They give
 
 
 @pytest.fixture(scope="module")
-def backend():
-    b = MathBackend(workers=1)
-    b.start()
-    yield b
-    b.close()
+def backend(math_backend):
+    return math_backend
 
 
 def _score(b, completion, gold="15", prompt=PROMPT, **options):

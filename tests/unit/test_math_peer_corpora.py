@@ -7,7 +7,6 @@ import time
 import pytest
 
 from botgrpo_rewards.math import peer_corpora
-from botgrpo_rewards.math.service import MathBackend
 from botgrpo_rewards.protocol import ScoreRequest
 
 CASES = peer_corpora.load()
@@ -22,11 +21,8 @@ def test_every_case_names_its_source_and_license():
 
 
 @pytest.fixture(scope="module")
-def backend():
-    b = MathBackend(workers=2)
-    b.start()
-    yield b
-    b.close()
+def backend(math_backend):
+    return math_backend
 
 
 def test_math_verify_core_is_read_as_graded(backend):

@@ -9,7 +9,6 @@ import time
 import pytest
 
 from botgrpo_rewards.math.extract import answer_bounds
-from botgrpo_rewards.math.service import MathBackend
 from botgrpo_rewards.protocol import ScoreRequest, validate_spans
 
 PROMPT = "Mia has 3 bags with 4 apples each. They find 5 more apples. How many apples does Mia have?"
@@ -23,14 +22,6 @@ MATH = [
     ("<think>3 * 4 = 12</think>", False),  # nothing after the block
     ("<think>a</think>\n\n3 * 4 = 12\n\n<think>\n2 + 2 = 5\n\n\\boxed{12}", False),  # reopened, never closed
 ]
-
-
-@pytest.fixture(scope="module")
-def math_backend():
-    b = MathBackend(workers=1)
-    b.start()
-    yield b
-    b.close()
 
 
 @pytest.mark.parametrize("completion,opened", MATH)
