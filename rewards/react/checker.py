@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from botgrpo_rewards.backend import BackendError, BackendTimeout
-from botgrpo_rewards.protocol import ChildExited, LineChild
-from botgrpo_rewards.protocol.child import cpu_seconds
+from botgrpo_rewards.protocol import ChildExited, LineChild, cpu_seconds
 
 HERE = Path(__file__).resolve().parent
 NODE_MODULES = HERE / "node_modules"
