@@ -47,15 +47,21 @@ def tiny_arith_model_dir(tiny_model) -> Path:
     return tiny_model("arith_synth")
 
 
+def _started(backend):
+    """Start an in-process reward backend for a fixture, and close it when the fixture ends."""
+    backend.start()
+    try:
+        yield backend
+    finally:
+        backend.close()
+
+
 @pytest.fixture(scope="module")
 def math_backend():
     """A started in-process math backend (two real worker processes), closed after the module."""
     from botgrpo_rewards.math.service import MathBackend
 
-    backend = MathBackend(workers=2)
-    backend.start()
-    yield backend
-    backend.close()
+    yield from _started(MathBackend(workers=2))
 
 
 @pytest.fixture(scope="module")
@@ -63,10 +69,7 @@ def render_backend():
     """A started in-process render backend (real Chromium, one page), closed after the module."""
     from botgrpo_rewards.render.service import RenderBackend
 
-    backend = RenderBackend(pages=1)
-    backend.start()
-    yield backend
-    backend.close()
+    yield from _started(RenderBackend(pages=1))
 
 
 @pytest.fixture(scope="module")
@@ -74,10 +77,7 @@ def react_backend():
     """A started in-process react backend (real Node checker), closed after the module."""
     from botgrpo_rewards.react.service import ReactBackend
 
-    backend = ReactBackend()
-    backend.start()
-    yield backend
-    backend.close()
+    yield from _started(ReactBackend())
 
 
 def _dead(pid: int) -> bool:

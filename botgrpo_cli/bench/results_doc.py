@@ -16,6 +16,7 @@ Statistics (pure functions below):
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
@@ -152,10 +153,16 @@ def median_curve_cell(entry: dict) -> str:
     return " / ".join(f"{statistics.median(v):.3f}" for _, v in sorted(by_step.items()))
 
 
+@functools.lru_cache(maxsize=None)
+def _interval(gains: tuple[float, ...]) -> tuple[float, float]:
+    """The bootstrap interval of a contrast, computed once for its cell and its verdict."""
+    return bootstrap_mean_interval(list(gains))
+
+
 def gain_cell(gains: list[float]) -> str:
     if not gains:
         return ""
-    lo, hi = bootstrap_mean_interval(gains)
+    lo, hi = _interval(tuple(gains))
     return f"{statistics.fmean(gains):+.3f} [{lo:+.3f}, {hi:+.3f}]"
 
 
@@ -240,7 +247,7 @@ def contrast_gains(found: dict[str, dict], c: Contrast) -> list[float] | None:
 
 
 def verdict(gains: list[float]) -> str:
-    lo, hi = bootstrap_mean_interval(gains)
+    lo, hi = _interval(tuple(gains))
     return "above 0" if lo > 0 else "below 0" if hi < 0 else "tie (interval includes 0)"
 
 
