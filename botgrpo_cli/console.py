@@ -15,8 +15,19 @@ def _width(stream) -> int | None:
     return None if stream.isatty() or os.environ.get("COLUMNS") else _WIDE
 
 
+class _Out(Console):
+    """stdout's console; with a `recorder` (`botgrpo bench --json`), what it prints is also kept."""
+
+    recorder = None
+
+    def print(self, *objects, **kwargs) -> None:
+        if self.recorder is not None:
+            self.recorder.printed(objects)
+        super().print(*objects, **kwargs)
+
+
 console = Console(stderr=True, highlight=False, width=_width(sys.stderr), soft_wrap=not sys.stderr.isatty())
-out = Console(highlight=False, width=_width(sys.stdout), soft_wrap=not sys.stdout.isatty())  # stdout: tables and results people may pipe
+out = _Out(highlight=False, width=_width(sys.stdout), soft_wrap=not sys.stdout.isatty())  # stdout: tables and results people may pipe
 
 
 def is_log() -> bool:

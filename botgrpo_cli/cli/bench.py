@@ -3,9 +3,34 @@
 Each benchmark registers itself from its own module under botgrpo_cli/cli/bench_*.py.
 """
 
+from pathlib import Path
+from typing import Annotated, Optional
+
 import typer
 
-bench_app = typer.Typer(help="Benchmarks: algorithms, reward services, training step, convergence.", no_args_is_help=True)
+from botgrpo_cli.console import out
+
+
+def _record(json_out: Annotated[Optional[Path], typer.Option(
+        "--json", help="Also write what the benchmark prints (tables, lines) to this JSON file, with the command, "
+                       "commit, time and load average; `botgrpo bench results` makes docs pages of such files.",
+        dir_okay=False)] = None) -> None:
+    if json_out is not None:
+        from botgrpo_cli.bench.record import Recorder
+
+        out.recorder = Recorder(json_out)
+
+
+def _written(*_args, **_kwargs) -> None:
+    """After a bench command succeeded: write its record (a failed one writes nothing)."""
+    if out.recorder is not None:
+        path = out.recorder.write()
+        out.recorder = None
+        out.print(f"recorded in {path}")
+
+
+bench_app = typer.Typer(help="Benchmarks: algorithms, reward services, training step, convergence.", no_args_is_help=True,
+                        callback=_record, result_callback=_written)
 
 
 def register(app: typer.Typer) -> None:

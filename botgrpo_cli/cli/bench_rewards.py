@@ -4,6 +4,7 @@ run as a child process, as the services themselves run: the client imports no ba
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from typing import Annotated, Optional
@@ -44,6 +45,19 @@ def register(app: typer.Typer) -> None:
 
             run(console=out, service=service, n=n or 2000)
             return
-        code = subprocess.call([sys.executable, "-m", "botgrpo_rewards.bench", service, str(workers), str(n or 200)])
+        code = _child_bench([sys.executable, "-m", "botgrpo_rewards.bench", service, str(workers), str(n or 200)])
         if code != 0:
             raise UserError(f"the {service} benchmark failed (exit code {code}); its message is above")
+
+
+def _child_bench(argv: list[str]) -> int:
+    """Run a service's own benchmark; under `bench --json` its output is also recorded (as text)."""
+    from botgrpo_cli.console import out
+
+    if out.recorder is None:
+        return subprocess.call(argv)
+    # Wide, so its tables are not wrapped when piped; its output is shown once it is done.
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, text=True, env={**os.environ, "COLUMNS": "200"})
+    sys.stdout.write(proc.stdout)
+    out.recorder.child_output(proc.stdout)
+    return proc.returncode
