@@ -303,8 +303,24 @@ def claims_table(found: dict[str, dict]) -> list[str]:
         hits = "; ".join(cell for a in found[R31]["algorithms"] if (cell := reached(found, R31, a, "0.8")))
         every = found[R31]["settings"]["eval_every"]
         rows += ["", f"Reaching `all_ok` 0.8 on react_synth k=2 within {found[R31]['settings']['steps']} steps "
-                 f"(evaluated every {every} steps): {hits}."]
+                 f"(evaluated every {every} steps): {hits}.", ""]
+        rows += [f"Sooner than grpo to 0.8 (the plan's rule: fewer steps on at least 4 of 5 seeds): "
+                 + "; ".join(f"`{a}` {sooner(found[R31], a, 'grpo', '0.8')}" for a in ("bot_grpo", "bot_grpo_outcome")
+                             if a in found[R31]["algorithms"]) + "."]
     return rows
+
+
+def sooner(data: dict, algo: str, baseline: str, target: str, needed: int = 4) -> str:
+    """The pre-registered "reaches the target sooner" verdict: on how many seeds `algo` took fewer
+    evaluated steps than `baseline` (a run that never reached it counts as never; never vs never is
+    not sooner), against the `needed` seeds the plan asks for."""
+    never = float("inf")
+    mine = data["algorithms"][algo]["targets"][target]["per_seed"]
+    theirs = data["algorithms"][baseline]["targets"][target]["per_seed"]
+    paired = [s for s in mine if s in theirs]
+    wins = sum(1 for s in paired if (mine[s] if mine[s] is not None else never)
+               < (theirs[s] if theirs[s] is not None else never))
+    return f"{'sooner' if wins >= needed else 'not sooner'} ({wins}/{len(paired)} seeds)"
 
 
 def brief_claims(found: dict[str, dict]) -> list[str]:

@@ -113,3 +113,16 @@ def test_curve_cell_is_the_median_over_seeds_at_each_evaluated_step():
     assert rd.steps_cell(data["algorithms"]["grpo"], "0.5", 10) == ">10 (every seed)"
     data = _set({"grpo": {"0": 0.6, "1": 0.3}})
     assert rd.steps_cell(data["algorithms"]["grpo"], "0.5", 10) == "10 / >10"
+
+
+def test_sooner_follows_the_preregistered_four_of_five_rule():
+    def data(per_seed_a, per_seed_b):
+        target = lambda per_seed: {"targets": {"0.8": {"per_seed": per_seed}}}  # noqa: E731
+        return {"algorithms": {"a": target(per_seed_a), "grpo": target(per_seed_b)}}
+    five = {str(s): 20 for s in range(5)}
+    assert rd.sooner(data({**five, "0": 10, "1": 10, "2": 10, "3": 10}, five), "a", "grpo", "0.8") == "sooner (4/5 seeds)"
+    assert rd.sooner(data({**five, "0": 10, "1": 10, "2": 10}, five), "a", "grpo", "0.8") == "not sooner (3/5 seeds)"
+    # reaching it at all beats never; never against never is not sooner
+    nevers = {str(s): None for s in range(5)}
+    assert rd.sooner(data(five, nevers), "a", "grpo", "0.8") == "sooner (5/5 seeds)"
+    assert rd.sooner(data(nevers, nevers), "a", "grpo", "0.8") == "not sooner (0/5 seeds)"
