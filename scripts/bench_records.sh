@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The speed figures the docs quote, each written by its command as a record (`botgrpo bench --json`)
+# under docs/results/bench/, one benchmark at a time under the shared bench lock; then
+# `botgrpo bench results` turns the records into docs/benchmark-figures.md.
+#
+#   scripts/bench_records.sh all | react | step | algos    # run from a clean checkout at a commit
+#
+# Run it on a quiet machine (the records keep the load average before and after each command).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=".venv/bin/botgrpo bench"
+OUT=docs/results/bench
+mkdir -p "$OUT"
+if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+  echo "bench_records: the checkout has uncommitted changes; commit first so each record names the code" >&2
+  exit 1
+fi
+rec() {  # $1 record name, then the bench command and its options
+  local name=$1; shift
+  echo "== $(date -u +%H:%M:%S) $name (load $(cut -d' ' -f1-3 /proc/loadavg))"
+  flock /tmp/botgrpo-bench.lock $B --json "$OUT/$name.json" "$@"
+}
+react() {
+  rec react_checkers_64 rewards --service react --n 64
+  rec step_vs_trl_react_synth step --vs trl --task react_synth --steps 3 --repeats 3
+}
+step() {
+  rec step_vs_trl_arith_synth step --vs trl --task arith_synth --steps 3 --repeats 3
+  rec step_grpo_bot_grpo_arith_synth step --algos grpo,bot_grpo --task arith_synth --steps 3 --repeats 4
+}
+algos() {
+  rec algos_B1024_T4096_1thread algos --batch 1024 --groups 128 --seq-len 4096 --threads 1 --repeats 9
+}
+case "${1:-all}" in
+  react) react ;;
+  step) step ;;
+  algos) algos ;;
+  all) algos; step; react ;;
+  *) echo "usage: $0 all | react | step | algos" >&2; exit 2 ;;
+esac
+.venv/bin/botgrpo bench results
