@@ -126,3 +126,11 @@ def test_sooner_follows_the_preregistered_four_of_five_rule():
     nevers = {str(s): None for s in range(5)}
     assert rd.sooner(data(five, nevers), "a", "grpo", "0.8") == "sooner (5/5 seeds)"
     assert rd.sooner(data(nevers, nevers), "a", "grpo", "0.8") == "not sooner (0/5 seeds)"
+
+
+def test_t_interval_is_the_textbook_one_and_wider_than_the_bootstrap_on_five_seeds():
+    gains = [0.062, 0.125, 0.004, 0.031, 0.012]
+    lo, hi = rd.t_interval(gains)
+    assert (round(lo, 3), round(hi, 3)) == (-0.014, 0.108)  # mean 0.0468, sd 0.0491, t(0.975, 4) = 2.776
+    blo, bhi = rd.bootstrap_mean_interval(gains)
+    assert lo < blo and hi > bhi
