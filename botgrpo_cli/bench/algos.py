@@ -90,9 +90,14 @@ def _status_kib(field: str) -> int:
 
 
 def _force_mmap() -> None:
+    """Fresh pages for what `fn` allocates: large blocks from mmap, and the heap's free pages given
+    back. Without the trim, the timed runs leave large free chunks in the heap, still resident; glibc
+    serves new tensors from them and the high-water mark never moves (every estimator read 0.00)."""
     try:
-        ctypes.CDLL("libc.so.6").mallopt(_M_MMAP_THRESHOLD, 1 << 20)
-    except OSError:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(_M_MMAP_THRESHOLD, 1 << 20)
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
         pass  # not glibc: the high-water figure may then under-count reused heap
 
 
