@@ -34,7 +34,7 @@ const { syntaxErrors } = require('./syntax');
 const { TsgoBroken } = require('./tsgo_types');
 const { TypeCheckers } = require('./type_checkers');
 
-const SLOTS = 32; // files one program holds: the most snippets that share a checker (checker.py's MAX_BATCH)
+const SLOTS = 64; // files one program holds: the most snippets that share a checker (checker.py's MAX_BATCH)
 const slotFile = (k) => path.join(__dirname, `__botgrpo_check_${k}__.tsx`); // virtual: never written to disk
 const FILES = Array.from({ length: SLOTS }, (_, k) => slotFile(k));
 const SLOT_OF = new Map(FILES.map((f, k) => [f, k]));
