@@ -190,7 +190,8 @@ const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 /**
  * The type stage run before the syntax is known, on every request that will likely need it: JSX-like
  * code that TypeScript 5.9's parser reads without error (the rest is held back: esbuild almost always
- * rejects it too). Returns {typed: Map index -> staged, sources: Map index -> tree}.
+ * rejects it too; `parseDiagnostics` is the parser's internal field: it steers only the cost, the
+ * answers come from esbuild's verdict). Returns {typed: Map index -> staged, sources: Map index -> tree}.
  */
 async function earlyTypes(service, reqs) {
   const sources = new Map();
