@@ -2,7 +2,7 @@
 
 One ReactBackend (one Node process) scores `n` generated completions (valid, syntax errors, type
 errors; distinct names and numbers so nothing repeats) after a warm-up, first syntax only, then
-syntax + types, then syntax + types with 8 and with MAX_BATCH (32) requests in flight (batched, as a
+syntax + types, then syntax + types with 8 and with MAX_BATCH (64) requests in flight (batched, as a
 training step hands them over), then bursts of 64 (one step's completions); per-check latency
 is measured around `ReactBackend.score`. In the same run,
 `node_modules/.bin/tsc --noEmit` (same compiler options) is spawned on one such file a few times.

@@ -13,7 +13,8 @@
 //   Diag = {"start": utf16, "length": utf16, "code": "syntax" | "TS2322" | "import", "message": str}
 // All positions are UTF-16 code units of `code` (the Python side converts them to code points).
 //
-// Syntax comes from esbuild (`transformSync`, loader tsx, automatic JSX); types from tsgo when it
+// Syntax comes from esbuild (syntax.js: its async API, the whole batch at once, so esbuild's own
+// process parses while the type stage runs; see checkBatch); types from tsgo when it
 // runs (type_checkers.js says which, tsgo_types.js is that stage), else from a TypeScript 5.9
 // LanguageService kept warm over a few in-memory files (slots), so lib and @types/react stay parsed;
 // its host serves only those files and the type libraries (host_files.js), never the rest of the disk.
@@ -25,14 +26,15 @@
 
 const path = require('path');
 const readline = require('readline');
-const esbuild = require('esbuild');
 const ts = require('typescript');
 const { confinedFiles } = require('./host_files');
 const { hasComponent } = require('./components');
 const { specFacts } = require('./spec_facts');
+const { syntaxErrors } = require('./syntax');
+const { TsgoBroken } = require('./tsgo_types');
 const { TypeCheckers } = require('./type_checkers');
 
-const SLOTS = 32; // files one program holds: the most snippets that share a checker (checker.py's MAX_BATCH)
+const SLOTS = 64; // files one program holds: the most snippets that share a checker (checker.py's MAX_BATCH)
 const slotFile = (k) => path.join(__dirname, `__botgrpo_check_${k}__.tsx`); // virtual: never written to disk
 const FILES = Array.from({ length: SLOTS }, (_, k) => slotFile(k));
 const SLOT_OF = new Map(FILES.map((f, k) => [f, k]));
@@ -53,48 +55,6 @@ const OPTIONS = {
   skipLibCheck: true,
   esModuleInterop: true,
 };
-
-// ---------------------------------------------------------------------------------------------
-// Positions
-
-/** UTF-16 offsets where each line starts, with esbuild's line breaks (\n, \r\n, \r, U+2028/9). */
-function lineStarts(code) {
-  const starts = [0];
-  for (let i = 0; i < code.length; i++) {
-    const c = code.charCodeAt(i);
-    if (c === 13 && code.charCodeAt(i + 1) === 10) continue; // \r\n: break after the \n
-    if (c === 10 || c === 13 || c === 0x2028 || c === 0x2029) starts.push(i + 1);
-  }
-  return starts;
-}
-
-/** esbuild's location (1-based line, UTF-8 byte column of a lossy line text) -> UTF-16 offset. */
-function esbuildOffset(code, starts, loc) {
-  const lineStart = starts[Math.min(loc.line, starts.length) - 1];
-  // Lone surrogates become U+FFFD in lineText: one UTF-16 unit either way, so lengths agree.
-  const prefix = Buffer.from(loc.lineText, 'utf8').subarray(0, loc.column).toString('utf8');
-  return Math.min(lineStart + prefix.length, code.length);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Syntax stage (esbuild)
-
-/** The first syntax error, or null. At end of file the opening tag's note (if any) is used. */
-function syntaxError(code) {
-  try {
-    esbuild.transformSync(code, { loader: 'tsx', jsx: 'automatic', logLevel: 'silent' });
-    return null;
-  } catch (err) {
-    const first = (err.errors || [])[0];
-    if (!first || !first.location) return { start: 0, length: 0, code: 'syntax', message: String(err.message || err) };
-    const starts = lineStarts(code);
-    let loc = first.location;
-    const atEof = esbuildOffset(code, starts, loc) >= code.trimEnd().length;
-    const note = (first.notes || []).find((n) => n.location);
-    if (atEof && note) loc = note.location;
-    return { start: esbuildOffset(code, starts, loc), length: loc.length, code: 'syntax', message: first.text };
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Type stage (TypeScript LanguageService over one in-memory file)
@@ -176,11 +136,11 @@ const MAYBE_JSX = /<\s*[A-Za-z_$>]/;
 
 const parse = (code) => ts.createSourceFile(slotFile(0), code, ts.ScriptTarget.ES2020, true, ts.ScriptKind.TSX);
 
-/** The syntax stage, the component test and (with `spec`, unless the type stage will) the spec
- * facts; `typed` is true when the type stage should run. */
-function firstStage(req) {
+/** The component test and (with `spec`, unless the type stage will) the spec facts of `req`, whose
+ * first syntax error is `syntax`; `source`: its syntax tree if already parsed. `typed` is true when
+ * the type stage should run. */
+function firstStage(req, syntax, source = null) {
   const code = req.code;
-  const syntax = syntaxError(code);
   const out = { id: req.id, component: MAYBE_JSX.test(code), syntax, types: null, n_type_errors: 0 };
   const typed = syntax === null && out.component && req.types !== false;
   if (typed) return { out, typed };
@@ -188,22 +148,22 @@ function firstStage(req) {
     // Absurd nesting overflows the parser's recursion; such code (it has a syntax error, or it
     // never gets here) is answered alone, without making the rest of its batch start over.
     try {
-      const source = parse(code);
-      if (syntax === null && out.component) out.component = hasComponent(source);
-      out.facts = specFacts(source, req.component);
+      const tree = source || parse(code);
+      if (syntax === null && out.component) out.component = hasComponent(tree);
+      out.facts = specFacts(tree, req.component);
     } catch (err) {
       if (!(err instanceof RangeError)) throw err;
       return { out: { id: req.id, internal: `the syntax tree is too deep to read (${err.message})` }, typed };
     }
   } else if (syntax === null && out.component) {
-    out.component = hasComponent(parse(code));
+    out.component = hasComponent(source || parse(code));
   }
   return { out, typed };
 }
 
-/** Type-check `group` (requests with their first-stage results) in one program. */
+/** Type-check `group` (requests with their first-stage results, maybe their trees) in one program. */
 function typeStage(service, group) {
-  const sources = service.load(group.map((g) => g.req.code));
+  const sources = service.load(group.map((g) => g.req.code), group.map((g) => g.source));
   group.forEach(({ req, out }, k) => {
     if (req.spec) out.facts = specFacts(sources[k], req.component); // the same tree a parse of its own gives
     out.component = hasComponent(sources[k]);
@@ -214,19 +174,76 @@ function typeStage(service, group) {
   });
 }
 
-/** Responses to `reqs`, in order: code that shares scope gets a program of its own, the rest share. */
-function checkBatch(service, reqs) {
-  const staged = reqs.map((req) => Object.assign({ req }, firstStage(req)));
-  const typed = staged.filter((s) => s.typed);
-  const alone = typed.filter((s) => SHARES_SCOPE.test(s.req.code)).map((s) => [s]);
-  const shared = typed.filter((s) => !SHARES_SCOPE.test(s.req.code));
-  const groups = alone;
+/** Type-check `staged` in programs: code that shares scope gets a program of its own, the rest share. */
+function typeGroups(service, staged) {
+  const groups = staged.filter((s) => SHARES_SCOPE.test(s.req.code)).map((s) => [s]);
+  const shared = staged.filter((s) => !SHARES_SCOPE.test(s.req.code));
   for (let i = 0; i < shared.length; i += SLOTS) groups.push(shared.slice(i, i + SLOTS));
   for (const group of groups) {
     if (group.length === 1 && SHARES_SCOPE.test(group[0].req.code) && service.alone) service.alone();
     typeStage(service, group);
   }
-  return staged.map((s) => s.out);
+}
+
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * The type stage run before the syntax is known, on every request that will likely need it: JSX-like
+ * code that TypeScript 5.9's parser reads without error (the rest is held back: esbuild almost always
+ * rejects it too; `parseDiagnostics` is the parser's internal field: it steers only the cost, the
+ * answers come from esbuild's verdict). Returns {typed: Map index -> staged, sources: Map index -> tree}.
+ */
+async function earlyTypes(service, reqs) {
+  const sources = new Map();
+  const typed = new Map();
+  reqs.forEach((req, i) => {
+    if (req.types !== false && MAYBE_JSX.test(req.code)) sources.set(i, parse(req.code));
+  });
+  // One event-loop turn: libuv writes whatever of esbuild's requests the pipe did not take at once,
+  // so esbuild has them all before tsgo's synchronous calls block this thread.
+  await nextTurn();
+  for (const [i, source] of sources) {
+    if (source.parseDiagnostics && source.parseDiagnostics.length) continue;
+    const out = { id: reqs[i].id, component: true, syntax: null, types: null, n_type_errors: 0 };
+    typed.set(i, { req: reqs[i], out, source });
+  }
+  typeGroups(service, [...typed.values()]);
+  return { typed, sources };
+}
+
+/**
+ * Responses to `reqs`, in order. esbuild checks the syntax of the whole batch while the type stage
+ * runs early (earlyTypes); then an early type result is kept only where esbuild found no syntax
+ * error (elsewhere the answer is the one without types, as if the type stage never ran), and held-back
+ * requests that esbuild accepts are type-checked now. So every answer is the one the stages in
+ * sequence give. Should the early stage fail other than by tsgo breaking, the batch is answered in
+ * sequence on a `fresh()` service, failing (or not) exactly as it would have without the early stage.
+ */
+async function checkBatch(service, reqs, fresh = () => service) {
+  const pending = syntaxErrors(reqs.map((req) => req.code));
+  let early = { typed: new Map(), sources: new Map() };
+  let inSequence = false;
+  try {
+    early = await earlyTypes(service, reqs);
+  } catch (err) {
+    if (err instanceof TsgoBroken) {
+      pending.catch(() => {}); // the batch is re-sent; its syntax will be asked again
+      throw err;
+    }
+    inSequence = true;
+  }
+  const syntax = await pending;
+  const target = inSequence ? fresh() : service;
+  const late = [];
+  const out = reqs.map((req, i) => {
+    const done = early.typed.get(i);
+    if (done && syntax[i] === null) return done.out;
+    const staged = Object.assign({ req, source: early.sources.get(i) }, firstStage(req, syntax[i], early.sources.get(i)));
+    if (staged.typed) late.push(staged);
+    return staged.out;
+  });
+  typeGroups(target, late); // fills the `out`s of `late`, which `out` holds
+  return out;
 }
 
 // Warm-up before `ready`: the first pass parses lib and @types/react; the later ones give V8 the type
@@ -244,7 +261,37 @@ const WARM_UP = [
 ];
 const WARM_UP_ROUNDS = Math.max(1, Number(process.env.BOTGRPO_REACT_WARMUP_ROUNDS ?? 12) || 1);
 
-function main() {
+/** The answer line to request line `line` (the batch's answers, in order). */
+async function answerLine(checkers, line) {
+  let reqs;
+  try {
+    reqs = JSON.parse(line).batch;
+  } catch (err) {
+    return { internal: `not a JSON batch request: ${err}` };
+  }
+  let answer;
+  try {
+    answer = await checkers.check(reqs);
+  } catch (err) {
+    checkers.fresh();
+    // E.g. a stack overflow on absurdly nested JSX. A fresh service (lib files still cached in
+    // the registry) drops whatever half-built program the failure left behind; then each request
+    // is checked alone, so only the one that fails is answered `internal`.
+    const batch = [];
+    for (const req of reqs) {
+      try {
+        batch.push((await checkers.check([req])).batch[0]);
+      } catch (inner) {
+        checkers.fresh();
+        batch.push({ id: req.id, internal: String((inner && inner.stack) || inner).slice(0, 2000) });
+      }
+    }
+    answer = { batch };
+  }
+  return { ...answer, heap: process.memoryUsage().heapUsed, checker: checkers.name, checker_pid: checkers.pid };
+}
+
+async function main() {
   const registry = ts.createDocumentRegistry();
   let checkers;
   try {
@@ -253,43 +300,21 @@ function main() {
     process.stderr.write(`react checker: ${err.message}\n`);
     process.exit(2);
   }
-  for (let round = 0; round < WARM_UP_ROUNDS; round++) checkers.check(WARM_UP.map((code, id) => ({ id, code, types: true })));
+  for (let round = 0; round < WARM_UP_ROUNDS; round++) await checkers.check(WARM_UP.map((code, id) => ({ id, code, types: true })));
   const write = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
   const { name, version, note } = checkers;
   write({ ready: true, heap: process.memoryUsage().heapUsed, checker: name, version, note, checker_pid: checkers.pid });
+  // Checks are async (esbuild answers through the event loop): one batch at a time, answers in order.
+  let turn = Promise.resolve();
   const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
   rl.on('line', (line) => {
-    let reqs;
-    try {
-      reqs = JSON.parse(line).batch;
-    } catch (err) {
-      write({ internal: `not a JSON batch request: ${err}` });
-      return;
-    }
-    let answer;
-    try {
-      answer = checkers.check(reqs);
-    } catch (err) {
-      checkers.fresh();
-      // E.g. a stack overflow on absurdly nested JSX. A fresh service (lib files still cached in
-      // the registry) drops whatever half-built program the failure left behind; then each request
-      // is checked alone, so only the one that fails is answered `internal`.
-      answer = { batch: reqs.map((req) => {
-        try {
-          return checkers.check([req]).batch[0];
-        } catch (inner) {
-          checkers.fresh();
-          return { id: req.id, internal: String((inner && inner.stack) || inner).slice(0, 2000) };
-        }
-      }) };
-    }
-    write({ ...answer, heap: process.memoryUsage().heapUsed, checker: checkers.name, checker_pid: checkers.pid });
+    turn = turn.then(() => answerLine(checkers, line)).then(write, (err) => write({ internal: String(err).slice(0, 2000) }));
   });
-  rl.on('close', () => {
+  rl.on('close', () => turn.then(() => {
     checkers.service.close?.();
     process.exit(0);
-  });
+  }));
 }
 
 if (require.main === module) main();
-else module.exports = { checkBatch, createService, FILES, OPTIONS, SHARES_SCOPE };
+else module.exports = { checkBatch, createService, firstStage, typeGroups, FILES, OPTIONS, SHARES_SCOPE };

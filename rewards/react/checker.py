@@ -36,16 +36,21 @@ def _is_ready(line: bytes) -> bool:
         return False
 
 
-MAX_BATCH = 32  # checker.js's SLOTS: snippets one TypeScript program holds
-# A batch's code, at most: its checks share one deadline's worth of Node time (about 5 us per
-# character of type checking, so ~0.2 s here); the first check of a batch goes whatever its size.
-MAX_BATCH_CHARS = 32_000
+MAX_BATCH = 64  # checker.js's SLOTS: snippets one TypeScript program holds (a training step's 64 in one pass)
+# A batch's code, at most: its checks share one deadline's worth of time (type checking costs about
+# 8 us of CPU per character with tsgo, 30 with TypeScript 5.9, measured at load ~7: so ~0.5 s and
+# ~2 s here, a fraction of the 10 s default deadline); the first check of a batch goes whatever its size.
+MAX_BATCH_CHARS = 64_000
 # A burst of requests (a training step's completions) reaches the backend within about this of
 # each other: a check that finds Node idle waits this long for company before it goes alone, but
 # only while checks have been overlapping lately (one of the last RECENT arrived to a busy or
 # queued checker), so one-at-a-time callers never pay it.
 LINGER_S = 0.001
 RECENT = 16
+# A tsgo that hangs blocks Node inside tsgo's synchronous API, so the check times out and Node is
+# restarted, with tsgo again. After this many such timeouts in a row (no answer between them), Node
+# is restarted on TypeScript 5.9 for good, with one warning line: the same answers, at more cost.
+TSGO_TIMEOUTS = 2
 
 
 class _Ticket:
@@ -66,9 +71,11 @@ class NodeChecker:
     with every other waiting one (up to MAX_BATCH) as one batch and hands each caller its reply."""
 
     def __init__(self, heap_limit_mb: int = 768, max_old_space_mb: int = 1536, startup_timeout_s: float = 60.0,
-                 checker: str | None = None):
+                 checker: str | None = None, tsgo_rss_limit_mb: int | None = None):
         """`checker`: "ts5" or "tsgo" forces that type checker (as BOTGRPO_REACT_CHECKER does); None picks
-        tsgo when it is installed and passes its self-test (checker.js)."""
+        tsgo when it is installed and passes its self-test (checker.js). `tsgo_rss_limit_mb`: tsgo's
+        resident memory past which Node replaces the tsgo process between batches (default
+        BOTGRPO_REACT_TSGO_RSS_MB, else 1024; type_checkers.js)."""
         node = shutil.which("node")
         if node is None:
             raise BackendError("Node.js was not found on PATH; install Node 20 (e.g. apt-get install nodejs)")
@@ -95,6 +102,9 @@ class NodeChecker:
         self._noted: LineChild | None = None  # the process whose ready line _note_checker read
         # BOTGRPO_REACT_CHECKER for Node: the forced checker, or ts5 once tsgo fell back (restarts keep it).
         self._env: dict[str, str] = {"BOTGRPO_REACT_CHECKER": checker} if checker else {}
+        if tsgo_rss_limit_mb is not None:
+            self._env["BOTGRPO_REACT_TSGO_RSS_MB"] = str(tsgo_rss_limit_mb)
+        self._tsgo_timeouts = 0  # checks in a row that timed out while tsgo was the checker
 
     def start(self) -> None:
         """Spawn Node and wait until it has warmed up (lib files and @types/react parsed)."""
@@ -269,6 +279,21 @@ class NodeChecker:
             else:
                 self._settle(t, reply=reply)
 
+    def _use_ts5(self) -> None:
+        """Node processes from now on check types with TypeScript 5.9 (this one already may)."""
+        self.checker, self.checker_version = "ts5", None
+        self._env["BOTGRPO_REACT_CHECKER"] = "ts5"
+
+    def _timed_out(self) -> None:
+        """Count a check that timed out; the TSGO_TIMEOUTS-th in a row on tsgo moves Node to TypeScript 5.9."""
+        if self.checker != "tsgo":
+            return
+        self._tsgo_timeouts += 1
+        if self._tsgo_timeouts >= TSGO_TIMEOUTS:
+            log.warning("react checker: %d checks in a row timed out on tsgo (a hung tsgo blocks Node): "
+                        "TypeScript 5.9 checks types from now on", self._tsgo_timeouts)
+            self._use_ts5()
+
     @staticmethod
     def _settle(t: _Ticket, reply: dict[str, Any] | None = None, error: Exception | None = None) -> None:
         t.reply, t.error = reply, error
@@ -283,6 +308,7 @@ class NodeChecker:
                 raise BackendError(f"the react checker (Node) died during this check (exit {err.returncode}); "
                                    "restarted") from None
             if msg is None:
+                self._timed_out()
                 self._restart()
                 raise BackendTimeout("the react check did not finish by the deadline (checker restarted)")
             replies = msg.get("batch")
@@ -291,8 +317,8 @@ class NodeChecker:
             self._checker_pid = msg.get("checker_pid")
             if msg.get("fallback"):  # tsgo broke twice on this batch; TypeScript 5.9 answered it
                 log.warning("react checker: %s", msg["fallback"])
-                self.checker, self.checker_version = "ts5", None
-                self._env = {"BOTGRPO_REACT_CHECKER": "ts5"}
+                self._use_ts5()
+            self._tsgo_timeouts = 0
             if msg.get("heap", 0) > self.heap_limit:
                 log.info("react checker heap %d MB is over the limit: restarting", msg["heap"] >> 20)
                 self._restart()

@@ -7,11 +7,19 @@
 // service keeps only errors); this folder's path in a message reads <here>, so the answers do not
 // depend on where the repository is. tests/integration/test_react_tsgo_equality.py compares tsgo's
 // with TypeScript 5.9's (kept in tests/data, checked live on a sample); run it before pinning another tsgo.
+//
+//   node equality.js CORPUS.json stages  ->  {overlapped: [Resp...], in_sequence: [Resp...]}
+// The service's answers to CORPUS (batches of 64, every other request with `spec`) two ways: as
+// checker.js gives them (esbuild overlapped with an early type stage) and from the stages in
+// sequence (`transformSync` per snippet, then the type stage on what it accepts), on one checker.
+// tests/integration/test_react_syntax_stage.py asserts they are equal.
 'use strict';
 
 const fs = require('fs');
 const ts = require('typescript');
-const { createService, FILES, OPTIONS, SHARES_SCOPE } = require('./checker');
+const { checkBatch, createService, firstStage, typeGroups, FILES, OPTIONS, SHARES_SCOPE } = require('./checker');
+const { syntaxErrorSync } = require('./syntax');
+const { TypeCheckers } = require('./type_checkers');
 const { createTsgoService, installedVersion } = require('./tsgo_types');
 
 const firstLine = (m) => ts.flattenDiagnosticMessageText(m, '\n').split('\n')[0];
@@ -34,9 +42,31 @@ function diagnosticsOf(service, codes) {
   return out;
 }
 
+/** checker.js's answers before its syntax stage overlapped the type stage: one stage after the other. */
+function inSequence(service, reqs) {
+  const staged = reqs.map((req) => Object.assign({ req }, firstStage(req, syntaxErrorSync(req.code))));
+  typeGroups(service, staged.filter((s) => s.typed));
+  return staged.map((s) => s.out);
+}
+
+async function stages(codes) {
+  const checkers = new TypeCheckers(() => createService(ts.createDocumentRegistry()), checkBatch, FILES, OPTIONS);
+  const reqs = codes.map((code, id) => ({ id, code, types: true, max_errors: 5, spec: id % 2 === 0, component: null }));
+  const overlapped = [];
+  const sequence = [];
+  for (let i = 0; i < reqs.length; i += 64) {
+    const batch = reqs.slice(i, i + 64);
+    overlapped.push(...(await checkers.check(batch)).batch);
+    sequence.push(...inSequence(checkers.service, batch));
+  }
+  if (checkers.service.close) checkers.service.close();
+  process.stdout.write(JSON.stringify({ checker: checkers.name, overlapped, in_sequence: sequence }) + '\n');
+}
+
 function main() {
   const [corpus, checker] = process.argv.slice(2);
   const codes = JSON.parse(fs.readFileSync(corpus, 'utf8'));
+  if (checker === 'stages') return stages(codes);
   let service;
   let version = ts.version;
   if (checker === 'tsgo') {
@@ -45,7 +75,7 @@ function main() {
   } else if (checker === 'ts5') {
     service = createService(ts.createDocumentRegistry());
   } else {
-    throw new Error('usage: node equality.js CORPUS.json ts5|tsgo');
+    throw new Error('usage: node equality.js CORPUS.json ts5|tsgo|stages');
   }
   const diagnostics = diagnosticsOf(service, codes);
   if (service.close) service.close();

@@ -10,7 +10,7 @@ import time
 
 from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult
 from botgrpo_rewards.protocol import CAPABILITY_DETERMINISTIC, ScoreRequest
-from botgrpo_rewards.react.checker import NodeChecker
+from botgrpo_rewards.react.checker import MAX_BATCH, NodeChecker
 from botgrpo_rewards.react.extract import answer_code
 from botgrpo_rewards.react.spec import Requirements, SpecFacts, with_spec
 from botgrpo_rewards.react.verdict import ReactOptions, truncated_reasoning, verdict
@@ -25,7 +25,7 @@ class ReactBackend(Backend):
     capabilities = ("spans", CAPABILITY_DETERMINISTIC)
     # Requests handed over while Node is busy wait and then go to it together as one batch
     # (checker.MAX_BATCH): they share one TypeScript checker, which is most of a type check's cost.
-    max_inflight = 32
+    max_inflight = MAX_BATCH
     max_completion_chars = 200_000  # ~1.5 s of type checking (270k chars, loaded 2-core machine); longer is refused
 
     def __init__(self, heap_limit_mb: int = 768, max_old_space_mb: int = 1536, startup_timeout_s: float = 60.0,

@@ -85,13 +85,14 @@ function createTsgoService(slotFiles, options, exe) {
     alone() {
       alone = true;
     },
-    load(codes) {
+    /** `trees`: TypeScript 5.9's syntax trees of `codes` where the caller has them (parsed the same way). */
+    load(codes, trees = []) {
       const files = alone ? [ALONE_FILE] : slotFiles;
       const config = alone ? ALONE_CONFIG : CONFIG;
       alone = false;
       // TypeScript 5.9's trees first: code too deeply nested for its parser (a RangeError, answered
       // `internal` as with TypeScript 5.9) never reaches tsgo.
-      const sources = codes.map((code, k) => ts.createSourceFile(files[k], code, ts.ScriptTarget.ES2020, true, ts.ScriptKind.TSX));
+      const sources = codes.map((code, k) => trees[k] || ts.createSourceFile(files[k], code, ts.ScriptTarget.ES2020, true, ts.ScriptKind.TSX));
       const changed = [];
       files.forEach((f, k) => {
         const code = k < codes.length ? codes[k] : '';

@@ -6,9 +6,11 @@
 // to a fresh tsgo process; if that fails too, this process falls back to TypeScript 5.9 for good,
 // re-sends the batch there and says so once (stderr, and `fallback` in that reply, which checker.py
 // logs). Both checkers give equal diagnostics (tests/integration/test_react_tsgo_equality.py), so a
-// fallback changes the cost of a check, never its answer, and no check is lost.
+// fallback changes the cost of a check, never its answer, and no check is lost. A tsgo process whose
+// resident memory has grown past a limit is replaced the same way, between two batches.
 'use strict';
 
+const fs = require('fs');
 const ts = require('typescript');
 const { createTsgoService, installedVersion, TsgoBroken, PINNED } = require('./tsgo_types');
 
@@ -20,6 +22,22 @@ const SELF_TEST = [
   ['export function B(p: { n: number }) { return <button onClick={() => p.n.push(1)} disabled="no">{p.n}</button>; }', 'TS2339@72+4 TS2322@81+8'],
   ['export function A() { return <div />; }', ''],
 ];
+
+// tsgo's resident memory, at most, between batches (BOTGRPO_REACT_TSGO_RSS_MB); Node's heap has its
+// own limit (checker.py). A warm tsgo with 64 slots holds about 95 MB (steady over 300 batches of
+// 64 distinct components); the limit is for what no test corpus shows, e.g. a leak in a dev build.
+const DEFAULT_RSS_MB = 1024;
+
+/** The resident memory of process `pid` in bytes (Linux /proc), or null where it cannot be read. */
+function residentBytes(pid) {
+  if (!pid) return null;
+  try {
+    const m = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
 
 /** Why `service` fails the self-test, or null when it passes. */
 function selfTestFailure(service) {
@@ -56,6 +74,8 @@ function startTsgo(slotFiles, options) {
 class TypeCheckers {
   constructor(createTs5, checkBatch, slotFiles, options) {
     Object.assign(this, { createTs5, checkBatch, slotFiles, options });
+    this.rssLimit = (Number(process.env.BOTGRPO_REACT_TSGO_RSS_MB) || DEFAULT_RSS_MB) * 1024 * 1024;
+    this.rssRestarts = 0; // tsgo processes replaced for their memory (for tests)
     const choice = process.env.BOTGRPO_REACT_CHECKER || 'auto';
     if (!['auto', 'ts5', 'tsgo'].includes(choice)) throw new Error(`BOTGRPO_REACT_CHECKER must be ts5 or tsgo, not ${choice}`);
     this.note = choice === 'ts5' ? 'BOTGRPO_REACT_CHECKER=ts5' : null;
@@ -76,10 +96,18 @@ class TypeCheckers {
   }
 
   /** The answers to `reqs`, with `fallback` (the warning) when tsgo broke twice on them. */
-  check(reqs) {
-    if (this.name !== 'tsgo') return { batch: this.checkBatch(this.service, reqs) };
+  async check(reqs) {
+    if (this.name !== 'tsgo') return { batch: await this.answer(reqs) };
+    const why = this.overLimit();
+    if (why !== null) {
+      // Between batches, as a broken API is handled (minus the first try): a fresh tsgo process,
+      // or TypeScript 5.9 if none starts. Same answers either way; only the cost changes.
+      this.service.close();
+      const failed = this.restartTsgo();
+      if (failed !== null) return this.fallBack(reqs, `${why}; the restart failed: ${failed}`);
+    }
     try {
-      return { batch: this.checkBatch(this.service, reqs) };
+      return { batch: await this.answer(reqs) };
     } catch (err) {
       if (!(err instanceof TsgoBroken)) throw err;
       this.service.close();
@@ -87,7 +115,7 @@ class TypeCheckers {
     const first = this.restartTsgo();
     if (first === null) {
       try {
-        return { batch: this.checkBatch(this.service, reqs) };
+        return { batch: await this.answer(reqs) };
       } catch (err) {
         if (!(err instanceof TsgoBroken)) throw err;
         this.service.close();
@@ -95,6 +123,18 @@ class TypeCheckers {
       }
     }
     return this.fallBack(reqs, first);
+  }
+
+  answer(reqs) {
+    return this.checkBatch(this.service, reqs, () => this.fresh());
+  }
+
+  /** Why the tsgo process must be restarted before the next batch (its memory), or null. */
+  overLimit() {
+    const rss = residentBytes(this.service.pid);
+    if (rss === null || rss <= this.rssLimit) return null;
+    this.rssRestarts += 1;
+    return `tsgo's resident memory ${rss >> 20} MB is over ${this.rssLimit >> 20} MB`;
   }
 
   /** A fresh tsgo process in place of the broken one; null, or why it did not start. */
@@ -107,12 +147,12 @@ class TypeCheckers {
     }
   }
 
-  fallBack(reqs, why) {
+  async fallBack(reqs, why) {
     const fallback = `tsgo failed twice (${why}): TypeScript ${ts.version} checks types from now on`;
     process.stderr.write(`react checker: ${fallback}\n`);
     this.use(this.createTs5());
     this.note = fallback;
-    return { batch: this.checkBatch(this.service, reqs), fallback };
+    return { batch: await this.answer(reqs), fallback };
   }
 
   /** A service of the same kind without whatever state a failed batch left in the current one. */

@@ -1,7 +1,9 @@
 """When tsgo's unstable API breaks, the react checker restarts tsgo and re-sends the batch; when it
 breaks again it falls back to TypeScript 5.9 with one warning line. No check is lost and every
 answer is the one TypeScript 5.9 gives. Real processes throughout: a SIGKILLed tsgo, and for the
-second failure a tsgo binary that will not start again (a wrapper that runs the real one once)."""
+second failure a tsgo binary that will not start again (a wrapper that runs the real one once).
+A tsgo over its memory limit is replaced between batches; a hung tsgo (SIGSTOPped: it never answers)
+times the check out, and the second such timeout in a row restarts Node on TypeScript 5.9."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import time
 
 import pytest
 
+from botgrpo_rewards.backend import BackendTimeout
 from botgrpo_rewards.react.checker import HERE, NodeChecker
 
 TSGO_EXE = HERE / "node_modules" / "@typescript" / f"native-preview-linux-{'x64' if os.uname().machine == 'x86_64' else 'arm64'}" / "lib" / "tsgo"
@@ -45,8 +48,8 @@ def checker(monkeypatch):
     monkeypatch.setenv("BOTGRPO_REACT_WARMUP_ROUNDS", "1")
     made: list[NodeChecker] = []
 
-    def start() -> NodeChecker:
-        nc = NodeChecker(startup_timeout_s=300)
+    def start(**settings) -> NodeChecker:
+        nc = NodeChecker(startup_timeout_s=300, **settings)
         nc.start()
         made.append(nc)
         return nc
@@ -86,3 +89,36 @@ def test_tsgo_that_breaks_twice_falls_back_to_typescript_5_9_for_good(checker, c
         check(nc)
     assert check(nc)["types"] == WANT and nc.checker == "ts5"
     assert len([r for r in caplog.records if r.levelno >= logging.WARNING]) == 1
+
+
+def warnings_in(caplog) -> list[str]:
+    return [r.message for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_a_tsgo_over_its_memory_limit_is_replaced_between_batches(checker, caplog):
+    nc = checker(tsgo_rss_limit_mb=1)  # every tsgo is over 1 MB: each batch gets a fresh one
+    node, seen = nc.pid, {nc._checker_pid}
+    for name in "DEF":
+        assert check(nc, TYPE_ERROR.replace("D(", f"{name}(")).get("types") == WANT
+        assert nc._checker_pid not in seen and nc.checker == "tsgo" and nc.pid == node
+        seen.add(nc._checker_pid)
+    assert nc.restarts == 0 and not warnings_in(caplog)
+
+
+def test_repeated_tsgo_hangs_end_on_typescript_5_9(checker, caplog):
+    caplog.set_level(logging.INFO, logger="botgrpo_rewards.react")
+    nc = checker()
+    for hang in (1, 2):
+        assert nc.checker == "tsgo"
+        os.kill(nc._checker_pid, signal.SIGSTOP)  # Node's next call into tsgo never returns
+        with pytest.raises(BackendTimeout):
+            nc.check(TYPE_ERROR, True, 5, time.monotonic() + 3)
+        assert nc.restarts == hang
+        if hang == 1:
+            assert not warnings_in(caplog)
+            with nc._lock:  # the restarted Node's ready line: tsgo again, its process id
+                nc._await_ready(time.monotonic() + 300)
+    [warning] = warnings_in(caplog)
+    assert "2 checks in a row timed out on tsgo" in warning and "TypeScript 5.9" in warning
+    assert check(nc)["types"] == WANT and nc.checker == "ts5" and nc._checker_pid is None
+    assert len(warnings_in(caplog)) == 1
