@@ -42,15 +42,15 @@ class StepFigures:
 
 
 def measure(algo: str, steps: int, task: str, threads: int, out_dir: Path, model: str = "",
-            mini_batches: int = 0) -> StepFigures:
+            mini_batches: int = 0, sets: list[str] | tuple[str, ...] = ()) -> StepFigures:
     """Train `steps` + 1 steps in this process and return the medians of all but the first.
-    mini_batches > 0 overrides the preset's algo.mini_batches."""
+    mini_batches > 0 overrides the preset's algo.mini_batches; `sets` are config overrides (last)."""
     from botgrpo_cli.config import load_config
     from botgrpo_cli.trainer import train
 
     extra = [f"algo.mini_batches={mini_batches}"] if mini_batches else []
     cfg = load_config(None, algo=algo, sets=[*SHAPE, f"run.task={task}", f"run.steps={steps + 1}",
-                                             f"run.threads={threads}", *extra])
+                                             f"run.threads={threads}", *extra, *sets])
     cfg.run.out_dir, cfg.model.name_or_path = str(out_dir), model or None
     records = train(cfg).metrics[1:]
 
@@ -68,9 +68,9 @@ def _label(algo: str, mini_batches: int) -> str:
 
 
 def _one(algo: str, steps: int, task: str, threads: int, model: str | None, out: Path,
-         mini_batches: int = 0) -> StepFigures:
+         mini_batches: int = 0, sets: list[str] | tuple[str, ...] = ()) -> StepFigures:
     argv = [sys.executable, "-m", "botgrpo_cli.bench.step", algo, str(steps), task, str(threads), str(out), model or "",
-            str(mini_batches)]
+            str(mini_batches), *sets]
     proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
@@ -79,7 +79,7 @@ def _one(algo: str, steps: int, task: str, threads: int, model: str | None, out:
 
 
 def run(algos: list[str], steps: int, task: str, threads: int, model: str | None = None,
-        repeats: int = 2, mini_batches: list[int] | None = None) -> list[StepFigures]:
+        repeats: int = 2, mini_batches: list[int] | None = None, sets: list[str] | tuple[str, ...] = ()) -> list[StepFigures]:
     """Measure each preset (at each of `mini_batches`, when given) in fresh subprocesses, `repeats`
     rounds, the order reversed every other round (so load from other processes hits them alike);
     medians over all timed steps and runs."""
@@ -91,7 +91,7 @@ def run(algos: list[str], steps: int, task: str, threads: int, model: str | None
         for r in range(repeats):
             # reversed every other round, so a drift in load lands on each variant alike
             for algo, m in (variants if r % 2 == 0 else variants[::-1]):
-                runs[algo, m].append(_one(algo, steps, task, threads, model, Path(tmp) / f"{algo}-{m}-{r}", m))
+                runs[algo, m].append(_one(algo, steps, task, threads, model, Path(tmp) / f"{algo}-{m}-{r}", m, sets))
     return [_median_of(_label(*v), figs) for v, figs in runs.items()]
 
 
@@ -153,5 +153,5 @@ def _median_of(algo: str, figs: list[StepFigures]) -> StepFigures:
 
 if __name__ == "__main__":  # the per-preset worker: prints one JSON line
     a, n, t, th, o, m, mb = sys.argv[1:8]
-    fig = measure(a, int(n), t, int(th), Path(o), m, int(mb))
+    fig = measure(a, int(n), t, int(th), Path(o), m, int(mb), sys.argv[8:])
     print(json.dumps(fig.__dict__))

@@ -30,11 +30,16 @@ def register(app: typer.Typer) -> None:
         shape: Annotated[str, typer.Option(help="--vs: prompts x completions x new tokens.")] = "8x8x48",
         precision: Annotated[str, typer.Option(help="--vs: fp32 | bf16 | auto (botgrpo's start-up rule), the same "
                                                     "for both trainers.")] = "auto",
+        sets: Annotated[Optional[list[str]], typer.Option("--set", help="Config override for every preset's run, e.g. "
+                        "optim.lr=1e-30 (the weights then do not move, so the presets sample the same completions every "
+                        "step and only their own cost differs). Repeatable; not with --vs or --num-processes.")] = None,
     ) -> None:
         """Median step time (generate / reward / update) and peak RSS at 8 prompts x 8 completions x 48 tokens."""
         from botgrpo_cli.bench.step import run
 
         names = comma_list(algos, "--algos", example="grpo,bot_grpo")
+        if sets and (vs is not None or num_processes > 1):
+            raise UserError("--set applies to the preset comparison only; drop it, or --vs / --num-processes")
         if vs is not None:
             if vs != "trl":
                 raise UserError(f"--vs {vs!r} is not supported; the peer benchmark knows: trl")
@@ -49,12 +54,13 @@ def register(app: typer.Typer) -> None:
         if num_processes > 1:
             _scaling(num_processes, names[0], steps, task, threads, model, repeats)
             return
-        console.print(f"[bold]bench step:[/] {', '.join(names)} on {task}, {steps} timed steps each")
+        console.print(f"[bold]bench step:[/] {', '.join(names)} on {task}, {steps} timed steps each"
+                      + (f", with {' '.join(sets)}" if sets else ""))
         counts = comma_list(mini_batches, "--mini-batches", positive_int, example="1,2,4") if mini_batches else None
-        results = run(names, steps, task, threads, model, repeats, counts)
+        results = run(names, steps, task, threads, model, repeats, counts, sets or ())
         base = results[0]
         table = Table(title=f"training step on {task}: 8 prompts x 8 completions x 48 new tokens, "
-                            f"medians of {steps} steps x {repeats} runs")
+                            f"medians of {steps} steps x {repeats} runs" + (f"; {', '.join(sets)}" if sets else ""))
         for col in ("preset", "step s", "gen s", "logp s", "reward s", "update s", "reward %", "RSS MB",
                     "x step", "x RSS", "updates", "clip"):
             table.add_column(col, justify="left" if col == "preset" else "right")

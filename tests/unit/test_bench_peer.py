@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 
@@ -20,7 +22,7 @@ def test_bench_step_reverses_the_order_every_other_round(monkeypatch):
 
     order = []
 
-    def fake_one(algo, steps, task, threads, model, out, mini_batches=0):
+    def fake_one(algo, steps, task, threads, model, out, mini_batches=0, sets=()):
         order.append(algo)
         return step.StepFigures(algo=algo, steps=steps, step_s=1.0, generate_s=0.5, reward_s=0.1, logp_s=0.1,
                                 update_s=0.3, peak_rss_mb=1.0, updates=1, clip_frac=0.0)
@@ -28,3 +30,27 @@ def test_bench_step_reverses_the_order_every_other_round(monkeypatch):
     monkeypatch.setattr(step, "_one", fake_one)
     step.run(["grpo", "bot_grpo"], steps=1, task="arith_synth", threads=1, repeats=4)
     assert order == ["grpo", "bot_grpo", "bot_grpo", "grpo"] * 2
+
+
+def test_bench_step_sets_reach_every_presets_config(monkeypatch, tmp_path):
+    import types
+
+    import botgrpo_cli.trainer as trainer
+    from botgrpo_cli.bench import step
+
+    seen = []
+    record = {"time/step_s": 1.0, "time/generate_s": 0.5, "time/reward_s": 0.1, "time/logp_s": 0.0,
+              "time/update_s": 0.4, "update/steps": 1.0, "clip_frac": 0.0}
+
+    def fake_train(cfg):
+        seen.append(cfg)
+        return types.SimpleNamespace(metrics=[record, record])
+
+    monkeypatch.setattr(trainer, "train", fake_train)
+    fig = step.measure("bot_grpo", 1, "arith_synth", 1, tmp_path, sets=["optim.lr=1e-30", "rollout.temperature=0.7"])
+    assert seen[0].optim.lr == 1e-30 and seen[0].rollout.temperature == 0.7 and fig.step_s == 1.0
+    argv = []
+    monkeypatch.setattr(step.subprocess, "run", lambda a, **_: argv.extend(a) or types.SimpleNamespace(
+        returncode=0, stdout=json.dumps(fig.__dict__), stderr=""))
+    step._one("grpo", 1, "arith_synth", 1, None, tmp_path, 0, ["optim.lr=0"])
+    assert argv[-1] == "optim.lr=0"  # the worker's sys.argv[8:]

@@ -19,6 +19,11 @@ def test_version():
     assert __version__ in result.output
 
 
+def test_bench_step_refuses_set_with_vs_before_running_anything():
+    result = runner.invoke(app, ["bench", "step", "--vs", "trl", "--set", "optim.lr=0"])
+    assert result.exit_code != 0 and "--set" in str(result.exception)
+
+
 def test_bench_step_refuses_bad_mini_batch_counts_before_running_anything():
     for bad in ("1,two", "0,2"):
         result = runner.invoke(app, ["bench", "step", "--algos", "grpo", "--mini-batches", bad])
