@@ -90,6 +90,10 @@ class RewardConfig:
     service: Optional[str] = opt(None, "reward service name; None = the task's")
     command: Optional[list] = opt(None, "argv that starts the service instead of `python -m botgrpo_rewards NAME`")
     workers: int = opt(1, "reward service processes")
+    stream: str = opt("auto", "when completions go to scoring: always (each as it ends, overlapping generation), "
+                              "after (once the batch is generated), auto (always, unless generation runs on the CPU "
+                              "with a torch thread per core: scoring would then only slow generation down)",
+                      ("auto", "always", "after"))
     deadline_ms: int = opt(DEFAULT_DEADLINE_MS, "per-completion scoring deadline in milliseconds")
     lambda_seq: float = opt(1.0, "weight of the sequence score in each token's reward")
     lambda_tok: float = opt(1.0, "weight of the span rewards in each token's reward (0 = outcome only)")
