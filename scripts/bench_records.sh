@@ -3,7 +3,7 @@
 # under docs/results/bench/, one benchmark at a time under the shared bench lock; then
 # `botgrpo bench results` turns the records into docs/benchmark-figures.md.
 #
-#   scripts/bench_records.sh all | react | step | algos    # run from a clean checkout at a commit
+#   scripts/bench_records.sh all | react | react_step | step | algos   # from a clean checkout at a commit
 #
 # Run it on a quiet machine (the records keep the load average before and after each command).
 set -euo pipefail
@@ -11,12 +11,13 @@ cd "$(dirname "$0")/.."
 B=".venv/bin/botgrpo bench"
 OUT=docs/results/bench
 mkdir -p "$OUT"
-if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
-  echo "bench_records: the checkout has uncommitted changes; commit first so each record names the code" >&2
+if [ -n "$(git status --porcelain --untracked-files=no -- . ':(exclude)docs')" ]; then
+  echo "bench_records: the code has uncommitted changes; commit first so each record names the code" >&2
   exit 1
 fi
-rec() {  # $1 record name, then the bench command and its options
-  local name=$1; shift
+rec() {  # $1 record name (a run already recorded gets _run2, _run3 ...), then the bench command
+  local name=$1 k=2; shift
+  if [ -e "$OUT/$name.json" ]; then while [ -e "$OUT/${name}_run$k.json" ]; do k=$((k + 1)); done; name=${name}_run$k; fi
   echo "== $(date -u +%H:%M:%S) $name (load $(cut -d' ' -f1-3 /proc/loadavg))"
   flock /tmp/botgrpo-bench.lock $B --json "$OUT/$name.json" "$@"
 }
@@ -27,15 +28,19 @@ react() {
 step() {
   rec step_vs_trl_arith_synth step --vs trl --task arith_synth --steps 3 --repeats 3
   rec step_grpo_bot_grpo_arith_synth step --algos grpo,bot_grpo --task arith_synth --steps 3 --repeats 4
+  # frozen weights (lr 1e-30): both presets sample the same completions, so only their own cost differs
+  rec step_grpo_bot_grpo_arith_synth_frozen step --algos grpo,bot_grpo --task arith_synth --steps 3 --repeats 4 \
+      --set optim.lr=1e-30
 }
 algos() {
   rec algos_B1024_T4096_1thread algos --batch 1024 --groups 128 --seq-len 4096 --threads 1 --repeats 9
 }
 case "${1:-all}" in
   react) react ;;
+  react_step) rec step_vs_trl_react_synth step --vs trl --task react_synth --steps 3 --repeats 3 ;;
   step) step ;;
   algos) algos ;;
   all) algos; step; react ;;
-  *) echo "usage: $0 all | react | step | algos" >&2; exit 2 ;;
+  *) echo "usage: $0 all | react | react_step | step | algos" >&2; exit 2 ;;
 esac
 .venv/bin/botgrpo bench results

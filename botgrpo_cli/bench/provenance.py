@@ -12,13 +12,15 @@ _SOURCE = Path(__file__).resolve().parents[2]
 
 
 def git_commit(path: Path = _SOURCE) -> tuple[str | None, bool | None]:
-    """(commit, has uncommitted changes) of the checkout holding `path`; (None, None) outside git."""
+    """(commit, has uncommitted changes outside docs/) of the checkout holding `path`; (None, None)
+    outside git."""
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True,
                               timeout=10, check=True).stdout.strip()
     try:
         commit = git("rev-parse", "HEAD")
-        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+        # changes to the code, not to docs/ (where the benchmarks write their own records and pages)
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)docs"))
     except (OSError, subprocess.SubprocessError):
         return None, None
     return commit, dirty
