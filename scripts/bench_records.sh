@@ -3,7 +3,7 @@
 # under docs/results/bench/, one benchmark at a time under the shared bench lock; then
 # `botgrpo bench results` turns the records into docs/benchmark-figures.md.
 #
-#   scripts/bench_records.sh all | react | react_step | step | algos   # from a clean checkout at a commit
+#   scripts/bench_records.sh all | react | react_step | step | stream | algos   # from a clean checkout at a commit
 #
 # Run it on a quiet machine (the records keep the load average before and after each command).
 set -euo pipefail
@@ -32,15 +32,20 @@ step() {
   rec step_grpo_bot_grpo_arith_synth_frozen step --algos grpo,bot_grpo --task arith_synth --steps 3 --repeats 4 \
       --set optim.lr=1e-30
 }
+stream() {  # reward.stream on the CPU: rows scored as each ends vs once the batch is generated
+  rec step_react_synth_stream_always step --algos grpo --task react_synth --steps 3 --repeats 3 --set reward.stream=always
+  rec step_react_synth_stream_after step --algos grpo --task react_synth --steps 3 --repeats 3 --set reward.stream=after
+}
 algos() {
   rec algos_B1024_T4096_1thread algos --batch 1024 --groups 128 --seq-len 4096 --threads 1 --repeats 9
 }
 case "${1:-all}" in
   react) react ;;
+  stream) stream ;;
   react_step) rec step_vs_trl_react_synth step --vs trl --task react_synth --steps 3 --repeats 3 ;;
   step) step ;;
   algos) algos ;;
-  all) algos; step; react ;;
-  *) echo "usage: $0 all | react | react_step | step | algos" >&2; exit 2 ;;
+  all) algos; step; stream; react ;;
+  *) echo "usage: $0 all | react | react_step | step | stream | algos" >&2; exit 2 ;;
 esac
 .venv/bin/botgrpo bench results

@@ -59,9 +59,10 @@ def _generate(engine: Engine, rollout: RolloutConfig, prompts: list[str], params
 
 def streams_scoring(setting: str, generates_on_cpu: bool, torch_threads: int, processes: int, cores: int) -> bool:
     """Whether rows go to scoring as each ends (reward.stream). On the CPU with a torch thread per core,
-    the services' work during generation takes cores from the decode loop's threads (measured on 2
-    cores, react_synth: generation 0.55 s streaming vs 0.25 s after, while the wait for the scores
-    grew by less), and rows that end apart make small batches, each paying a checker's fixed cost."""
+    the services' work during generation takes cores from the decode loop's threads, and rows that
+    end apart make small batches, each paying a checker's fixed cost: on 2 cores generation then
+    slows by more than the wait for the scores shrinks (records step_react_synth_stream_* in
+    docs/results/bench)."""
     if setting != "auto":
         return setting == "always"
     return not generates_on_cpu or torch_threads * processes < cores
