@@ -67,4 +67,3 @@ class Recorder:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.write_text(json.dumps(record, indent=1) + "\n")
         return self.path
-

@@ -11,7 +11,7 @@ import typer
 from botgrpo_cli.console import out
 
 
-def _record(json_out: Annotated[Optional[Path], typer.Option(
+def _record(ctx: typer.Context, json_out: Annotated[Optional[Path], typer.Option(
         "--json", help="Also write what the benchmark prints (tables, lines) to this JSON file, with the command, "
                        "commit, time and load average; `botgrpo bench results` makes docs pages of such files.",
         dir_okay=False)] = None) -> None:
@@ -19,13 +19,14 @@ def _record(json_out: Annotated[Optional[Path], typer.Option(
         from botgrpo_cli.bench.record import Recorder
 
         out.recorder = Recorder(json_out)
+        ctx.call_on_close(lambda: setattr(out, "recorder", None))  # a failed command: nothing kept, nothing written
 
 
 def _written(*_args, **_kwargs) -> None:
     """After a bench command succeeded: write its record (a failed one writes nothing)."""
     if out.recorder is not None:
         path = out.recorder.write()
-        out.recorder = None
+        out.recorder = None  # before the line below, which is not part of the record
         out.print(f"recorded in {path}")
 
 

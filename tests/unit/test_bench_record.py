@@ -43,7 +43,7 @@ def test_a_failed_bench_command_writes_nothing(tmp_path):
     path = tmp_path / "bad.json"
     result = CliRunner().invoke(app, ["bench", "--json", str(path), "algos", "--batch", "4", "--groups", "8"])
     assert result.exit_code != 0 and not path.exists()
-    out.recorder = None  # the failed command left it set; the next command starts clean
+    assert out.recorder is None  # the next command starts clean
 
 
 def test_a_child_benchmark_is_recorded_as_its_text(tmp_path):
