@@ -2,10 +2,11 @@
 
 Both sides: the same model (the task's bootstrapped tiny model, or --model), the same prompts
 (botgrpo's seeded prompt stream, fed to TRL in that order), outcome rewards from the task's reward
-service (two processes each), 8 prompts x 8 completions x 48 new tokens unless --shape says
-otherwise, temperature 1, beta 0, one update per batch, CPU, the same torch threads, and the same
-precision: fp32, or bf16 autocast for generation and forward/backward with fp32 weights on both
-(TRL's bf16=True, its generation wrapped in the same autocast); `auto` is botgrpo's start-up rule.
+service (two processes each; for react, one type checker forced on both, named in the table's title),
+8 prompts x 8 completions x 48 new tokens unless --shape says otherwise, temperature 1, beta 0, one
+update per batch, CPU, the same torch threads, and the same precision: fp32, or bf16 autocast for
+generation and forward/backward with fp32 weights on both (TRL's bf16=True, its generation wrapped
+in the same autocast); `auto` is botgrpo's start-up rule.
 Both processes import botgrpo_cli before torch, so both get its OpenMP spin count
 (GOMP_SPINCOUNT=1000 unless the environment sets a policy or count). Each side runs in its own
 subprocess (rounds alternate the order); its first step is a warm-up, not counted. Each step is
@@ -16,6 +17,7 @@ its CPU seconds are reported too: on a shared machine they move less with load t
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -203,11 +205,24 @@ def _json_reference(reward: Any) -> Any:
     return score
 
 
+def react_checker(task: str) -> str | None:
+    """The type checker both sides' react services are given (BOTGRPO_REACT_CHECKER, forced, so a
+    tsgo that cannot start fails the run instead of one side quietly checking with TypeScript 5.9):
+    tsgo when installed, else ts5; None when the task is not scored by the react service."""
+    from botgrpo_rewards.react.checker import tsgo_installed
+    from botgrpo_tasks import get_task
+
+    if get_task(task, seed=0).service != "react":
+        return None
+    return "tsgo" if tsgo_installed() else "ts5"
+
+
 def _side(side: str, steps: int, task: str, threads: int, out: Path, model: str, shape: Shape,
-          precision: str) -> SideFigures:
+          precision: str, checker: str | None = None) -> SideFigures:
     argv = [sys.executable, "-m", "botgrpo_cli.bench.peer_trl", side, str(steps), task, str(threads), str(out),
             model, str(shape), precision]
-    proc = subprocess.run(argv, capture_output=True, text=True)
+    env = {**os.environ, "BOTGRPO_REACT_CHECKER": checker} if checker else None
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         raise UserError(f"bench step --vs trl: the {side} run failed: {' | '.join(tail)}")
@@ -230,18 +245,18 @@ def run(console: Any, steps: int = 5, task: str = "react_synth", threads: int = 
     if steps < 1 or rounds < 1:
         raise UserError("--steps and --rounds must be at least 1")
     runs: dict[str, list[SideFigures]] = {"botgrpo": [], "trl": []}
+    checker = react_checker(task)
     with tempfile.TemporaryDirectory(prefix="botgrpo-bench-peer-") as tmp:
         for k in range(rounds):
             for side in ("botgrpo", "trl") if k % 2 == 0 else ("trl", "botgrpo"):
                 console.print(f"[bold]bench step --vs trl:[/] round {k + 1}/{rounds}, {side}, {steps} timed steps")
                 runs[side].append(_side(side, steps, task, threads, Path(tmp) / f"{side}-{k}", model or "", shape,
-                                        precision))
+                                        precision, checker))
     ours, trl = _pooled(runs["botgrpo"]), _pooled(runs["trl"])
-    import os
-
+    checked = f", react checker {checker} on both" if checker else ""
     table = Table(title=f"seconds per training step, {task}, {model or 'tiny model'}, {shape.prompts} prompts x "
                         f"{shape.group} completions x {shape.new_tokens} new tokens, beta 0, {threads} threads, "
-                        f"{ours.precision} on both (medians, {rounds} rounds x {steps} steps; load average "
+                        f"{ours.precision} on both{checked} (medians, {rounds} rounds x {steps} steps; load average "
                         f"{os.getloadavg()[0]:.1f} at the end)")
     for col in ("trainer", "step s", "generate s", "reward s", "rest s", "CPU s", "step / trl", "CPU / trl"):
         table.add_column(col, justify="left" if col == "trainer" else "right")

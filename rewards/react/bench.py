@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from botgrpo_rewards.protocol import ScoreRequest
-from botgrpo_rewards.react.checker import MAX_BATCH, NODE_MODULES
+from botgrpo_rewards.react.checker import MAX_BATCH, NODE_MODULES, tsgo_installed
 from botgrpo_rewards.react.service import ReactBackend
 
 TSC_REPEATS = 3
@@ -165,7 +165,7 @@ def _rows(m: dict, tsc: float) -> list[tuple[str, str, str, bool | None]]:
 def run(console: Console, workers: int = 1, n: int = 200) -> None:
     """Measure and print the figures side by side with their targets, one column per type checker
     (TypeScript 5.9 and, when installed, tsgo; CPU counts Python, Node and tsgo's process)."""
-    checkers = ["ts5"] + (["tsgo"] if (NODE_MODULES / "@typescript" / "native-preview").is_dir() else [])
+    checkers = ["ts5"] + (["tsgo"] if tsgo_installed() else [])
     measured = []
     for checker in checkers:
         with console.status(f"{checker}: warming up, then {n} checks syntax only, {n} with types, batched ..."):

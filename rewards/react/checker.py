@@ -29,6 +29,12 @@ NODE_MODULES = HERE / "node_modules"
 log = logging.getLogger("botgrpo_rewards.react")
 
 
+def tsgo_installed() -> bool:
+    """Whether `npm ci` installed tsgo (@typescript/native-preview) beside checker.js; whether it
+    starts and passes its self-test is decided by checker.js."""
+    return (NODE_MODULES / "@typescript" / "native-preview").is_dir()
+
+
 def _is_ready(line: bytes) -> bool:
     try:
         return json.loads(line).get("ready") is True

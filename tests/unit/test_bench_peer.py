@@ -54,3 +54,33 @@ def test_bench_step_sets_reach_every_presets_config(monkeypatch, tmp_path):
         returncode=0, stdout=json.dumps(fig.__dict__), stderr=""))
     step._one("grpo", 1, "arith_synth", 1, None, tmp_path, 0, ["optim.lr=0"])
     assert argv[-1] == "optim.lr=0"  # the worker's sys.argv[8:]
+
+
+@pytest.mark.parametrize("task", ["react_synth", "arith_synth"])
+def test_both_sides_get_one_forced_react_checker_and_the_title_names_it(monkeypatch, task):
+    """A react task's services on both sides run the same type checker, forced through the
+    environment of each side's process, and the table's title says which; other tasks leave it."""
+    import subprocess
+
+    from rich.console import Console
+
+    from botgrpo_cli.bench import peer_trl
+    from botgrpo_rewards.react.checker import tsgo_installed
+
+    envs = []
+
+    def fake_run(argv, capture_output, text, env):
+        envs.append(env)
+        side = peer_trl.SideFigures(argv[3], 1.0, 0.5, 0.2, 0.3, 1.0, 1)
+        return subprocess.CompletedProcess(argv, 0, stdout=json.dumps(peer_trl.asdict(side)) + "\n", stderr="")
+
+    monkeypatch.setattr(peer_trl.subprocess, "run", fake_run)
+    console = Console(record=True, width=400)
+    peer_trl.run(console, steps=1, task=task, threads=1, rounds=2)
+    title = console.export_text()
+    if task == "arith_synth":
+        assert envs == [None] * 4 and "react checker" not in title
+        return
+    want = "tsgo" if tsgo_installed() else "ts5"
+    assert [e["BOTGRPO_REACT_CHECKER"] for e in envs] == [want] * 4
+    assert f"react checker {want} on both" in title
