@@ -208,13 +208,14 @@ def _json_reference(reward: Any) -> Any:
 def react_checker(task: str) -> str | None:
     """The type checker both sides' react services are given (BOTGRPO_REACT_CHECKER, forced, so a
     tsgo that cannot start fails the run instead of one side quietly checking with TypeScript 5.9):
-    tsgo when installed, else ts5; None when the task is not scored by the react service."""
+    the one the environment names, else tsgo when installed, else ts5; None when the task is not
+    scored by the react service."""
     from botgrpo_rewards.react.checker import tsgo_installed
     from botgrpo_tasks import get_task
 
     if get_task(task, seed=0).service != "react":
         return None
-    return "tsgo" if tsgo_installed() else "ts5"
+    return os.environ.get("BOTGRPO_REACT_CHECKER") or ("tsgo" if tsgo_installed() else "ts5")
 
 
 def _side(side: str, steps: int, task: str, threads: int, out: Path, model: str, shape: Shape,

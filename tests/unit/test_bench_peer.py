@@ -56,10 +56,11 @@ def test_bench_step_sets_reach_every_presets_config(monkeypatch, tmp_path):
     assert argv[-1] == "optim.lr=0"  # the worker's sys.argv[8:]
 
 
-@pytest.mark.parametrize("task", ["react_synth", "arith_synth"])
-def test_both_sides_get_one_forced_react_checker_and_the_title_names_it(monkeypatch, task):
-    """A react task's services on both sides run the same type checker, forced through the
-    environment of each side's process, and the table's title says which; other tasks leave it."""
+@pytest.mark.parametrize("task, chosen", [("react_synth", None), ("react_synth", "ts5"), ("arith_synth", None)])
+def test_both_sides_get_one_forced_react_checker_and_the_title_names_it(monkeypatch, task, chosen):
+    """A react task's services on both sides run the same type checker (the one BOTGRPO_REACT_CHECKER
+    names, else tsgo when installed), forced through the environment of each side's process, and the
+    table's title says which; other tasks leave the environment alone."""
     import subprocess
 
     from rich.console import Console
@@ -67,6 +68,10 @@ def test_both_sides_get_one_forced_react_checker_and_the_title_names_it(monkeypa
     from botgrpo_cli.bench import peer_trl
     from botgrpo_rewards.react.checker import tsgo_installed
 
+    if chosen:
+        monkeypatch.setenv("BOTGRPO_REACT_CHECKER", chosen)
+    else:
+        monkeypatch.delenv("BOTGRPO_REACT_CHECKER", raising=False)
     envs = []
 
     def fake_run(argv, capture_output, text, env):
@@ -81,6 +86,6 @@ def test_both_sides_get_one_forced_react_checker_and_the_title_names_it(monkeypa
     if task == "arith_synth":
         assert envs == [None] * 4 and "react checker" not in title
         return
-    want = "tsgo" if tsgo_installed() else "ts5"
+    want = chosen or ("tsgo" if tsgo_installed() else "ts5")
     assert [e["BOTGRPO_REACT_CHECKER"] for e in envs] == [want] * 4
     assert f"react checker {want} on both" in title
