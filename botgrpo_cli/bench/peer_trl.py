@@ -2,7 +2,7 @@
 
 Both sides: the same model (the task's bootstrapped tiny model, or --model), the same prompts
 (botgrpo's seeded prompt stream, fed to TRL in that order), outcome rewards from the task's reward
-service (two processes each; for react, one type checker forced on both, named in the table's title),
+service (two processes each; for react, BOTGRPO_REACT_CHECKER forces one checker on both, named in the title),
 8 prompts x 8 completions x 48 new tokens unless --shape says otherwise, temperature 1, beta 0, one
 update per batch, CPU, the same torch threads, and the same precision: fp32, or bf16 autocast for
 generation and forward/backward with fp32 weights on both (TRL's bf16=True, its generation wrapped
@@ -206,24 +206,27 @@ def _json_reference(reward: Any) -> Any:
 
 
 def react_checker(task: str) -> str | None:
-    """The type checker both sides' react services are given (BOTGRPO_REACT_CHECKER, forced, so a
-    tsgo that cannot start fails the run instead of one side quietly checking with TypeScript 5.9):
-    the one the environment names, else tsgo when installed, else ts5; None when the task is not
-    scored by the react service."""
-    from botgrpo_rewards.react.checker import tsgo_installed
+    """The type checker BOTGRPO_REACT_CHECKER names (ts5 | tsgo) for a task the react service scores:
+    both sides' processes inherit it, so their services use it, forced (a tsgo that cannot start fails the run instead of one
+    side quietly checking with TypeScript 5.9); None when it names none (each side's service then
+    picks by the same rule, checker.js's) or the task is not scored by the react service. The client
+    never imports a service's internals, so it cannot tell which one a service picked by itself."""
+    if not _scored_by_react(task):
+        return None
+    return os.environ.get("BOTGRPO_REACT_CHECKER") or None
+
+
+def _scored_by_react(task: str) -> bool:
     from botgrpo_tasks import get_task
 
-    if get_task(task, seed=0).service != "react":
-        return None
-    return os.environ.get("BOTGRPO_REACT_CHECKER") or ("tsgo" if tsgo_installed() else "ts5")
+    return get_task(task, seed=0).service == "react"
 
 
 def _side(side: str, steps: int, task: str, threads: int, out: Path, model: str, shape: Shape,
-          precision: str, checker: str | None = None) -> SideFigures:
+          precision: str) -> SideFigures:
     argv = [sys.executable, "-m", "botgrpo_cli.bench.peer_trl", side, str(steps), task, str(threads), str(out),
             model, str(shape), precision]
-    env = {**os.environ, "BOTGRPO_REACT_CHECKER": checker} if checker else None
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env)
+    proc = subprocess.run(argv, capture_output=True, text=True)  # the environment (the checker) is inherited
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         raise UserError(f"bench step --vs trl: the {side} run failed: {' | '.join(tail)}")
@@ -247,14 +250,17 @@ def run(console: Any, steps: int = 5, task: str = "react_synth", threads: int = 
         raise UserError("--steps and --rounds must be at least 1")
     runs: dict[str, list[SideFigures]] = {"botgrpo": [], "trl": []}
     checker = react_checker(task)
+    react_task = _scored_by_react(task)
     with tempfile.TemporaryDirectory(prefix="botgrpo-bench-peer-") as tmp:
         for k in range(rounds):
             for side in ("botgrpo", "trl") if k % 2 == 0 else ("trl", "botgrpo"):
                 console.print(f"[bold]bench step --vs trl:[/] round {k + 1}/{rounds}, {side}, {steps} timed steps")
                 runs[side].append(_side(side, steps, task, threads, Path(tmp) / f"{side}-{k}", model or "", shape,
-                                        precision, checker))
+                                        precision))
     ours, trl = _pooled(runs["botgrpo"]), _pooled(runs["trl"])
     checked = f", react checker {checker} on both" if checker else ""
+    if checker is None and react_task:
+        checked = ", react checker by the service's own rule on both (BOTGRPO_REACT_CHECKER=tsgo|ts5 names one)"
     table = Table(title=f"seconds per training step, {task}, {model or 'tiny model'}, {shape.prompts} prompts x "
                         f"{shape.group} completions x {shape.new_tokens} new tokens, beta 0, {threads} threads, "
                         f"{ours.precision} on both{checked} (medians, {rounds} rounds x {steps} steps; load average "

@@ -37,7 +37,7 @@ def kill(pid: int) -> None:
             with open(f"/proc/{pid}/stat") as f:
                 if f.read().rsplit(")", 1)[1].split()[0] == "Z":
                     return
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # reaped before, or while, /proc was read
             return
         time.sleep(0.02)
 
