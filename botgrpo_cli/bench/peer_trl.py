@@ -205,21 +205,19 @@ def _json_reference(reward: Any) -> Any:
     return score
 
 
-def react_checker(task: str) -> str | None:
-    """The type checker BOTGRPO_REACT_CHECKER names (ts5 | tsgo) for a task the react service scores:
-    both sides' processes inherit it, so their services use it, forced (a tsgo that cannot start fails the run instead of one
-    side quietly checking with TypeScript 5.9); None when it names none (each side's service then
-    picks by the same rule, checker.js's) or the task is not scored by the react service. The client
-    never imports a service's internals, so it cannot tell which one a service picked by itself."""
-    if not _scored_by_react(task):
-        return None
-    return os.environ.get("BOTGRPO_REACT_CHECKER") or None
-
-
-def _scored_by_react(task: str) -> bool:
+def _checker_note(task: str) -> str:
+    """The title's words on the react type checker. Both sides' processes inherit BOTGRPO_REACT_CHECKER,
+    so their services run the checker it names, forced (a tsgo that cannot start fails the run);
+    unset, each service picks by checker.js's rule. The client never imports a service's internals,
+    so it cannot tell which one a service picked by itself. Empty for tasks react does not score."""
     from botgrpo_tasks import get_task
 
-    return get_task(task, seed=0).service == "react"
+    if get_task(task, seed=0).service != "react":
+        return ""
+    chosen = os.environ.get("BOTGRPO_REACT_CHECKER")
+    if chosen:
+        return f", react checker {chosen} on both"
+    return ", react checker by the service's own rule on both (BOTGRPO_REACT_CHECKER=tsgo|ts5 names one)"
 
 
 def _side(side: str, steps: int, task: str, threads: int, out: Path, model: str, shape: Shape,
@@ -249,8 +247,7 @@ def run(console: Any, steps: int = 5, task: str = "react_synth", threads: int = 
     if steps < 1 or rounds < 1:
         raise UserError("--steps and --rounds must be at least 1")
     runs: dict[str, list[SideFigures]] = {"botgrpo": [], "trl": []}
-    checker = react_checker(task)
-    react_task = _scored_by_react(task)
+    checked = _checker_note(task)
     with tempfile.TemporaryDirectory(prefix="botgrpo-bench-peer-") as tmp:
         for k in range(rounds):
             for side in ("botgrpo", "trl") if k % 2 == 0 else ("trl", "botgrpo"):
@@ -258,9 +255,6 @@ def run(console: Any, steps: int = 5, task: str = "react_synth", threads: int = 
                 runs[side].append(_side(side, steps, task, threads, Path(tmp) / f"{side}-{k}", model or "", shape,
                                         precision))
     ours, trl = _pooled(runs["botgrpo"]), _pooled(runs["trl"])
-    checked = f", react checker {checker} on both" if checker else ""
-    if checker is None and react_task:
-        checked = ", react checker by the service's own rule on both (BOTGRPO_REACT_CHECKER=tsgo|ts5 names one)"
     table = Table(title=f"seconds per training step, {task}, {model or 'tiny model'}, {shape.prompts} prompts x "
                         f"{shape.group} completions x {shape.new_tokens} new tokens, beta 0, {threads} threads, "
                         f"{ours.precision} on both{checked} (medians, {rounds} rounds x {steps} steps; load average "
