@@ -5,7 +5,7 @@ string, when it is the userinfo of a URL (`https://user:PASS@host`, `https://TOK
 query parameter (`?api_key=X`, `&sig=X`), the value of a secret header (`Authorization: Bearer X`),
 a bearer credential, the value after a secret flag (`--token X`, `--api-key=X`, also inside a
 shell string such as `sh -c '... --token X'`) or a secret environment assignment (`HF_TOKEN=X`);
-and, in an argv list, the item after a secret flag.
+and, in an argv list, the item after a secret flag. `public_url` shows a URL without its user info.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 REDACTED = "<redacted>"
 _SECRET_WORDS = frozenset("key apikey token secret password passwd pwd credential credentials auth authorization "
                           "cookie sig signature jwt session".split())
-_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/?#@\s'\"]+)@")
+_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/?#\s'\"]+)@")  # to the last @: a password may hold one
 _QUERY = re.compile(r"(?P<head>[?&;](?P<name>[A-Za-z0-9_.%-]+)=)(?P<value>[^&#\s'\"]+)")
 _HEADER = re.compile(r"(?P<head>\b(?P<name>[A-Za-z][A-Za-z0-9_-]*)\s*:[ \t]*)(?P<value>[^\s'\"][^\r\n'\"]*)")
 _BEARER = re.compile(r"(?P<head>\bBearer\s+)(?P<value>[A-Za-z0-9._~+/=-]{4,})")  # other schemes: via their header
@@ -46,6 +46,12 @@ def _hide_when_secret(match: re.Match) -> str:
 def _hide_userinfo(match: re.Match) -> str:
     user, sep, _ = match["info"].partition(":")
     return match["head"] + (f"{user}:{REDACTED}" if sep else REDACTED) + "@"
+
+
+def public_url(text: str) -> str:
+    """`text` with the user info taken out of every URL in it (`http://user:PASS@host:1/x` ->
+    `http://host:1/x`): how a URL is shown in messages, logs and reports."""
+    return _USERINFO.sub(lambda m: m["head"], text)
 
 
 def _string(text: str) -> str:

@@ -207,6 +207,8 @@ def _print_summary(stats, pool_stats: dict, out_path: Path) -> None:
     table.add_row("restarts / resent", f"{pool_stats['restarts']} / {pool_stats['resent']}")
     if pool_stats.get("endpoint_failures"):  # --url: calls that failed and were sent to another endpoint
         table.add_row("endpoint failures", str(pool_stats["endpoint_failures"]))
+    if pool_stats.get("stray_answers"):  # answers for ids never sent: dropped, never given to a line
+        table.add_row("stray answers", str(pool_stats["stray_answers"]))
     if pool_stats.get("shared"):  # identical lines in flight together, scored once (deterministic services)
         table.add_row("answered from an identical line", str(pool_stats["shared"]))
     out.print(table)

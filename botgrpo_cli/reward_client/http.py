@@ -1,18 +1,37 @@
-"""HttpRewardClient: the same protocol against a service started with `--http HOST:PORT`."""
+"""HttpRewardClient: the same protocol against a service started with `--http HOST:PORT`.
+
+What it trusts of an endpoint: nothing it can check. Each call has one deadline for the whole
+exchange (connect, send, every byte of the answer): an endpoint that trickles its answer a byte at a
+time fails at the deadline like one that never answers. Answers are matched to requests by id (each
+request goes out under an id unique to this client): an answer for an id that was not sent is
+dropped and counted (`stray_answers`), and a request left unanswered or answered twice gets an
+`error` answer of its own (`bad_response`), never another request's reward. URLs are shown without
+their user info; credentials in one (`http://user:PASS@host`) are sent as HTTP Basic auth when no
+bearer token is set, and a credential sent in clear text beyond loopback is warned about once.
+"""
 
 from __future__ import annotations
 
+import base64
 import functools
 import http.client
+import ipaddress
+import itertools
 import json
+import logging
 import os
+import socket
 import threading
+import time
 import urllib.parse
 from typing import Any, Callable, Iterable
 
 from botgrpo_cli.errors import UserError
+from botgrpo_cli.redact import public_url
 from botgrpo_rewards.protocol import (TOKEN_ENV, Hello, ProtocolError, ScoreRequest, ScoreResponse, decode_message,
-                                      error_response, response_from_json)
+                                      error_response, response_from_json, version_mismatch)
+
+log = logging.getLogger("botgrpo.reward_client")
 
 
 class EndpointError(UserError):
@@ -26,6 +45,49 @@ class EndpointError(UserError):
 
 MAX_IDLE_CONNECTIONS = 8  # kept open for reuse; more threads at once still work (extra ones are closed after use)
 _STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
+_wire_ids = itertools.count()  # ids requests travel under: unique in this process, so no answer fits two
+_warned_clear_text: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _Cutoff:
+    """The deadline of one exchange: when it passes, the connection's socket is shut down, so a read
+    blocked on a trickling endpoint returns at once (a per-read timeout would wait forever)."""
+
+    def __init__(self, conn: http.client.HTTPConnection, seconds: float):
+        self.conn = conn
+        self.fired = False
+        self._over = False
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._over:
+                return
+            self.fired = True
+            sock = self.conn.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._over = True
+        self._timer.cancel()
 
 
 class HttpRewardClient:
@@ -33,23 +95,40 @@ class HttpRewardClient:
     connections from a small pool (thread-safe: each call takes its own connection)."""
 
     def __init__(self, base_url: str, timeout_s: float = 600.0, batch_size: int = 64, token: str | None = None):
-        """token: the service's bearer token (default $BOTGRPO_REWARD_TOKEN; none when unset)."""
-        self.base_url = base_url.rstrip("/")
+        """token: the service's bearer token (default $BOTGRPO_REWARD_TOKEN; none when unset).
+        timeout_s: the deadline of one call, the whole exchange (a batch may ask for more: score_batch)."""
+        self.base_url = public_url(base_url.rstrip("/"))  # what messages show: no user info
         self.timeout_s = timeout_s
         self.batch_size = batch_size
+        self.stray_answers = 0  # answers for ids this client never sent (dropped)
         self._token = token if token is not None else os.environ.get(TOKEN_ENV) or None
-        url = urllib.parse.urlsplit(self.base_url)
+        url = urllib.parse.urlsplit(base_url.rstrip("/"))
         try:
             port = url.port
         except ValueError:
             port = -1
         if url.scheme not in ("http", "https") or not url.hostname or port == -1:
-            raise UserError(f"reward service URL {base_url!r} is not http://HOST:PORT (e.g. http://127.0.0.1:8100)")
+            raise UserError(f"reward service URL {public_url(base_url)!r} is not http://HOST:PORT (e.g. "
+                            "http://127.0.0.1:8100)")
+        self._auth = (f"Bearer {self._token}" if self._token else
+                      "Basic " + base64.b64encode(f"{urllib.parse.unquote(url.username or '')}:"
+                                                  f"{urllib.parse.unquote(url.password or '')}".encode()).decode()
+                      if url.username or url.password else None)
+        self._clear_text = url.scheme == "http" and not _is_loopback(url.hostname)
         self._connect = functools.partial(http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection,
                                           url.hostname, port, timeout=timeout_s)
         self._prefix = url.path
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
+
+    def _warn_clear_text(self) -> None:
+        """Once per endpoint and process: a credential is about to travel unencrypted."""
+        with _warned_lock:
+            if self.base_url in _warned_clear_text:
+                return
+            _warned_clear_text.add(self.base_url)
+        log.warning("the reward token for %s travels in clear text (http:// to a host that is not this machine); "
+                    "use https:// or an SSH tunnel to 127.0.0.1", self.base_url)
 
     def close(self) -> None:
         """Close the idle connections (a later call opens new ones)."""
@@ -72,33 +151,50 @@ class HttpRewardClient:
                 return
         conn.close()
 
-    def _exchange(self, method: str, path: str, data: bytes | None, headers: dict) -> tuple[int, bytes]:
-        """(status, body) of one request. A kept-alive connection the server has closed meanwhile
-        (its idle timeout) is retried once on a new one: scoring is a pure function of the request."""
+    def _exchange(self, method: str, path: str, data: bytes | None, headers: dict, deadline: float) -> tuple[int, bytes]:
+        """(status, body) of one request, all of it before `deadline` (time.monotonic()), else
+        TimeoutError. A kept-alive connection the server has closed meanwhile (its idle timeout) is
+        retried once on a new one: scoring is a pure function of the request."""
         while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no complete answer before the deadline")
             conn, reused = self._take()
+            conn.timeout = left  # bounds the connect, and each read until the cutoff fires
+            if conn.sock is not None:
+                conn.sock.settimeout(left)
+            cutoff = _Cutoff(conn, left)
             try:
                 conn.request(method, self._prefix + path, body=data, headers=headers)
                 resp = conn.getresponse()
                 body = resp.read()
-            except _STALE:
+            except BaseException as err:
+                cutoff.cancel()
                 conn.close()
-                if reused:
+                if cutoff.fired or isinstance(err, TimeoutError):
+                    raise TimeoutError(f"no complete answer within {left:.1f} s") from None
+                if isinstance(err, _STALE) and reused:
                     continue
                 raise
-            except BaseException:
+            cutoff.cancel()
+            if cutoff.fired:  # the whole body came in as the cutoff shut the socket: usable, the socket not
                 conn.close()
-                raise
-            self._give_back(conn)  # http.client has closed it already if the server said so
+            else:
+                self._give_back(conn)  # http.client has closed it already if the server said so
             return resp.status, body
 
-    def _call(self, path: str, body: Any = None) -> Any:
+    def _call(self, path: str, body: Any = None, timeout_s: float | None = None) -> Any:
         data = None if body is None else json.dumps(body, ensure_ascii=True, allow_nan=False).encode()
         headers = {"Content-Type": "application/json"}
-        if self._token:
-            headers["Authorization"] = f"Bearer {self._token}"
+        if self._auth:
+            headers["Authorization"] = self._auth
+            if self._clear_text:
+                self._warn_clear_text()
+        deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
         try:
-            status, payload = self._exchange("GET" if data is None else "POST", path, data, headers)
+            status, payload = self._exchange("GET" if data is None else "POST", path, data, headers, deadline)
+        except TimeoutError as err:
+            raise EndpointError(f"reward service at {self.base_url} did not answer {path} in time ({err})") from None
         except (OSError, http.client.HTTPException) as err:
             raise EndpointError(f"cannot reach the reward service at {self.base_url} ({err}); is `botgrpo reward serve NAME --http ...` running?") from None
         if status != 200:
@@ -113,7 +209,13 @@ class HttpRewardClient:
         return self._call("/v1/health")
 
     def info(self) -> Hello:
-        hello = decode_message(json.dumps(self._call("/v1/info")))
+        obj = self._call("/v1/info")
+        try:
+            hello = decode_message(json.dumps(obj))
+        except ProtocolError as err:
+            if err.type == "version":
+                raise UserError(version_mismatch(f"the reward service at {self.base_url}", obj.get("v"))) from None
+            raise UserError(f"{self.base_url}/v1/info broke the protocol ({err})") from None
         if not isinstance(hello, Hello):
             raise UserError(f"{self.base_url}/v1/info did not return a hello object")
         return hello
@@ -129,17 +231,45 @@ class HttpRewardClient:
                     progress(resp)
         return out
 
-    def score_batch(self, batch: list[ScoreRequest]) -> list[ScoreResponse]:
-        """One POST of `batch`; one response per request, in order. EndpointError when the call fails."""
-        answers = self._call("/v1/score", {"requests": [r.to_json() for r in batch]}).get("responses", [])
-        if not isinstance(answers, list) or len(answers) != len(batch):
-            raise EndpointError(f"reward service at {self.base_url} returned {len(answers)} responses for {len(batch)} requests")
-        out = []
-        for req, obj in zip(batch, answers):
+    def score_batch(self, batch: list[ScoreRequest], timeout_s: float | None = None) -> list[ScoreResponse]:
+        """One POST of `batch`; one response per request, in order, each matched to its request by id
+        (see the module docstring). `timeout_s`: the deadline of the whole call (default: the
+        client's). EndpointError when the call fails."""
+        wire_ids = [next(_wire_ids) for _ in batch]
+        reply = self._call("/v1/score", {"requests": [dict(r.to_json(), id=w) for r, w in zip(batch, wire_ids)]},
+                           timeout_s)
+        answers = reply.get("responses") if isinstance(reply, dict) else None
+        if not isinstance(answers, list):
+            raise EndpointError(f"reward service at {self.base_url} answered /v1/score without a responses list")
+        sent = set(wire_ids)
+        found: dict[int, Any] = {}
+        twice: set[int] = set()
+        stray = 0
+        for obj in answers:
+            wid = obj.get("id") if isinstance(obj, dict) else None
+            if isinstance(wid, bool) or not isinstance(wid, int) or wid not in sent:
+                stray += 1
+            elif wid in found:
+                twice.add(wid)
+            else:
+                found[wid] = obj
+        if stray:
+            with self._lock:
+                self.stray_answers += stray
+            log.warning("reward service at %s sent %d answer(s) for ids it was not asked about; dropped",
+                        self.base_url, stray)
+        return [self._matched(req, wid, found.get(wid), wid in twice) for req, wid in zip(batch, wire_ids)]
+
+    def _matched(self, req: ScoreRequest, wid: int, obj: Any, twice: bool) -> ScoreResponse:
+        if twice:
+            resp = error_response(req.id, "bad_response", "the reward service answered this request twice")
+        elif obj is None:
+            resp = error_response(req.id, "bad_response", "the reward service's answer left this request out")
+        else:
             try:
                 resp = response_from_json(obj, len(req.completion))
             except ProtocolError as err:
                 resp = error_response(req.id, "bad_response", f"reward service broke the protocol: {err}")
-            resp.id = req.id
-            out.append(resp)
-        return out
+        resp.id = req.id
+        return resp
+

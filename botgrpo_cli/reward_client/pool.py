@@ -2,7 +2,9 @@
 
 How no request is lost or stuck:
 - each request sent to a worker gets an internal id unique to the pool; the caller's id is restored
-  on the response, so callers may reuse ids;
+  on the response, so callers may reuse ids. Answers are matched by that id: one for an id not in
+  flight on that worker (never sent, or answered already) is dropped and counted (`stray_answers`);
+  a request left unanswered is late, below;
 - a worker is hung when a request it holds is late past its deadline plus `hang_timeout_s`, counted
   from when it was sent or from the worker's last answer, whichever is later (a service starts a
   request's clock when it takes it up, so a deep pipeline that keeps answering is not hung): it is
@@ -110,7 +112,7 @@ class RewardPool:
         self._starting = 0
         self._ids = itertools.count()
         self._counts = collections.Counter({k: 0 for k in ("sent", "ok", "error", "timeout", "restarts", "resent",
-                                                           "shared")})
+                                                           "shared", "stray_answers")})
         self._closing = False
         self._leaders: dict[str, list[_Job]] = {}  # request key -> identical requests waiting on it
         self._start_all(workers)
@@ -326,7 +328,10 @@ class RewardPool:
         with self._cond:
             job = w.inflight.pop(obj.get("id"), None) if isinstance(obj.get("id"), str) else None
             if job is None:
-                log.warning("reward service %s answered an unknown id: %.200r", self.service, line)
+                self._counts["stray_answers"] += 1
+                if self._counts["stray_answers"] == 1:  # one line; the rest are counted
+                    log.warning("reward service %s answered an id it was not asked about (dropped): %.200r",
+                                self.service, line)
                 return
             w.answered_at = time.monotonic()
             if not w.inflight:

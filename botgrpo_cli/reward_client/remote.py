@@ -4,8 +4,9 @@ Each endpoint is a service started with `botgrpo reward serve NAME --http HOST:P
 spread over the endpoints (each new one goes to the endpoint with the fewest waiting or in flight),
 sent in batches of one POST each from a few sender threads per endpoint, never more at once than
 the endpoint's `max_inflight`. How nothing is lost:
-- an endpoint that cannot be reached, resets the connection, times out (the batch's deadline plus
-  `hang_timeout_s`) or answers HTTP 5xx has failed: its batch goes back to the front of the queue
+- an endpoint that cannot be reached, resets the connection, has not given its whole answer by the
+  batch's deadline plus `hang_timeout_s` (one deadline for the whole exchange: an endpoint trickling
+  its answer fails like a silent one) or answers HTTP 5xx has failed: its batch goes back to the front of the queue
   and is sent to another endpoint (counted in `resent`; the failure in `endpoint_failures`), and the
   endpoint gets no new work for a back-off that doubles with each failure in a row (at most
   MAX_BACKOFF_S); after it, the next batch sent there is the probe;
@@ -14,6 +15,9 @@ the endpoint's `max_inflight`. How nothing is lost:
 - HTTP 4xx (a refused token, a body too large) cannot be fixed by sending again: the batch's
   requests are answered `error` with the endpoint's message (masked and counted by the trainer).
 Deadlines are the services' own: each answers `timeout` for a request it could not score in time.
+Answers are matched to requests by id (HttpRewardClient): a request an endpoint left out or answered
+twice is answered `error` (`bad_response`, masked and counted), never with another request's reward;
+answers for ids never sent are dropped and counted in `stray_answers`.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ from typing import Any, Callable, Iterable
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.reward_client.http import EndpointError, HttpRewardClient
 from botgrpo_cli.reward_client.pool import checked_request, score_all
-from botgrpo_rewards.protocol import Hello, ScoreRequest, ScoreResponse, error_response
+from botgrpo_cli.redact import public_url
+from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS, Hello, ScoreRequest, ScoreResponse, error_response
 
 log = logging.getLogger("botgrpo.reward_client")
 
@@ -48,7 +53,7 @@ class _Job:
 
 class _Endpoint:
     def __init__(self, url: str, client: HttpRewardClient):
-        self.url = url
+        self.url = public_url(url)  # as messages show it
         self.client = client
         self.queue: collections.deque[_Job] = collections.deque()
         self.inflight = 0
@@ -67,11 +72,12 @@ class _Endpoint:
 class RemotePool:
     """Score requests on reward services reached over HTTP (see the module docstring)."""
 
-    def __init__(self, urls: list[str], token: str | None = None, deadline_ms: int = 10_000,
+    def __init__(self, urls: list[str], token: str | None = None, deadline_ms: int = DEFAULT_DEADLINE_MS,
                  hang_timeout_s: float = 10.0, max_tries: int | None = None, name: str | None = None):
         if not urls:
             raise UserError("reward.url is empty: give one URL (http://HOST:PORT) or a list of them")
-        timeout = deadline_ms / 1000 + hang_timeout_s
+        self._grace_s = hang_timeout_s
+        timeout = deadline_ms / 1000 + hang_timeout_s  # calls without requests of their own (the hello)
         self._endpoints = [_Endpoint(u, HttpRewardClient(u, timeout_s=timeout, token=token)) for u in urls]
         self._hello = self._greet()
         self.service = name or self._hello.service
@@ -80,7 +86,7 @@ class RemotePool:
         self._closing = False
         self._next = 0  # round-robin start among equally loaded endpoints
         self._counts = collections.Counter({k: 0 for k in ("sent", "ok", "error", "timeout", "restarts", "resent",
-                                                           "endpoint_failures")})
+                                                           "endpoint_failures", "stray_answers")})
         for ep in self._endpoints:
             for i in range(SENDERS_PER_ENDPOINT):
                 threading.Thread(target=self._send_loop, args=(ep,), name=f"reward-http-{i}", daemon=True).start()
@@ -117,7 +123,9 @@ class RemotePool:
     @property
     def stats(self) -> dict[str, int]:
         with self._cond:
-            return dict(self._counts)
+            counts = dict(self._counts)
+        counts["stray_answers"] = sum(ep.client.stray_answers for ep in self._endpoints)
+        return counts
 
     def submit(self, request: ScoreRequest | dict) -> Future:
         """Queue one request; the Future resolves to its ScoreResponse (never to an exception)."""
@@ -193,7 +201,8 @@ class RemotePool:
             for job in batch:
                 job.tries += 1
             try:
-                answers = ep.client.score_batch([j.request for j in batch])
+                answers = ep.client.score_batch([j.request for j in batch], timeout_s=self._grace_s + max(
+                    j.request.deadline_ms for j in batch) / 1000)
             except EndpointError as err:
                 self._failed(ep, batch, err)
                 continue
@@ -204,8 +213,7 @@ class RemotePool:
                 ep.inflight -= len(batch)
                 ep.failures_in_a_row = 0
                 self._cond.notify_all()
-            for job, resp in zip(batch, answers):
-                resp.id = job.request.id
+            for job, resp in zip(batch, answers, strict=True):  # matched by id, one per request
                 self._finish(job, resp)
 
     def _failed(self, ep: _Endpoint, batch: list[_Job], err: EndpointError) -> None:
@@ -258,4 +266,4 @@ def url_list(value: Any) -> list[str]:
         return [u.strip().strip("'\"") for u in text.split(",") if u.strip()]
     if isinstance(value, (list, tuple)) and all(isinstance(u, str) for u in value):
         return [u.strip() for u in value if u.strip()]
-    raise UserError(f"reward.url must be a URL (http://HOST:PORT) or a list of them, got {value!r}")
+    raise UserError(f"reward.url must be a URL (http://HOST:PORT) or a list of them, got {public_url(repr(value))}")

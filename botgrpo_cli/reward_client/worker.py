@@ -3,16 +3,26 @@ per-process bookkeeping (slot, generation, requests in flight, hung/isolated fla
 
 from __future__ import annotations
 
-from typing import Callable
+import json
+from typing import Any, Callable
 
-from botgrpo_rewards.protocol import ChildExited, Hello, LineChild, ProtocolError, ServiceStartError, decode_message
+from botgrpo_rewards.protocol import (ChildExited, Hello, LineChild, ProtocolError, ServiceStartError, decode_message,
+                                      version_mismatch)
 
 
 def _is_hello(line: bytes) -> bool:
+    """A hello line, of any protocol version (another version is refused by wait_hello, naming both)."""
     try:
         return isinstance(decode_message(line), Hello)
-    except ProtocolError:
-        return False
+    except ProtocolError as err:
+        return err.type == "version"
+
+
+def _version_of(line: bytes) -> Any:
+    try:
+        return json.loads(line).get("v")
+    except (ValueError, AttributeError):
+        return None
 
 
 class Worker:
@@ -53,7 +63,11 @@ class Worker:
         if line is None:
             self.kill()
             raise self._start_error(f"sent no hello line within {timeout_s:.0f} s")
-        self.hello = decode_message(line)  # type: ignore[assignment]  # _is_hello accepted it
+        try:
+            self.hello = decode_message(line)  # type: ignore[assignment]  # _is_hello accepted it
+        except ProtocolError:  # a hello of another protocol version
+            self.kill()
+            raise ServiceStartError(version_mismatch(f"reward service {self.service!r}", _version_of(line))) from None
         return self.hello  # type: ignore[return-value]
 
     def send(self, line: str) -> bool:

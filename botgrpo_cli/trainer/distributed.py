@@ -20,7 +20,8 @@ import torch
 from botgrpo_cli.errors import UserError
 
 T = TypeVar("T")
-SUMMED = ("reward/masked", "reward/restarts", "reward/resent", "reward/endpoint_failures", "perf/tokens_per_s")  # per-process counts and rates add up,
+SUMMED = ("reward/masked", "reward/restarts", "reward/resent", "reward/endpoint_failures", "reward/stray_answers",
+          "perf/tokens_per_s")  # per-process counts and rates add up,
 # as do the per-service failure counts reward/SERVICE/failed
 STOP_GRACE_S = 120.0  # for the other ranks to finish a step's update and save, once one failed or we were stopped
 

@@ -114,6 +114,7 @@ def step_metrics(ro, scored: Scored, scores: Tensor, mask: Tensor, r: Tensor, ad
         # the pool's running totals: requests sent again after a process or endpoint failed, and the failures
         "reward/resent": float((counters or {}).get("resent", 0)),
         "reward/endpoint_failures": float((counters or {}).get("endpoint_failures", 0)),
+        "reward/stray_answers": float((counters or {}).get("stray_answers", 0)),  # answers for ids never sent
         "reward/token_mean": float(masked_mean(r, mask)),  # what the estimator sees: scores and spans, projected
         "adv/mean": float(masked_mean(adv, mask)),
         "adv/std": float(adv[mask].std()) if int(mask.sum()) > 1 else 0.0,

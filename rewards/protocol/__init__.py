@@ -22,6 +22,7 @@ from botgrpo_rewards.protocol.checks import (
     validate_metrics,
     validate_score,
     validate_spans,
+    version_mismatch,
 )
 from botgrpo_rewards.protocol.child import ChildExited, LineChild, cpu_seconds, terminate_all
 from botgrpo_rewards.protocol.codec import (
@@ -69,4 +70,5 @@ __all__ = [
     "ServiceStartError", "Shutdown", "Span", "TOKEN_ENV", "VERSION", "check_options", "clean_info", "cpu_seconds",
     "decode_message", "decode_request", "encode", "error_response", "read_lines", "request_from_json",
     "response_from_json", "server_setting", "terminate_all", "validate_metrics", "validate_score", "validate_spans",
+    "version_mismatch",
 ]

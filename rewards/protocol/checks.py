@@ -21,6 +21,12 @@ def check_version(obj: dict, rid: Any) -> None:
         raise ProtocolError(f"protocol version {v!r} is not supported (this side speaks v{VERSION})", rid, "version")
 
 
+def version_mismatch(who: str, theirs: Any) -> str:
+    """One line naming both sides' protocol versions (a client meeting a service of another version)."""
+    return (f"{who} speaks reward protocol version {theirs!r}; this botgrpo speaks version {VERSION}: run a "
+            "service and a botgrpo of the same protocol version")
+
+
 def typed_field(obj: dict, name: str, kind: type | tuple, rid: Any, default: Any = ..., what: str = "") -> Any:
     if name not in obj:
         if default is ...:
