@@ -36,7 +36,7 @@ def test_pipelined_responses_are_matched_by_id_and_caller_ids_restored():
         assert fast.result().info["echo"] == "fast" and fast.result().id == "dup"
         assert slow.result(WAIT_S).info["echo"] == "slow one" and slow.result().id == "dup"
         assert pool.stats == {"sent": 2, "ok": 2, "error": 0, "timeout": 0, "restarts": 0, "resent": 0,
-                              "shared": 0}
+                              "shared": 0, "stray_answers": 0}
 
 
 def test_score_keeps_input_order_and_reports_progress_and_errors():
