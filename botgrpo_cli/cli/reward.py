@@ -91,7 +91,10 @@ def score(
     if resume and not partial_path(out_path).exists():
         done = " (it is already complete)" if out_path.exists() else ""
         raise UserError(f"--resume: there is no {partial_path(out_path)} to continue{done}; run without --resume")
-    made_from = {"services": services, "command": command, "function": function, "url": url or []}  # what a --resume must match
+    from botgrpo_cli.redact import redact
+
+    # what a --resume must match, as written next to the partial output: without secrets
+    made_from = redact({"services": services, "command": command, "function": function, "url": url or []})
     if resume:
         check_resume(file, out_path, deadline_ms, made_from)
     total = count_rollouts(file)

@@ -15,6 +15,7 @@ from botgrpo_cli.errors import UserError
 from botgrpo_cli.evaluation import models, pairwise, report, sheets, winrate
 from botgrpo_cli.evaluation.metrics import aggregate
 from botgrpo_cli.evaluation.results import Problem
+from botgrpo_cli.redact import redact
 from botgrpo_cli.evaluation.sampling import Scoring, evaluate
 from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
 
@@ -286,8 +287,8 @@ def _win_rate(a: list[Problem], b: list[Problem], examples: list, judge: str, sc
 
 def _report(opts: EvalOptions, task: Any, evaluations: list[dict], other: dict | None, judge: str,
             win: dict[str, float] | None) -> dict[str, Any]:
-    config = {**dataclasses.asdict(opts), "out": str(opts.out),
-              "max_new_tokens": opts.max_new_tokens or task.max_new_tokens}
+    config = redact({**dataclasses.asdict(opts), "out": str(opts.out),
+                     "max_new_tokens": opts.max_new_tokens or task.max_new_tokens})  # eval.json: no secrets
     result: dict[str, Any] = {
         "config": config,
         "task": {"name": task.name, "service": task.service, "success_metric": task.success_metric,
