@@ -1,8 +1,9 @@
 """`prompts`: your own prompts, scored by the reward you name (TRL's "a dataset with a prompt column").
 
-The data is read as `aime` reads it: a JSON Lines, JSON, CSV or Parquet file, a local dataset folder,
-or a Hugging Face Hub dataset id. Each row needs a prompt column: text, or a chat `messages` list
-([{"role": ..., "content": ...}], put through the model's chat template as it is). Every other
+The data is a JSON Lines, JSON, CSV or Parquet file, a local folder of such files (each read by its
+own format; prompt_files.py), or a Hugging Face Hub dataset id. Each row needs a prompt column: text,
+or a chat `messages` list ([{"role": ..., "content": ...}], put through the model's chat template as
+it is); anything else is refused in one line naming the row (prompt_files.prompt_of). Every other
 column of the row is sent to the reward as the row's `reference` (so a reward function gets it as
 a keyword list, as TRL passes dataset columns).
 
@@ -28,9 +29,12 @@ import json
 from functools import cached_property
 from typing import Any
 
+from pathlib import Path
+
 from botgrpo_tasks.aime import load_table
 from botgrpo_tasks.base import Example, Task
 from botgrpo_tasks.errors import TaskError
+from botgrpo_tasks.prompt_files import prompt_of, read_rows
 
 OPTIONS = ("path", "split", "prompt_column", "id_column", "eval_path", "eval_split", "eval_fraction",
            "max_new_tokens", "think_tags")
@@ -43,14 +47,6 @@ def _json_safe(value: Any) -> Any:
         return value
     except (TypeError, ValueError):
         return str(value)
-
-
-def _messages(value: Any) -> list[dict] | None:
-    """A chat messages list, or None when the value is not one."""
-    if isinstance(value, list) and value and all(isinstance(m, dict) and "role" in m and "content" in m
-                                                 for m in value):
-        return [{"role": str(m["role"]), "content": str(m["content"])} for m in value]
-    return None
 
 
 class PromptsTask(Task):
@@ -102,18 +98,18 @@ class PromptsTask(Task):
         return float(value)
 
     def _examples(self, source: str, split: str, tag: str) -> list[Example]:
-        table = load_table(source, split)
+        local = Path(source).expanduser().exists()
+        table = read_rows(source, split) if local else load_table(source, split)
         missing = [c for c in (self.prompt_column, self.id_column) if c and c not in table.column_names]
         if missing:
             raise TaskError(f"{source} lacks column(s) {', '.join(map(repr, missing))} (its columns: "
                             f"{', '.join(table.column_names)}); name the prompt column with prompt_column=")
         examples = []
         for i, row in enumerate(table):
-            value = row[self.prompt_column]
-            chat = _messages(value)
-            text = chat[-1]["content"] if chat else ("" if value is None else str(value))
+            where = table.where(i) if local else f"{source} row {i}"
+            text, chat = prompt_of(row[self.prompt_column], where, self.prompt_column)
             if not text.strip():
-                raise TaskError(f"{source}: row {i} has an empty {self.prompt_column!r}; fill it in or remove the row")
+                raise TaskError(f"{where} has an empty {self.prompt_column!r}; fill it in or remove the row")
             rid = str(row[self.id_column]) if self.id_column else f"prompts/{tag}/{i}"
             reference = {k: _json_safe(v) for k, v in row.items() if k not in (self.prompt_column, self.id_column)}
             if chat:
