@@ -15,7 +15,9 @@ Which one wins (no reward for hedging):
   line. A final-answer line after the paragraph's boxes wins over them (intermediate results were
   boxed); a box after (or inside) the line is the answer.
 - Boxes in the final statement that hold different values are a hedge: no answer. A later paragraph
-  overrides an earlier one (self-correction). An unclosed final box means no answer.
+  overrides an earlier one (self-correction). An unclosed box anywhere after the reasoning means no
+  answer: in TeX it holds everything after it, so no box or line after it stands on its own, and one
+  before it was not the last word.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from botgrpo_rewards.protocol import DEFAULT_TAGS, split_reasoning
 
 DEFAULT_THINK_TAGS = DEFAULT_TAGS
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_SIZED_BRACE = re.compile(r"\\(?:left|right|[bB]igg?[lrm]?)\s*[{}]")
 _BRACELESS_BOX = re.compile(r"\\(?:boxed|fbox)[ \t]+(-?\d+(?:\.\d+)?|[A-Za-z])(?![\w{])(?!\.\d)")
 _CHAT_END = re.compile(r"<\|im_end\|>|<\|im_start\|>|<\|endoftext\|>|<\|eot_id\|>|<\|end\|>|</s>")
 _PARA = re.compile(r"\n[ \t]*\n")
@@ -57,7 +60,8 @@ class Extraction:
 
 
 def match_braces(text: str, start: int = 0) -> dict[int, int]:
-    """Index of each '{' from `start` -> index of its matching '}' (escaped \\{ \\} are not braces)."""
+    """Index of each '{' from `start` -> index of its matching '}'. Escaped \\{ \\} are not braces, nor
+    is one a sizing command takes as its delimiter (`\\left{`, models' slip for `\\left\\{`)."""
     pairs: dict[int, int] = {}
     stack: list[int] = []
     i, n = start, len(text)
@@ -65,6 +69,9 @@ def match_braces(text: str, start: int = 0) -> dict[int, int]:
         c = text[i]
         if c == "\\" and i + 1 < n and text[i + 1] in "{}":
             i += 2
+            continue
+        if c == "\\" and (sized := _SIZED_BRACE.match(text, i)):
+            i = sized.end()
             continue
         if c == "{":
             stack.append(i)
@@ -116,8 +123,8 @@ def extract_answer(text: str, think_tags: tuple[str, str] | None = DEFAULT_THINK
         return _none(why)
     pairs = match_braces(text, region)
     boxes, unclosed = _boxes(text, region, pairs)
-    if unclosed >= 0 and (not boxes or unclosed >= _paragraph_start(text, boxes[-1][0], region)):
-        return _none("unbalanced braces in the final \\boxed{}")  # also one around a closed box
+    if unclosed >= 0:  # all that follows an unclosed box is inside it: no answer there, and none before it is final
+        return _none("unbalanced braces in a \\boxed{}: an unclosed box holds everything after it")
     marker = _last_marker(text, region)
     if marker is not None and (not boxes or marker[0] >= _paragraph_start(text, boxes[-1][0], region)):
         if not boxes or marker[1] >= boxes[-1][0]:

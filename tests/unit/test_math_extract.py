@@ -175,3 +175,33 @@ def test_cut_off_prefixes_are_no_answer(text, answer):
 
 def test_a_tex_thin_space_ends_no_sentence():
     assert gold_answer("\\tfrac{1}{2} +\\! \\frac1{72}") == "\\tfrac{1}{2} +\\! \\frac1{72}"
+
+
+UNCLOSED = [  # an unclosed box holding junk or a false equation, the right answer (4) closed inside or after it
+    "\\boxed{x = 2 + 2 = 5 \\boxed{4}",
+    "\\boxed{junk\n\nSo the answer is \\boxed{4}.",
+    "\\boxed{2+2=5\n\nThe answer is 4.",
+    "The answer is \\boxed{4",
+    "We compute.\n\n\\boxed{2 + 2 = 5\n\n\\boxed{4}",
+    "\\boxed{junk\n\n#### 4",
+    "\\boxed{3 = 7\n\nThus \\boxed{4} is the answer.\n\nFinal Answer: The final answer is $4$. I hope it is correct.",
+    "\\fbox{nonsense\n\n\\boxed 4",
+    "$\\boxed{x=5$\n\nHence $\\boxed{4}$.",
+    "Let me box it: \\boxed{the value is \\boxed{4}",
+    "\\boxed{4} is wrong, so \\boxed{1 = 2\n\n\\boxed{4}",
+    "\\boxed{\\frac{1}{2} = 4\n\n# Answer\n\n4",
+    "\\boxed{junk\n\n4",
+    "<think>fine</think>\\boxed{\\left\\{ 1 = 2 \\right.\n\n\\boxed{4}",
+]
+
+
+@pytest.mark.parametrize("text", UNCLOSED)
+def test_an_answer_inside_or_after_an_unclosed_box_is_no_answer(text):
+    found = extract_answer(text)
+    assert found.answer is None and "unclosed box" in found.reason
+
+
+def test_a_sized_brace_is_a_delimiter_not_a_group():
+    # `\left{` (for `\left\{`) neither opens a group nor leaves the box around it unclosed
+    assert extract_answer("So \\boxed{\\left{ 1, 2 \\right}}").answer == "\\left{ 1, 2 \\right}"
+    assert extract_answer("\\boxed{\\left{ 1, 2 \\right}").answer is None
