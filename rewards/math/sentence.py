@@ -9,7 +9,12 @@ were credited). So the last sentence counts only when it reads as the conclusion
   is that one sentence, it says it concludes: "Therefore / Thus / Hence / So / Finally / In total / we find / is the solution /
   is our answer", or it labels one closed math span ("Special matrix: $...$"). "First, the packs
   cost 3 * 4 = 12 dollars." is a step, not an answer;
-- its value ends the statement: "... = 12 dollars, and the tax is" holds an intermediate value.
+- its value ends the statement: "... = 12 dollars, and the tax is" holds an intermediate value;
+- a conclusion word after math or a number in the same sentence concludes only when its clause
+  states the value in words: "..., so there are 15 ordered pairs." concludes, "Then $2lw = 216$,
+  so $lw = 108$." is a step that carries the computation on;
+- its value is a result, not a computation still to be done: "So the sum is $18 \\cdot \\frac{7 +
+  92}{2}$." and a labelled working line "Adding them: $1 + 0 + 4 = 5$" state no answer.
 """
 
 from __future__ import annotations
@@ -30,6 +35,10 @@ _SAYS_CONCLUSION = re.compile(r"(?<![A-Za-z])(?:the\s+(?:final\s+)?(?:result|sol
 _UNIT_END = re.compile(r"\d\s*(?:[€£¥%°]|\\?\$|[A-Za-z]{1,3}[²³])$")
 _LABELLED_MATH = re.compile(r"^(?!\s*step\b)[^$:]{1,60}:\s*(\$\$?)[^$]+\1$", re.I)
 _NUMBER_OR_MATH = re.compile(r"\$[^$]+\$|(?<![\w.])-?\d[\d,]*(?:\.\d+)?%?(?![\w.])")
+_MATH_OR_NUMBER = re.compile(r"\d|\$|\\[(\[]")
+_ARITHMETIC = re.compile(r"[\d\s.,+\-*/(){}]+")  # numbers, operators and groups only (commands removed first)
+_OPERATION = re.compile(r"[\d)}]\s*[+\-*]\s*[\d({]")  # "/" between numbers is a fraction: a value
+_COMMANDS = re.compile(r"\\(?:left|right|[dt]?frac|,|;|!|quad)|\$")
 _CLAUSE_GOES_ON = re.compile(r"[,;]|\d|\$|(?<![A-Za-z])(?:and|then|plus|minus|but|so|before|after|which|times)(?![A-Za-z])",
                              re.I)
 
@@ -79,6 +88,23 @@ def _finished(text: str, start: int, end: int) -> bool:
     return text[end - 1: end] in (".", "!") or closed_math or bool(_UNIT_END.search(text, start, end))
 
 
+def is_computation(value: str) -> bool:
+    """Numbers joined by +, - or a product ("18 \\cdot \\frac{7 + 92}{2}", "3 - 2"): a calculation still to
+    be carried out, not its result (a fraction, a negative number, "2\\sqrt{3} + 1" are values)."""
+    plain = _COMMANDS.sub(" ", value.replace("\\cdot", "*").replace("\\times", "*"))
+    return bool(_ARITHMETIC.fullmatch(plain)) and bool(_OPERATION.search(plain))
+
+
+def _concludes_at(text: str, begin: int, at: int, end: int) -> bool:
+    """Whether the conclusion word at `at` concludes its sentence (see the module docstring)."""
+    if not _MATH_OR_NUMBER.search(text, begin, at):
+        return True
+    last = None
+    for m in _COPULA.finditer(text, at, end):
+        last = m
+    return last is not None and "=" not in last.group()
+
+
 def stated_value(text: str, start: int, end: int, model_ended: bool) -> tuple[int, int] | str:
     """(start, end) of the value the last sentence of text[start:end] states, or why there is none."""
     if not model_ended and not _finished(text, start, end):
@@ -92,14 +118,18 @@ def stated_value(text: str, start: int, end: int, model_ended: bool) -> tuple[in
     sentence = text[begin:end]
     openings = [m.start() for m in _OPENS_CONCLUSION.finditer(text, begin, end)]
     labelled = _LABELLED_MATH.match(sentence.strip())
-    concludes = openings or labelled or _SAYS_CONCLUSION.search(sentence)
+    concludes = (any(_concludes_at(text, begin, at, end) for at in openings) or labelled
+                 or _SAYS_CONCLUSION.search(sentence))
     # a reply of one sentence is the reply; the last of several must say it concludes
     if not model_ended and begin > start and not concludes:
         return "no \\boxed{} answer or final-answer phrase (the last sentence states no conclusion)"
     if labelled:  # "Special matrix: $...$": the labelled span
         delim = labelled.group(1)
         opens = text.index(delim, text.index(":", begin))
-        return trim(text, opens + len(delim), trim(text, begin, end)[1] - len(delim))
+        value = trim(text, opens + len(delim), trim(text, begin, end)[1] - len(delim))
+        if not model_ended and is_computation(text[value[0]:value[1]].split("=")[0]):
+            return "no \\boxed{} answer or final-answer phrase (the last line is a labelled computation)"
+        return value
     value = None
     for at in [*reversed(openings), begin]:  # "... $$ \\frac{2}{1}.$$ Therefore, it increases by 100%"
         value = value_in_sentence(text, at, end) or only_value(text, at, end)
@@ -110,4 +140,6 @@ def stated_value(text: str, start: int, end: int, model_ended: bool) -> tuple[in
     rest = re.sub(r"^(?:\s|\$|\\[)\]])+", "", text[value[1]:end])  # past the value's closing delimiter
     if not model_ended and _CLAUSE_GOES_ON.search(rest):
         return "no \\boxed{} answer or final-answer phrase (the sentence goes on past its value)"
+    if not model_ended and is_computation(text[value[0]:value[1]]):
+        return "no \\boxed{} answer or final-answer phrase (the last sentence states a computation, not its result)"
     return value

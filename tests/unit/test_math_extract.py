@@ -168,6 +168,14 @@ def test_gold_goes_through_the_same_reader(gold, answer):
     ("Dividing, $$\\frac{a}{b} \\geq 2.$$ Therefore, the error increases by 100%.", "100%"),
     ("Answer \\[ \n 9 \n \\]", "9"),
     ("Answer \\( \n 9 \n \\)", "\\("),  # inline math stays on its line (then "\\(" compares as text)
+    # a computation still to be done is no result; a conclusion word after math concludes in words only
+    ("We add the terms.\nSo the sum is $18 \\cdot \\frac{7 + 92}{2}$.", None),
+    ("We add the terms.\nSo the sum is $891$.", "891"),
+    ("We add the digits.\nAdding them: $1 + 0 + 4 = 5$", None),
+    ("We add the digits.\nDigit sum: $5$", "5"),
+    ("We expand the square.\nThen $2lw = 216$, so $lw = 108$.", None),
+    ("We expand the square.\nThen $2lw = 216$, so the area is 108.", "108"),
+    ("We count divisors.\nEach divisor gives one $y = 144 / x$, so there are 15 ordered pairs.", "15"),
 ])
 def test_cut_off_prefixes_are_no_answer(text, answer):
     assert _answer(text).answer == answer
