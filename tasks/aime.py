@@ -1,8 +1,8 @@
 """`aime`: competition-style math problems with a final answer, from any table you point it at.
 
-The data is a JSON Lines, JSON, CSV or Parquet file, a local dataset folder, or a Hugging Face Hub
-dataset id (loaded with `datasets.load_dataset(id, split=...)`, which needs the network or a warm
-cache). Each row needs a problem and an answer column. Completions are scored by the `math`
+The data is a JSON Lines, JSON, CSV or Parquet file, a local folder of such files (each read by its
+own format; split by file name), or a Hugging Face Hub dataset id (loaded with
+`datasets.load_dataset(id, split=...)`, which needs the network or a warm cache): prompt_files.py. Each row needs a problem and an answer column. Completions are scored by the `math`
 service: 1 when the answer in the last `\\boxed{}` equals the reference.
 
 Options:
@@ -24,86 +24,19 @@ Options:
 from __future__ import annotations
 
 import hashlib
-import re
 from functools import cached_property
-from pathlib import Path
 from typing import Any
-
-import datasets
-import pyarrow.parquet as pq
 
 from botgrpo_tasks.base import Example, Task
 from botgrpo_tasks.errors import TaskError
+from botgrpo_tasks.prompt_files import load_table
 
 DEFAULT_TEMPLATE = (
     "Solve the following problem. Reason step by step, showing your work, then give the final "
     "answer in \\boxed{}.\n\nProblem: {problem}"
 )
-FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
-# What a Hub id looks like ("name" or "owner/name"); anything else that does not exist is a missing file.
-_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
 OPTIONS = ("path", "split", "problem_column", "answer_column", "id_column", "eval_path", "eval_split",
            "eval_fraction", "prompt_template", "steps", "rel_tol", "think_tags")
-
-
-def _suffix(path: Path) -> str:
-    return path.suffix.lower()
-
-
-def _has_no_rows(path: Path, builder: str) -> bool:
-    """Whether a local file that `datasets` could not read (or read as empty) simply holds no rows."""
-    try:
-        if builder == "parquet":
-            return pq.ParquetFile(path).metadata.num_rows == 0
-        lines = [ln for ln in path.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
-    except Exception:  # unreadable or corrupt: not "empty", the read error is reported instead
-        return False
-    if builder == "csv":
-        return len(lines) <= 1  # a header at most
-    return "".join(lines).strip() in ("", "[]")
-
-
-def _root_cause(err: BaseException) -> str:
-    """The innermost error's first line: `datasets` wraps the parser's message in a generic one."""
-    while err.__cause__ is not None or err.__context__ is not None:
-        err = err.__cause__ or err.__context__  # type: ignore[assignment]
-    return (str(err).strip().splitlines() or [type(err).__name__])[0]
-
-
-def _load_file(path: Path, shown: str) -> datasets.Dataset:
-    builder = FILE_BUILDERS.get(_suffix(path))
-    if builder is None:
-        raise TaskError(f"{shown}: unsupported file type {path.suffix!r}; use one of {', '.join(FILE_BUILDERS)}")
-    try:
-        table = datasets.load_dataset(builder, data_files=str(path), split="train")
-    except Exception as err:  # datasets raises many types for one cause: an unreadable file
-        if _has_no_rows(path, builder):
-            raise TaskError(f"{shown} has no rows; add problems to it or point path= at another file") from err
-        raise TaskError(
-            f"cannot read {shown} as {builder} ({_root_cause(err)}); check that the file is valid {builder}"
-        ) from err
-    return table
-
-
-def load_table(source: str, split: str) -> datasets.Dataset:
-    """Rows of a local file, a local dataset folder or a Hub dataset id, as a `datasets.Dataset`."""
-    path = Path(source).expanduser()
-    if path.is_file():
-        table = _load_file(path, source)
-    elif path.is_dir() or (_HUB_ID.fullmatch(source) and _suffix(path) not in FILE_BUILDERS):
-        where = "folder" if path.is_dir() else "Hugging Face Hub dataset"
-        try:
-            table = datasets.load_dataset(source, split=split)
-        except Exception as err:  # not found, no network, unknown split, bad files: all the user's to fix
-            raise TaskError(
-                f"cannot load {where} {source!r} (split {split!r}): {str(err).rstrip('.')}; check the name and split, "
-                "or download it and pass a local file as path="
-            ) from err
-    else:
-        raise TaskError(f"data file {source!r} not found (relative paths start at {Path.cwd()}); check path=")
-    if len(table) == 0:
-        raise TaskError(f"{source} has no rows; add problems to it or point path= at another file")
-    return table
 
 
 def _answer_text(value: Any) -> str:
@@ -185,11 +118,11 @@ class AimeTask(Task):
                 "name the right ones with problem_column=, answer_column= or id_column="
             )
         rows = []
-        for i, row in enumerate(table.select_columns(wanted)):
+        for i, row in enumerate(table):
             problem, answer = str(row[self.problem_column] or "").strip(), _answer_text(row[self.answer_column])
             if not problem or not answer:
                 what = "problem" if not problem else "answer"
-                raise TaskError(f"{source}: row {i} has an empty {what}; fill it in or remove the row")
+                raise TaskError(f"{table.where(i)} has an empty {what}; fill it in or remove the row")
             rows.append((problem, answer, str(row[self.id_column]) if self.id_column else None))
         ids = [r[2] for r in rows if r[2] is not None]
         if len(set(ids)) != len(ids):

@@ -1,4 +1,4 @@
-"""Reading a user's prompt table: one file, every data file of a folder, or a Hub dataset id.
+"""Reading a task's table (`prompts`, `aime`): one file, every data file of a folder, or a Hub dataset id.
 
 Each file is read by its own format (`.jsonl`, `.json`, `.csv`, `.parquet`/`.pq`), so a folder
 holding several formats gives all their rows, files in sorted path order. A folder's other files
@@ -6,7 +6,8 @@ are skipped and named in one warning line. When some file names a split (a path 
 `train`, `test`, `validation`, `dev`, `eval`, alone or before `-`, `_`, `.` or digits, as
 `datasets` reads folders), the split's files are read and files naming no split are skipped;
 otherwise every data file is split `train`. Text files must be UTF-8 (a BOM is allowed): any other
-bytes are one error naming the file and the byte offset, as is a line that is not JSON.
+bytes are one error naming the file and the byte offset, as is a line that is not JSON. A Hub
+dataset id is loaded with `datasets.load_dataset(id, split=...)` (the network or a warm cache).
 
 A prompt value is text, or a chat: a list of `{"role", "content"}` messages with a role of ROLES
 and text content. Anything else (a list of strings, a message with `text` instead of `content`, an
@@ -29,6 +30,8 @@ from botgrpo_tasks.errors import TaskError
 
 log = logging.getLogger("botgrpo.tasks")
 
+# What a Hub id looks like ("name" or "owner/name"); anything else that does not exist is a missing file.
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
 FORMATS = {".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 ROLES = ("system", "user", "assistant", "tool")
 SPLIT_WORDS = {"train": "train", "training": "train", "test": "test", "testing": "test", "eval": "test",
@@ -56,9 +59,28 @@ class Rows:
         return self.origins[i]
 
 
-def read_rows(source: str, split: str) -> Rows:
-    """The rows of a local file or folder (see the module docstring); TaskError, one line, otherwise."""
+def load_table(source: str, split: str) -> Rows:
+    """The rows of a local file or folder, or of a Hub dataset (see the module docstring); TaskError,
+    one line, when there are none or they cannot be read."""
     path = Path(source).expanduser()
+    if path.exists():
+        return _read_local(path, source, split)
+    if not _HUB_ID.fullmatch(source) or path.suffix.lower() in FORMATS:
+        raise TaskError(f"data file {source!r} not found (relative paths start at {Path.cwd()}); check path=")
+    import datasets
+
+    try:
+        table = datasets.load_dataset(source, split=split)
+    except Exception as err:  # not found, no network, unknown split, bad files: all the user's to fix
+        raise TaskError(f"cannot load Hugging Face Hub dataset {source!r} (split {split!r}): "
+                        f"{str(err).strip().splitlines()[0].rstrip('.')}; check the name and split, or download "
+                        "it and pass a local file as path=") from err
+    if len(table) == 0:
+        raise TaskError(f"{source} has no rows; add rows to it or point path= at another file")
+    return Rows(table.to_list(), [f"{source} row {i}" for i in range(len(table))], list(table.column_names))
+
+
+def _read_local(path: Path, source: str, split: str) -> Rows:
     files = [path] if path.is_file() else _folder_files(path, source, split)
     table = Rows()
     columns: list[str] | None = None
@@ -71,7 +93,7 @@ def read_rows(source: str, split: str) -> Rows:
         table.origins += [f"{shown if f != path else source} row {i}" for i in range(len(rows))]
     table.column_names = columns or []
     if not table.rows:
-        raise TaskError(f"{source} has no rows; add prompts to it or point path= at another file")
+        raise TaskError(f"{source} has no rows; add rows to it or point path= at another file")
     return table
 
 
@@ -163,6 +185,8 @@ def _csv(path: Path, shown: str) -> list[dict]:
     import pandas as pd
 
     text = _text(path, shown)
+    if not text.strip():
+        return []
     try:
         frame = pd.read_csv(io.StringIO(text))
     except (ValueError, csv.Error) as err:  # pandas' parser errors are ValueErrors

@@ -29,12 +29,9 @@ import json
 from functools import cached_property
 from typing import Any
 
-from pathlib import Path
-
-from botgrpo_tasks.aime import load_table
 from botgrpo_tasks.base import Example, Task
 from botgrpo_tasks.errors import TaskError
-from botgrpo_tasks.prompt_files import prompt_of, read_rows
+from botgrpo_tasks.prompt_files import load_table, prompt_of
 
 OPTIONS = ("path", "split", "prompt_column", "id_column", "eval_path", "eval_split", "eval_fraction",
            "max_new_tokens", "think_tags")
@@ -98,15 +95,14 @@ class PromptsTask(Task):
         return float(value)
 
     def _examples(self, source: str, split: str, tag: str) -> list[Example]:
-        local = Path(source).expanduser().exists()
-        table = read_rows(source, split) if local else load_table(source, split)
+        table = load_table(source, split)
         missing = [c for c in (self.prompt_column, self.id_column) if c and c not in table.column_names]
         if missing:
             raise TaskError(f"{source} lacks column(s) {', '.join(map(repr, missing))} (its columns: "
                             f"{', '.join(table.column_names)}); name the prompt column with prompt_column=")
         examples = []
         for i, row in enumerate(table):
-            where = table.where(i) if local else f"{source} row {i}"
+            where = table.where(i)
             text, chat = prompt_of(row[self.prompt_column], where, self.prompt_column)
             if not text.strip():
                 raise TaskError(f"{where} has an empty {self.prompt_column!r}; fill it in or remove the row")
