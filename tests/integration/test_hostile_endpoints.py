@@ -56,6 +56,7 @@ class FakeEndpoint:
 
     def __init__(self, respond=reordered, trickle_s: float = 0.0, hello: dict | None = None):
         self.posts = 0
+        self.auth: list[str | None] = []  # the Authorization header of each GET
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -81,6 +82,7 @@ class FakeEndpoint:
                     time.sleep(trickle_s)
 
             def do_GET(self):
+                fake.auth.append(self.headers.get("Authorization"))
                 self._reply(hello or HELLO)
 
             def do_POST(self):
@@ -211,3 +213,43 @@ def test_a_stdio_service_of_another_protocol_version_is_one_line_naming_both(tmp
         RewardPool("fake", command=[sys.executable, str(script), "v2"], startup_timeout_s=60)
     message = str(err.value)
     assert "\n" not in message and "version 2" in message and "version 1" in message
+
+
+def test_credentials_in_the_url_are_sent_as_basic_auth_unless_a_token_is_set(endpoints, monkeypatch):
+    import base64
+
+    monkeypatch.delenv("BOTGRPO_REWARD_TOKEN", raising=False)
+    e = endpoints()
+    with_user = e.url.replace("http://", "http://alice:p%40ss@")
+    client = HttpRewardClient(with_user)
+    client.health()
+    HttpRewardClient(with_user, token="tok").health()
+    assert e.auth == ["Basic " + base64.b64encode(b"alice:p@ss").decode(), "Bearer tok"]
+    assert client.base_url == e.url  # what messages show
+
+
+TRICKLING_STDIO = r'''
+import json, sys, time
+print(json.dumps({"v": 1, "op": "hello", "service": "slow", "version": "0", "capabilities": [],
+                  "max_inflight": 4}), flush=True)
+for line in sys.stdin:
+    obj = json.loads(line)
+    if obj.get("op") == "shutdown":
+        break
+    answer = json.dumps({"v": 1, "id": obj["id"], "status": "ok", "score": 1.0, "spans": [], "metrics": {},
+                         "info": {}}) + "\n"
+    for ch in answer:  # a byte every 50 ms: about 5 s for the line
+        sys.stdout.write(ch)
+        sys.stdout.flush()
+        time.sleep(0.05)
+'''
+
+
+def test_a_stdio_service_that_trickles_its_answer_is_hung_and_the_request_times_out(tmp_path):
+    script = tmp_path / "slow_service.py"
+    script.write_text(TRICKLING_STDIO)
+    with RewardPool("slow", command=[sys.executable, str(script)], hang_timeout_s=0.3) as pool:
+        resp = pool.submit(ScoreRequest(id="a", completion="x", deadline_ms=200)).result(timeout=60)
+        stats = pool.stats
+    assert resp.status == "timeout" and "hung" in resp.error.message  # sent twice, cut both times
+    assert stats["restarts"] >= 2 and stats["resent"] >= 1
