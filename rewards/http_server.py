@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import ipaddress
 import logging
 import os
 import signal
@@ -34,7 +33,7 @@ from typing import Any, Callable
 from botgrpo_rewards.http_conn import CLOSED, Connection
 from botgrpo_rewards.http_routes import MAX_BATCH, expected_authorization
 from botgrpo_rewards.log_tally import LogTally
-from botgrpo_rewards.protocol import MAX_LINE_BYTES, TOKEN_ENV
+from botgrpo_rewards.protocol import MAX_LINE_BYTES, TOKEN_ENV, is_loopback
 from botgrpo_rewards.service import ServiceRunner
 
 log = logging.getLogger("botgrpo_rewards")
@@ -78,15 +77,6 @@ def parse_address(text: str) -> tuple[str, int]:
     if not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ValueError(f"--http wants HOST:PORT (e.g. 127.0.0.1:8765 or [::1]:8765), got {text!r}")
     return host or "127.0.0.1", int(port)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_exposure(host: str, settings: HttpSettings) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import functools
 import http.client
-import ipaddress
 import itertools
 import json
 import logging
@@ -29,7 +28,7 @@ from typing import Any, Callable, Iterable
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.redact import public_url
 from botgrpo_rewards.protocol import (TOKEN_ENV, Hello, ProtocolError, ScoreRequest, ScoreResponse, decode_message,
-                                      error_response, response_from_json, version_mismatch)
+                                      error_response, is_loopback, response_from_json, version_mismatch)
 
 log = logging.getLogger("botgrpo.reward_client")
 
@@ -48,15 +47,6 @@ _STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError,
 _wire_ids = itertools.count()  # ids requests travel under: unique in this process, so no answer fits two
 _warned_clear_text: set[str] = set()
 _warned_lock = threading.Lock()
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class _Cutoff:
@@ -114,7 +104,7 @@ class HttpRewardClient:
                       "Basic " + base64.b64encode(f"{urllib.parse.unquote(url.username or '')}:"
                                                   f"{urllib.parse.unquote(url.password or '')}".encode()).decode()
                       if url.username or url.password else None)
-        self._clear_text = url.scheme == "http" and not _is_loopback(url.hostname)
+        self._clear_text = url.scheme == "http" and not is_loopback(url.hostname)
         self._connect = functools.partial(http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection,
                                           url.hostname, port, timeout=timeout_s)
         self._prefix = url.path

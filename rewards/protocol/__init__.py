@@ -18,6 +18,7 @@ Offsets are Unicode code points of the completion (Python `str` indices), half-o
 from botgrpo_rewards.protocol.checks import (
     check_options,
     clean_info,
+    is_loopback,
     server_setting,
     validate_metrics,
     validate_score,
@@ -68,7 +69,7 @@ __all__ = [
     "MAX_DEADLINE_MS", "MAX_LINE_BYTES", "MAX_PROMPT_CHARS", "Message", "Ping", "Pong", "ProtocolError",
     "Request", "STATUSES", "STATUS_ERROR", "STATUS_OK", "STATUS_TIMEOUT", "ScoreRequest", "ScoreResponse",
     "ServiceStartError", "Shutdown", "Span", "TOKEN_ENV", "VERSION", "check_options", "clean_info", "cpu_seconds",
-    "decode_message", "decode_request", "encode", "error_response", "read_lines", "request_from_json",
+    "decode_message", "decode_request", "encode", "error_response", "is_loopback", "read_lines", "request_from_json",
     "response_from_json", "server_setting", "terminate_all", "validate_metrics", "validate_score", "validate_spans",
     "version_mismatch",
 ]

@@ -3,6 +3,7 @@ request options a client may never set. They raise ProtocolError; codec.py appli
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import re
 from typing import Any
@@ -19,6 +20,17 @@ def check_version(obj: dict, rid: Any) -> None:
     v = obj.get("v", VERSION)
     if v != VERSION:
         raise ProtocolError(f"protocol version {v!r} is not supported (this side speaks v{VERSION})", rid, "version")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (a name or an address) is this machine's loopback: what may go unencrypted and
+    unauthenticated (a service bound there needs no token; a client sending a token there is not warned)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def version_mismatch(who: str, theirs: Any) -> str:
