@@ -16,7 +16,8 @@ from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS, ScoreRequest
 
 class ServiceScorer:
     """A reward service client started on first use: a local `RewardPool` of `workers` processes of
-    `service`, or an `HttpRewardClient` when `url` is given (a service started with `--http`)."""
+    `service`, or a `RemotePool` on `url` (a service started with `--http`: answers matched by id,
+    one deadline per call, a failed call sent again)."""
 
     def __init__(self, service: str, *, workers: int = 1, url: str | None = None, options: dict | None = None,
                  deadline_ms: int = DEFAULT_DEADLINE_MS, command: list[str] | None = None,
@@ -39,9 +40,9 @@ class ServiceScorer:
 
     def _start(self) -> Any:
         if self.url is not None:
-            from botgrpo_cli.reward_client import HttpRewardClient
+            from botgrpo_cli.reward_client.remote import RemotePool
 
-            return HttpRewardClient(self.url)
+            return RemotePool([self.url], deadline_ms=self.deadline_ms)
         from botgrpo_cli.reward_client import RewardPool
 
         pool = RewardPool(self.service, workers=self.workers, command=self._command, env=self._env)

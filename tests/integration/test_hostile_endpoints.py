@@ -253,3 +253,14 @@ def test_a_stdio_service_that_trickles_its_answer_is_hung_and_the_request_times_
         stats = pool.stats
     assert resp.status == "timeout" and "hung" in resp.error.message  # sent twice, cut both times
     assert stats["restarts"] >= 2 and stats["resent"] >= 1
+
+
+def test_the_trl_and_verl_scorer_on_a_url_matches_answers_by_id(endpoints):
+    from botgrpo_cli.integrations.service import ServiceScorer
+
+    e = endpoints(one_left_out)
+    texts = ["x" * (i + 1) for i in range(6)]
+    with ServiceScorer("fake", url=e.url, deadline_ms=2000) as scorer:
+        scored = scorer.score([""] * 6, texts, [{}] * 6)
+    assert scored.ok.tolist() == [False] + [True] * 5  # the row left out is masked
+    assert [r.score for r in scored.responses[1:]] == [own_score(t) for t in texts[1:]]
