@@ -29,6 +29,7 @@ from typing import Any, Iterator
 from botgrpo_tasks.errors import TaskError
 
 log = logging.getLogger("botgrpo.tasks")
+BOM = b"\xef\xbb\xbf"
 
 # What a Hub id looks like ("name" or "owner/name"); anything else that does not exist is a missing file.
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
@@ -87,8 +88,9 @@ def _read_local(path: Path, source: str, split: str) -> Rows:
     for f in files:
         shown = str(f) if f == path else str(f.relative_to(path))
         rows = _read_file(f, source if f == path else f"{source}/{shown}")
-        keys = list(dict.fromkeys(k for r in rows for k in r))
-        columns = keys if columns is None else [c for c in columns if c in keys]
+        if rows:  # an empty file adds no rows and takes no column away
+            keys = list(dict.fromkeys(k for r in rows for k in r))
+            columns = keys if columns is None else [c for c in columns if c in keys]
         table.rows += rows
         table.origins += [f"{shown if f != path else source} row {i}" for i in range(len(rows))]
     table.column_names = columns or []
@@ -128,11 +130,12 @@ def _folder_files(folder: Path, source: str, split: str) -> list[Path]:
     return chosen
 
 
-def _text(path: Path, shown: str) -> str:
-    """A text file's content; TaskError with the byte offset of the first byte that is not UTF-8."""
+def _text(path: Path, shown: str) -> tuple[str, int]:
+    """A text file's content and the bytes of the BOM dropped before it; TaskError with the byte
+    offset of the first byte that is not UTF-8."""
     data = path.read_bytes()
     try:
-        return data.decode("utf-8-sig")
+        return data.decode("utf-8-sig"), len(BOM) if data.startswith(BOM) else 0
     except UnicodeDecodeError as err:
         line = data.count(b"\n", 0, err.start) + 1
         raise TaskError(f"{shown}: byte {err.start} (line {line}) is not UTF-8 (0x{data[err.start]:02x}); save the "
@@ -151,8 +154,8 @@ def _read_file(path: Path, shown: str) -> list[dict]:
 
 
 def _jsonl(path: Path, shown: str) -> list[dict]:
-    text = _text(path, shown)
-    rows, offset = [], len(path.read_bytes()) - len(text.encode())  # a BOM's bytes
+    text, offset = _text(path, shown)  # offset: bytes before the first line (a BOM)
+    rows = []
     for n, line in enumerate(text.splitlines(keepends=True), 1):
         if line.strip():
             try:
@@ -165,7 +168,7 @@ def _jsonl(path: Path, shown: str) -> list[dict]:
 
 
 def _json(path: Path, shown: str) -> list[dict]:
-    text = _text(path, shown)
+    text, _ = _text(path, shown)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
@@ -184,7 +187,7 @@ def _json(path: Path, shown: str) -> list[dict]:
 def _csv(path: Path, shown: str) -> list[dict]:
     import pandas as pd
 
-    text = _text(path, shown)
+    text, _ = _text(path, shown)
     if not text.strip():
         return []
     try:

@@ -106,3 +106,14 @@ def test_list_and_message_values_that_are_no_chat_are_refused_naming_the_row(tmp
     with pytest.raises(TaskError) as err:
         get_task("prompts", path=str(path)).train_examples()
     assert f"{path} row {bad}: {says}" in _one_line(err)
+
+
+def test_a_bom_an_empty_file_and_json_columns_are_read(tmp_path):
+    (tmp_path / "a.jsonl").write_bytes(b"\xef\xbb\xbf" + '{"prompt": "bom"}\n'.encode())
+    (tmp_path / "b.csv").write_text("")
+    (tmp_path / "c.json").write_text(json.dumps({"prompt": ["c0", "c1"], "answer": [0, 1]}))
+    _jsonl(tmp_path / "d.jsonl", [{"prompt": f"d{i}"} for i in range(3)])
+    assert _prompts(get_task("prompts", path=str(tmp_path))) == ["bom", "c0", "c1", "d0", "d1", "d2"]
+    (tmp_path / "a.jsonl").write_bytes(b"\xef\xbb\xbf" + b'{"prompt": "x"}\n{oops}\n')
+    with pytest.raises(TaskError, match=r"a.jsonl: line 2 \(byte 20\) is not JSON"):  # 3 + 16 + 1
+        get_task("prompts", path=str(tmp_path)).train_examples()
