@@ -117,7 +117,7 @@ class HttpRewardClient:
             if self.base_url in _warned_clear_text:
                 return
             _warned_clear_text.add(self.base_url)
-        log.warning("the reward token for %s travels in clear text (http:// to a host that is not this machine); "
+        log.warning("credentials for the reward service at %s travel in clear text (http:// to another machine); "
                     "use https:// or an SSH tunnel to 127.0.0.1", self.base_url)
 
     def close(self) -> None:

@@ -69,9 +69,10 @@ def _run(capfd, caplog, *args: str) -> tuple[int, list[str]]:
 def test_train_eval_and_score_write_no_credential(model, math_url, prompts, tmp_path, capfd, caplog):
     code, texts = _run(capfd, caplog, "train", "--out", str(tmp_path / "run"), "--steps", "1",
                        *[a for s in [*SMALL, f"model.name_or_path={model}", f"run.task_options={{path: {prompts}}}",
-                                     f"reward.url=[{math_url}]", "run.save_every=1"] for a in ("--set", s)])
+                                     f"reward.url=[{math_url}]", "run.save_every=1", "log.tensorboard=true"] for a in ("--set", s)])
     assert code == 0, texts
     assert sorted(p.name for p in (tmp_path / "run").rglob("*.pt")), "no checkpoint was written to scan"
+    assert list((tmp_path / "run").rglob("events.out.tfevents*")), "no TensorBoard log was written to scan"
     code, more = _run(capfd, caplog, "eval", "--task", "prompts", "--task-option", f"path={prompts}", "--url",
                       math_url, "--model", str(model), "--out", str(tmp_path / "eval"), "--n", "1",
                       "--max-new-tokens", "16", "--threads", "1")
