@@ -44,7 +44,8 @@ class EndpointError(UserError):
 
 MAX_IDLE_CONNECTIONS = 8  # kept open for reuse; more threads at once still work (extra ones are closed after use)
 _STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
-_wire_ids = itertools.count()  # ids requests travel under: unique in this process, so no answer fits two
+_wire_ids = itertools.count()  # ids requests travel under (as strings, what every server can hold): unique in
+# this process, so no answer fits two requests
 _warned_clear_text: set[str] = set()
 _warned_lock = threading.Lock()
 
@@ -225,19 +226,19 @@ class HttpRewardClient:
         """One POST of `batch`; one response per request, in order, each matched to its request by id
         (see the module docstring). `timeout_s`: the deadline of the whole call (default: the
         client's). EndpointError when the call fails."""
-        wire_ids = [next(_wire_ids) for _ in batch]
+        wire_ids = [str(next(_wire_ids)) for _ in batch]
         reply = self._call("/v1/score", {"requests": [dict(r.to_json(), id=w) for r, w in zip(batch, wire_ids)]},
                            timeout_s)
         answers = reply.get("responses") if isinstance(reply, dict) else None
         if not isinstance(answers, list):
             raise EndpointError(f"reward service at {self.base_url} answered /v1/score without a responses list")
         sent = set(wire_ids)
-        found: dict[int, Any] = {}
-        twice: set[int] = set()
+        found: dict[str, Any] = {}
+        twice: set[str] = set()
         stray = 0
         for obj in answers:
             wid = obj.get("id") if isinstance(obj, dict) else None
-            if isinstance(wid, bool) or not isinstance(wid, int) or wid not in sent:
+            if not isinstance(wid, str) or wid not in sent:
                 stray += 1
             elif wid in found:
                 twice.add(wid)
@@ -248,9 +249,9 @@ class HttpRewardClient:
                 self.stray_answers += stray
             log.warning("reward service at %s sent %d answer(s) for ids it was not asked about; dropped",
                         self.base_url, stray)
-        return [self._matched(req, wid, found.get(wid), wid in twice) for req, wid in zip(batch, wire_ids)]
+        return [self._matched(req, found.get(wid), wid in twice) for req, wid in zip(batch, wire_ids)]
 
-    def _matched(self, req: ScoreRequest, wid: int, obj: Any, twice: bool) -> ScoreResponse:
+    def _matched(self, req: ScoreRequest, obj: Any, twice: bool) -> ScoreResponse:
         if twice:
             resp = error_response(req.id, "bad_response", "the reward service answered this request twice")
         elif obj is None:
