@@ -27,8 +27,9 @@ from typing import Any, Callable, Iterable
 
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.redact import public_url
-from botgrpo_rewards.protocol import (TOKEN_ENV, Hello, ProtocolError, ScoreRequest, ScoreResponse, decode_message,
-                                      error_response, is_loopback, response_from_json, version_mismatch)
+from botgrpo_rewards.protocol import (MAX_LINE_BYTES, TOKEN_ENV, Hello, ProtocolError, ScoreRequest, ScoreResponse,
+                                      decode_message, error_response, is_loopback, response_from_json,
+                                      version_mismatch)
 
 log = logging.getLogger("botgrpo.reward_client")
 
@@ -48,6 +49,10 @@ _wire_ids = itertools.count()  # ids requests travel under (as strings, what eve
 # this process, so no answer fits two requests
 _warned_clear_text: set[str] = set()
 _warned_lock = threading.Lock()
+
+
+class _TooLarge(Exception):
+    """An answer longer than any the protocol allows for the call: a broken or hostile endpoint."""
 
 
 class _Cutoff:
@@ -142,10 +147,12 @@ class HttpRewardClient:
                 return
         conn.close()
 
-    def _exchange(self, method: str, path: str, data: bytes | None, headers: dict, deadline: float) -> tuple[int, bytes]:
+    def _exchange(self, method: str, path: str, data: bytes | None, headers: dict, deadline: float,
+                  max_bytes: int) -> tuple[int, bytes]:
         """(status, body) of one request, all of it before `deadline` (time.monotonic()), else
-        TimeoutError. A kept-alive connection the server has closed meanwhile (its idle timeout) is
-        retried once on a new one: scoring is a pure function of the request."""
+        TimeoutError; a body over `max_bytes` is not read (_TooLarge). A kept-alive connection the
+        server has closed meanwhile (its idle timeout) is retried once on a new one: scoring is a
+        pure function of the request."""
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -158,7 +165,9 @@ class HttpRewardClient:
             try:
                 conn.request(method, self._prefix + path, body=data, headers=headers)
                 resp = conn.getresponse()
-                body = resp.read()
+                body = resp.read(max_bytes + 1)
+                if len(body) > max_bytes:
+                    raise _TooLarge(f"an answer over {max_bytes:,} bytes")
             except BaseException as err:
                 cutoff.cancel()
                 conn.close()
@@ -174,7 +183,7 @@ class HttpRewardClient:
                 self._give_back(conn)  # http.client has closed it already if the server said so
             return resp.status, body
 
-    def _call(self, path: str, body: Any = None, timeout_s: float | None = None) -> Any:
+    def _call(self, path: str, body: Any = None, timeout_s: float | None = None, max_bytes: int = 1_000_000) -> Any:
         data = None if body is None else json.dumps(body, ensure_ascii=True, allow_nan=False).encode()
         headers = {"Content-Type": "application/json"}
         if self._auth:
@@ -183,7 +192,10 @@ class HttpRewardClient:
                 self._warn_clear_text()
         deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
         try:
-            status, payload = self._exchange("GET" if data is None else "POST", path, data, headers, deadline)
+            status, payload = self._exchange("GET" if data is None else "POST", path, data, headers, deadline,
+                                             max_bytes)
+        except _TooLarge as err:
+            raise EndpointError(f"reward service at {self.base_url} sent {err} to {path}; not read") from None
         except TimeoutError as err:
             raise EndpointError(f"reward service at {self.base_url} did not answer {path} in time ({err})") from None
         except (OSError, http.client.HTTPException) as err:
@@ -228,7 +240,7 @@ class HttpRewardClient:
         client's). EndpointError when the call fails."""
         wire_ids = [str(next(_wire_ids)) for _ in batch]
         reply = self._call("/v1/score", {"requests": [dict(r.to_json(), id=w) for r, w in zip(batch, wire_ids)]},
-                           timeout_s)
+                           timeout_s, max_bytes=len(batch) * MAX_LINE_BYTES)  # each answer within a line's cap
         answers = reply.get("responses") if isinstance(reply, dict) else None
         if not isinstance(answers, list):
             raise EndpointError(f"reward service at {self.base_url} answered /v1/score without a responses list")

@@ -165,6 +165,12 @@ def test_a_trickling_endpoint_alone_is_answered_service_died_not_waited_on(endpo
     assert resp.status == "error" and resp.error.type == "service_died" and "in time" in resp.error.message
 
 
+def test_an_answer_longer_than_the_protocol_allows_is_not_read(endpoints):
+    e = endpoints(lambda reqs: [dict(answer(r), info={"pad": "x" * 16_000_000}) for r in reqs])
+    with pytest.raises(EndpointError, match="over 16,000,000 bytes"):
+        HttpRewardClient(e.url).score_batch(_requests(2)[:1])
+
+
 def test_an_endpoint_of_another_protocol_version_is_one_line_naming_both(endpoints):
     e = endpoints(hello=dict(HELLO, v=2))
     with pytest.raises(UserError) as err:
