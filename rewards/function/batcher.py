@@ -22,6 +22,7 @@ class Item:
     deadline: float  # time.monotonic() by which the answer is due
     done: threading.Event = field(default_factory=threading.Event)
     result: Any = None  # the function's item, or an exception to raise in the caller
+    on_done: Callable[["Item"], None] | None = None  # called (on the dispatcher thread) once result is set
 
 
 class Batcher:
@@ -36,9 +37,14 @@ class Batcher:
         self._thread.start()
 
     def submit(self, request: Any, deadline: float) -> Item:
-        item = Item(request, deadline)
-        self._queue.put(item)
+        item = self.enqueue(request, deadline)
         item.done.wait(max(0.0, deadline - time.monotonic()))
+        return item
+
+    def enqueue(self, request: Any, deadline: float, on_done: Callable[[Item], None] | None = None) -> Item:
+        """Queue the request without waiting; `on_done(item)` runs once its result is set."""
+        item = Item(request, deadline, on_done=on_done)
+        self._queue.put(item)
         return item
 
     def close(self) -> None:
@@ -72,3 +78,5 @@ class Batcher:
             for item, result in zip(batch, results):
                 item.result = result
                 item.done.set()
+                if item.on_done is not None:
+                    item.on_done(item)

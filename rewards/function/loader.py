@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import copy
 import importlib
 import importlib.util
 import inspect
@@ -103,15 +105,21 @@ def call_verl(fn: Callable[..., Any], params: tuple[set[str], bool], completions
     return out
 
 
-def call_batch(fn: Callable[..., Any], prompts: list[str], completions: list[str],
-               columns: dict[str, list]) -> list:
-    """fn(prompts=..., completions=..., **columns), TRL's call. A function without **kwargs gets
-    only the keywords it names, so `def f(completions, answer)` works as well as `def f(**kw)`.
-    A function taking `solution_str` is verl's kind and is called per completion (call_verl)."""
+def call_batch(fn: Callable[..., Any], prompts: list, completions: list, columns: dict[str, list],
+               extras: dict[str, Any] | None = None) -> list:
+    """fn(prompts=..., completions=..., **columns, **extras), TRL's call (extras: TRL's other keywords,
+    completion_ids, trainer_state, log_metric, log_extra). A function without **kwargs gets only the
+    keywords it names, so `def f(completions, answer)` works as well as `def f(**kw)`. An async
+    function is awaited. The function gets copies, so what it changes in place (a list it pops from)
+    is its own. A function taking `solution_str` is verl's kind and is called per completion (call_verl)."""
+    n = len(completions)
     params = _parameters(fn)
+    prompts, completions, columns = copy.deepcopy((prompts, completions, columns))
     if params is not None and "solution_str" in params[0]:
-        return call_verl(fn, params, completions, columns)
-    result = fn(**_keep({"prompts": prompts, "completions": completions, **columns}, params))
+        return call_verl(fn, params, [_text(c) for c in completions], columns)
+    result = fn(**_keep({"prompts": prompts, "completions": completions, **columns, **(extras or {})}, params))
+    if inspect.isawaitable(result):
+        result = asyncio.run(_awaited(result))
     if isinstance(result, tuple):
         result = list(result)
     if not isinstance(result, list):
@@ -119,6 +127,17 @@ def call_batch(fn: Callable[..., Any], prompts: list[str], completions: list[str
             result = list(result)  # a numpy array, a tensor, a generator
         except TypeError:
             raise TypeError(f"returned {type(result).__name__}, not a list with one item per completion") from None
-    if len(result) != len(completions):
-        raise ValueError(f"returned {len(result)} items for {len(completions)} completions (one per completion)")
+    if len(result) != n:
+        raise ValueError(f"returned {len(result)} items for {n} completions (one per completion)")
     return result
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _text(completion: Any) -> str:
+    """A completion's text: itself, or the content of its last message (conversational data)."""
+    if isinstance(completion, list) and completion and isinstance(completion[-1], dict):
+        return str(completion[-1].get("content", ""))
+    return completion

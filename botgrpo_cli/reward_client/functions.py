@@ -1,0 +1,260 @@
+"""Python reward functions scored as TRL scores them: FunctionPool.
+
+TRL's GRPOTrainer calls each reward function once per generation batch,
+`fn(prompts=..., completions=..., completion_ids=..., trainer_state=..., log_metric=...,
+log_extra=..., **columns)`, and combines the functions per completion:
+
+    score = sum over the functions that scored it of weight_k * score_k
+
+A function's item for a completion is a number (any finite float: the outcome's scale is free, the
+group normalisation of the advantage takes it out), None or NaN (this function does not score this
+completion: it is left out of the sum, as TRL's nansum leaves its NaN out, and the others still
+count), or a dict {score, spans, metrics, info} (spans in the protocol's units: integer code-point
+offsets, each reward in [-1, 1], times the function's weight). A completion is masked (and counted
+in reward/masked) only when no function scored it, or when a function failed on it (raised, hung,
+died, returned something that is not a score: TRL would stop the run there; here it costs those
+completions and says why once).
+
+Conversational data (every row's prompt a message list) passes `prompts` as those lists and
+`completions` as [{"role": "assistant", "content": TEXT}], as TRL does. Metrics of each response:
+NAME/score per function that scored it (reward/NAME/mean and /std per step), the first function's
+own metrics under their names (its `success` is the task's success) and the others' as NAME/METRIC,
+log_metric's values under their own names. log_extra's columns go into each row's info.
+
+Each function runs in its own worker child (rewards/function/service.py's FunctionProcess), all of
+a batch's functions at once. `submit_batch` is the trainer's call (the whole generation batch and
+TRL's keywords); `submit` (evaluation, `reward score`) batches the requests that arrive together.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from concurrent.futures import Future
+from typing import Any, Callable, Iterable, Sequence
+
+from botgrpo_cli.reward_client.pool import score_all
+from botgrpo_rewards.backend import BackendError, BackendTimeout, ScoreResult
+from botgrpo_rewards.function.batcher import Batcher, Item
+from botgrpo_rewards.function.service import FunctionProcess, batch_line, callable_name, read_item
+from botgrpo_rewards.function.worker import DEFAULT_MEMORY_MB
+from botgrpo_rewards.protocol import (
+    ErrorInfo,
+    ProtocolError,
+    ScoreRequest,
+    ScoreResponse,
+    Span,
+    error_response,
+    request_from_json,
+    validate_metrics,
+    validate_spans,
+)
+
+SUBMIT_BATCH = 64  # the most requests `submit` hands to one call
+
+
+def function_name(function: Any) -> str:
+    """The name TRL gives a reward function: a callable's __name__, a spec's NAME."""
+    return callable_name(function) if callable(function) else str(function).rpartition(":")[2]
+
+
+def unique_names(names: Sequence[str]) -> list[str]:
+    """Names made unique in order: a second `f` becomes `f_2` (metric keys must not collide)."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
+    return out
+
+
+def is_conversational(prompt: Any) -> bool:
+    """TRL's test: a prompt given as a list of {role, content} messages."""
+    return isinstance(prompt, list) and bool(prompt) and all(isinstance(m, dict) and "role" in m for m in prompt)
+
+
+def combine(rid: Any, text: str, names: Sequence[str], weights: Sequence[float], parts: Sequence[Any],
+            logged_metrics: dict[str, float], extra: dict[str, Any]) -> ScoreResponse:
+    """One completion's response from each function's verdict (the module docstring's rules)."""
+    failed = [(name, p) for name, p in zip(names, parts) if isinstance(p, Exception)]
+    if failed:
+        name, err = failed[0]
+        status = "timeout" if isinstance(err, BackendTimeout) else "error"
+        return ScoreResponse(id=rid, status=status, error=ErrorInfo(getattr(err, "type", status), str(err)),
+                             info={"services": {n: _status(p) for n, p in zip(names, parts)}})
+    if all(p is None for p in parts):
+        return error_response(rid, "not_scorable", f"every reward function ({', '.join(names)}) returned None for "
+                                                   "this completion")
+    score, spans, metrics = 0.0, [], {}
+    for k, (name, weight, part) in enumerate(zip(names, weights, parts)):
+        if part is None:
+            continue
+        score += weight * part.score
+        spans += [Span(s.start, s.end, weight * s.reward, f"{name}:{s.label}" if s.label else name) for s in part.spans]
+        metrics.update({(m if k == 0 else f"{name}/{m}"): v for m, v in part.metrics.items()})
+        metrics[f"{name}/score"] = part.score
+    metrics.update(logged_metrics)
+    info = {n: v for p in parts if p is not None for n, v in p.info.items()}
+    info.update(extra)
+    info["services"] = {n: _status(p) for n, p in zip(names, parts)}
+    spans.sort(key=lambda s: (s.start, s.end))
+    return ScoreResponse(id=rid, status="ok", score=score, spans=spans, metrics=metrics, info=info)
+
+
+def _status(part: Any) -> str:
+    if isinstance(part, BackendTimeout):
+        return "timeout"
+    return "error" if isinstance(part, Exception) else "ok"
+
+
+def checked(part: ScoreResult | BackendError | None, text: str, label: str) -> Any:
+    """A function's verdict with the protocol's checks on what a score may carry (a finite score of
+    any size; spans with integer offsets inside the text and rewards in [-1, 1]; finite metrics)."""
+    if not isinstance(part, ScoreResult):
+        return part
+    try:
+        if not math.isfinite(part.score):
+            raise ProtocolError(f"score must be a finite number, got {part.score!r}")
+        part.spans = validate_spans(list(part.spans), len(text))
+        part.metrics = validate_metrics(part.metrics)
+    except ProtocolError as err:
+        return BackendError(f"reward function {label} returned an invalid result: {err}", "bad_result")
+    return part
+
+
+class FunctionPool:
+    """The RewardPool interface (submit, score, stats, close) over reward functions scored as TRL
+    scores them (the module docstring), plus `submit_batch` for a whole generation batch."""
+
+    def __init__(self, functions: Sequence[Any], weights: Sequence[float] | None = None,
+                 names: Sequence[str] | None = None, memory_mb: int = DEFAULT_MEMORY_MB):
+        if not functions:
+            raise ValueError("FunctionPool needs at least one reward function")
+        weights = [1.0] * len(functions) if weights is None else [float(w) for w in weights]
+        if len(weights) != len(functions):
+            raise ValueError(f"{len(weights)} reward weights for {len(functions)} reward functions: give one per function")
+        self.names = unique_names(list(names) if names else [function_name(f) for f in functions])
+        self.weights = weights
+        self.service = "+".join(self.names)
+        self.processes: list[FunctionProcess] = []
+        try:
+            for function, name in zip(functions, self.names):
+                process = FunctionProcess(function, name, memory_mb)
+                process.start()
+                self.processes.append(process)
+        except RuntimeError as err:
+            self.close()
+            from botgrpo_cli.reward_client.worker import ServiceStartError
+
+            raise ServiceStartError(str(err)) from None
+        except BaseException:
+            self.close()
+            raise
+        self._batcher = Batcher(self._run_items, SUBMIT_BATCH)
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return {"restarts": sum(p.restarts for p in self.processes)}
+
+    # ---------------------------------------------------------------- scoring
+
+    def score_batch(self, requests: Sequence[ScoreRequest], extras: dict | None = None) -> list[ScoreResponse]:
+        """Every request scored by one call of each function (concurrently), combined per row.
+        `extras`: TRL's keywords for this batch, each a list over the rows where it is per row:
+        messages (each row's prompt as a message list, or None), completion_ids, trainer_state."""
+        extras = dict(extras or {})
+        texts = [r.completion for r in requests]
+        messages = extras.pop("messages", None)
+        chat = messages is not None and len(messages) == len(requests) and all(map(is_conversational, messages))
+        prompts = list(messages) if chat else [r.prompt for r in requests]
+        completions = [[{"role": "assistant", "content": t}] for t in texts] if chat else texts
+        line = batch_line(prompts, completions, [r.reference for r in requests], extras)
+        timeout_s = max(r.deadline_ms for r in requests) / 1000
+        replies: list[Any] = [None] * len(self.processes)
+
+        def run(k: int) -> None:
+            try:
+                replies[k] = self.processes[k].call(line, timeout_s)
+            except (BackendError, BackendTimeout) as err:
+                replies[k] = err
+
+        threads = [threading.Thread(target=run, args=(k,), name=f"reward-{n}", daemon=True)
+                   for k, n in enumerate(self.names)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        parts, logged, extra = self._verdicts(replies, texts)
+        return [combine(r.id, t, self.names, self.weights, [p[i] for p in parts], logged,
+                        {c: v[i] for c, v in extra.items()})
+                for i, (r, t) in enumerate(zip(requests, texts))]
+
+    def _verdicts(self, replies: list[Any], texts: list[str]) -> tuple[list[list[Any]], dict, dict]:
+        """Per function, each row's verdict; log_metric's means; log_extra's columns (one value per row)."""
+        parts, logged, extra = [], {}, {}
+        for process, reply in zip(self.processes, replies):
+            if isinstance(reply, Exception):
+                parts.append([reply] * len(texts))
+                continue
+            if not reply.get("ok"):
+                parts.append([BackendError(str(reply.get("error")), "backend")] * len(texts))
+                continue
+            parts.append([checked(read_item(item, process.label), t, process.label)
+                          for item, t in zip(reply["result"], texts)])
+            for name, values in (reply.get("logged") or {}).get("metrics", {}).items():
+                finite = [v for v in values if math.isfinite(v)]
+                if finite:
+                    logged[name] = sum(finite) / len(finite)
+            for column, values in (reply.get("logged") or {}).get("extra", {}).items():
+                if len(values) == len(texts):  # TRL's rule too: one value per completion
+                    extra[column] = values
+        return parts, logged, extra
+
+    def submit_batch(self, requests: Sequence[ScoreRequest], extras: dict | None = None) -> list[Future]:
+        """score_batch in the background: one Future per request (the trainer overlaps it with compute)."""
+        futures: list[Future] = [Future() for _ in requests]
+
+        def run() -> None:
+            try:
+                responses = self.score_batch(requests, extras)
+            except Exception as err:  # a bug here must still answer every row
+                responses = [error_response(r.id, "backend", f"scoring the batch failed: {err!r}") for r in requests]
+            for fut, resp in zip(futures, responses):
+                fut.set_result(resp)
+
+        threading.Thread(target=run, name="reward-functions", daemon=True).start()
+        return futures
+
+    def _run_items(self, items: list[Item]) -> list[ScoreResponse]:
+        return self.score_batch([i.request for i in items])
+
+    def submit(self, request: ScoreRequest | dict) -> Future:
+        """Score one request; those submitted together are scored in one call (up to SUBMIT_BATCH)."""
+        if isinstance(request, dict):
+            request = request_from_json({"op": "score", **request})
+        fut: Future = Future()
+
+        def done(item: Item) -> None:
+            result = item.result
+            fut.set_result(result if isinstance(result, ScoreResponse)
+                           else error_response(request.id, "backend", f"scoring failed: {result!r}"))
+
+        self._batcher.enqueue(request, time.monotonic() + request.deadline_ms / 1000, done)
+        return fut
+
+    def score(self, requests: Iterable[ScoreRequest | dict],
+              progress: Callable[[ScoreResponse], None] | None = None) -> list[ScoreResponse]:
+        return score_all(self.submit, requests, progress)
+
+    def close(self) -> None:
+        if getattr(self, "_batcher", None) is not None:
+            self._batcher.close()
+        for process in self.processes:
+            process.close()
+
+    def __enter__(self) -> "FunctionPool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
