@@ -105,9 +105,18 @@ class RewardConfig:
     services: dict = opt({}, "several services scored at once, in order, NAME: WEIGHT or NAME: {weight, options, "
                              "workers, command | function | url}; score = weighted sum; the first takes the role of "
                              "reward.service")
-    function: Optional[str] = opt(None, "a Python reward function, MODULE:NAME or path/to/file.py:NAME, called as TRL "
-                                        "calls one: fn(prompts=[...], completions=[...], **columns) -> a float, None or "
-                                        "{score, spans, metrics} per completion; runs in service `function`'s processes")
+    function: Optional[Union[str, list]] = opt(
+        None, "Python reward function(s), called as TRL calls them: MODULE:NAME or path/to/file.py:NAME, a list of "
+              "them (TRL's reward_funcs, scored together: score = weighted sum over the functions that did not return "
+              "None), or from Python a callable; fn(prompts, completions, completion_ids, trainer_state, log_metric, "
+              "log_extra, **columns) -> a number (any finite size), None or {score, spans, metrics} per completion")
+    weights: Optional[list] = opt(None, "one weight per reward.function entry (TRL's reward_weights); None = all 1")
+    success_threshold: Optional[float] = opt(
+        None, "tasks without a reward of their own (prompts): a completion succeeds when its score is above this; "
+              "None = the reward's own `success` metric when it reports one, else for a service score > 0 and for "
+              "reward functions no success rule (shown as n/a)")
+    function_memory_mb: int = opt(8192, "how far each reward function's process may grow past its size once "
+                                         "loaded, in MB (RLIMIT_AS; a function past it fails that batch); 0 = no bound")
     url: Optional[Union[str, list]] = opt(None, "the reward service on other machines: http://HOST:PORT or a list "
                                                 "(requests spread over them, a failed one's re-sent to another); the "
                                                 "bearer token comes from $BOTGRPO_REWARD_TOKEN")
@@ -202,13 +211,26 @@ class Config:
         """to_dict() with secrets redacted: what is written to disk or sent to loggers."""
         from botgrpo_cli.redact import redact
 
-        return redact(self.to_dict())
+        return redact(_named_callables(self.to_dict()))
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.public_dict(), sort_keys=False)
 
     def save(self, path: Path) -> None:
         path.write_text(self.to_yaml())
+
+
+def _named_callables(value: Any) -> Any:
+    """A Python callable (a reward function given from Python) as `<callable module.name>`: what can
+    be written to config.yaml (it cannot be loaded back; a resume needs it given again)."""
+    if isinstance(value, dict):
+        return {k: _named_callables(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_named_callables(v) for v in value]
+    if callable(value):
+        inner = getattr(value, "func", value)
+        return f"<callable {getattr(inner, '__module__', '?')}.{getattr(inner, '__qualname__', type(inner).__name__)}>"
+    return value
 
 
 _CLASSES: dict[str, type] = typing.get_type_hints(Config)  # section name -> dataclass
@@ -264,7 +286,7 @@ def _coerce(where: str, value: Any, tp: Any) -> Any:
         if optional:
             return None
         raise UserError(f"{where} may not be empty; give {_kind(base)}")
-    if isinstance(value, str) and base is not str:
+    if isinstance(value, str) and (base is not str or (list in kinds and value.lstrip().startswith("["))):
         try:
             value = yaml.safe_load(value)
         except yaml.YAMLError as err:

@@ -3,6 +3,8 @@ registries, estimator and loss options against their signatures, reward options 
 
 from __future__ import annotations
 
+import math
+
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
@@ -108,9 +110,21 @@ def _check_reward_target(reward: RewardConfig, fail: Any) -> None:
     if reward.function is not None and reward.url is not None:
         fail("reward.function", "and reward.url are both set: give one (to run a function remotely, serve it with "
                                 "`botgrpo reward serve function --function ... --http HOST:PORT`)")
-    if reward.function is not None and (":" not in reward.function or reward.command is not None):
-        fail("reward.function", f"must be MODULE:NAME or path/to/file.py:NAME (and reward.command unset), got "
-                                f"{reward.function!r}")
+    if reward.function is not None:
+        functions = reward.function if isinstance(reward.function, list) else [reward.function]
+        bad = [f for f in functions if not (callable(f) or (isinstance(f, str) and ":" in f))]
+        if bad or not functions or reward.command is not None:
+            fail("reward.function", f"must be MODULE:NAME or path/to/file.py:NAME, a callable, or a non-empty list of "
+                                    f"them (and reward.command unset), got {reward.function!r}")
+        weights = reward.weights
+        if weights is not None and (not isinstance(weights, list) or len(weights) != len(functions) or not all(
+                isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) for w in weights)):
+            fail("reward.weights", f"must be {len(functions)} finite number(s), one per reward.function, got {weights!r}")
+    elif reward.weights is not None:
+        fail("reward.weights", "weighs the reward.function entries; set reward.function (reward.services takes a "
+                               "weight per entry)")
+    if isinstance(reward.function_memory_mb, bool) or reward.function_memory_mb < 0:
+        fail("reward.function_memory_mb", f"must be a number of MB >= 0 (0 = no bound), got {reward.function_memory_mb!r}")
     if reward.url is not None:
         try:
             for url in url_list(reward.url) or [""]:

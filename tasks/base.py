@@ -62,6 +62,11 @@ class Task:
         """(prompt, completion) pairs for the supervised warm start of `botgrpo bootstrap`."""
         raise NotImplementedError(f"task {self.name!r} has no synthetic corpus")
 
+    def messages(self, example: Example) -> list[dict] | None:
+        """The example's prompt as chat messages when the data gave it so (TRL's conversational
+        format: reward functions then get messages), else None."""
+        return None
+
     def format_prompt(self, example: Example, tokenizer: Any = None, system_prompt: str | None = None,
                       template_kwargs: dict[str, Any] | None = None) -> str:
         """The text the model sees: the tokenizer's chat template when it has one (with the system

@@ -140,6 +140,10 @@ class PromptsTask(Task):
         raise TaskError("task 'prompts' has no tiny model of its own to bootstrap: set model.name_or_path (a Hub id "
                         "such as HuggingFaceTB/SmolLM2-135M-Instruct, a model folder or a .gguf file)")
 
+    def messages(self, example: Example) -> list[dict] | None:
+        chat = self._chats.get(example.id)
+        return [dict(m) for m in chat] if chat is not None else None
+
     def format_prompt(self, example: Example, tokenizer: Any = None, system_prompt: str | None = None,
                       template_kwargs: dict[str, Any] | None = None) -> str:
         chat = self._chats.get(example.id)

@@ -157,8 +157,9 @@ def parse_services(services: dict) -> list[ServiceSpec]:
         function, url = entry.get("function"), entry.get("url")
         if sum(x is not None for x in (command, function, url)) > 1:
             raise ValueError(f"{name}: give one of command, function, url (each says where the service runs)")
-        if function is not None and not (isinstance(function, str) and ":" in function):
-            raise ValueError(f"{name}.function must be MODULE:NAME or path/to/file.py:NAME, got {function!r}")
+        if function is not None and not (callable(function) or (isinstance(function, str) and ":" in function)):
+            raise ValueError(f"{name}.function must be MODULE:NAME or path/to/file.py:NAME (or a callable), "
+                             f"got {function!r}")
         urls = None
         if url is not None:
             from botgrpo_cli.reward_client.remote import url_list

@@ -127,6 +127,8 @@ class FunctionPool:
     """The RewardPool interface (submit, score, stats, close) over reward functions scored as TRL
     scores them (the module docstring), plus `submit_batch` for a whole generation batch."""
 
+    takes_batches = True  # the trainer hands it whole generation batches (submit_batch)
+
     def __init__(self, functions: Sequence[Any], weights: Sequence[float] | None = None,
                  names: Sequence[str] | None = None, memory_mb: int = DEFAULT_MEMORY_MB):
         if not functions:

@@ -6,6 +6,10 @@ still show a broken pipeline. Each check, when on, ends the run with one line an
 - masked: every completion of a step was masked, i.e. the reward service failed them all (at that step);
 - flat: every group's scores were constant on every step, so the outcome gave no signal (at the end);
 - frozen: no trainable parameter changed over the session (at the end, after the last checkpoint).
+
+One check is always on: a run in which no completion of any step got a reward (every one masked:
+the reward failed or returned None for all) learned nothing, and ends non-zero with one line
+saying why the reward failed (NothingScored), whatever run.fail_on says.
 """
 
 from __future__ import annotations
@@ -43,12 +47,22 @@ def fingerprint(model: Any) -> list[tuple[float, float]]:
                 for p in model.parameters() if p.requires_grad]
 
 
+class NothingScored(UserError):
+    """No completion of any step was scored: the run learned nothing from its reward."""
+
+    def __init__(self, steps: int, why: str | None):
+        super().__init__(f"every completion of all {steps} step(s) was masked, so nothing was learned: "
+                         f"{why or 'the reward failed every completion'}. Fix the reward (try it on a few "
+                         "completions with `botgrpo reward score`) and train again")
+
+
 class RunChecks:
     def __init__(self, fail_on: list, model: Any):
         self.on = checked(fail_on)
         self.start = fingerprint(model) if "frozen" in self.on else None
         self.steps = 0
         self.all_flat = True
+        self.scored_any = False
 
     def after_step(self, step: int, metrics: dict[str, float]) -> None:
         self.steps += 1
@@ -57,14 +71,18 @@ class RunChecks:
             if bad:
                 raise CheckFailed("nonfinite", f"step {step} has {', '.join(f'{k} = {metrics[k]}' for k in bad)}")
         masked, mean = metrics.get("reward/masked", 0.0), metrics.get("reward/mean", 0.0)
+        self.scored_any = self.scored_any or not math.isnan(mean)
         if "masked" in self.on and masked > 0 and math.isnan(mean):  # no completion was scored
             raise CheckFailed("masked", f"all {int(masked)} completions of step {step} were masked (the reward "
                                         "service failed every one; its status is in samples.html and the log)")
         self.all_flat = self.all_flat and metrics.get("groups/zero_variance_frac") == 1.0
 
-    def at_end(self, model: Any) -> None:
+    def at_end(self, model: Any, failure: str | None = None) -> None:
+        """The end-of-run checks; `failure`: the reward's first failure, named when nothing was scored."""
         if not self.steps:
             return
+        if not self.scored_any:
+            raise NothingScored(self.steps, failure)
         if "flat" in self.on and self.all_flat:
             raise CheckFailed("flat", f"every group's scores were constant on all {self.steps} steps: the outcome "
                                       "gave no learning signal (check the task, the reward service, or raise "

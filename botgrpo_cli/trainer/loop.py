@@ -115,7 +115,7 @@ def _train(s: Session, guard: StopGuard, rng: list, eval_around: bool, eval_seed
             guard.release()  # a stop signalled during the update takes effect here, the step complete
     if log:
         log.close()
-    checks.at_end(s.policy)
+    checks.at_end(s.policy, getattr(s.pool, "first_failure", None))
     evaluated = {k: v for k, v in metrics.items() if k.startswith("eval/")}  # the last step's, same seed and model
     with s.precision():
         after = (evaluated or _held_out(s, eval_seed)) if eval_around else None

@@ -100,6 +100,14 @@ def batch_success_rate(scored: Scored, success_metric: str) -> float:
     return sum(r.usable and succeeded(r.metrics, success_metric) for r in scored.responses) / len(scored.responses)
 
 
+def per_function(name: str, values: list[float]) -> dict[str, float]:
+    """reward/NAME/mean and reward/NAME/std of one function's scores in a step (TRL's rewards/NAME/mean
+    and /std: over the completions it scored, None left out; std with Bessel's correction)."""
+    t = torch.tensor(values, dtype=torch.float64)
+    return {f"reward/{name}/mean": float(t.mean()) if len(t) else float("nan"),
+            f"reward/{name}/std": float(t.std()) if len(t) > 1 else 0.0}
+
+
 def step_metrics(ro, scored: Scored, scores: Tensor, mask: Tensor, r: Tensor, adv: Tensor, upd: dict,
                  times: dict[str, float], success_metric: str, restarts: float,
                  counters: dict[str, int] | None = None) -> dict[str, float]:
@@ -125,7 +133,10 @@ def step_metrics(ro, scored: Scored, scores: Tensor, mask: Tensor, r: Tensor, ad
         "perf/tokens_per_s": tokens / max(times["generate"], 1e-9),
     }
     for name, values in sorted(scored.metrics.items()):
-        m[f"reward/{name}"] = _mean(values)
+        if name.endswith("/score"):  # one reward function's (or service's) scores, over the rows it scored
+            m.update(per_function(name.removesuffix("/score"), values))
+        else:
+            m[f"reward/{name}"] = _mean(values)
     for name, n in failures_by_service(scored.responses).items():  # several services: who failed which rows
         m[f"reward/{name}/failed"] = float(n)
     if success_metric in scored.metrics:

@@ -96,12 +96,25 @@ def _round(s, step: int, round_: int) -> tuple[RolloutBatch, list, list]:
         futures[i] = s.pool.submit(score_request(f"s{step}r{round_}-{i}", text, rows[i], options[i // cfg.group_size],
                                                  s.cfg.reward.deadline_ms))
 
-    batch = _generate(s.engine, s.cfg.rollout, prompts, params, send if _streams(s) else None)  # None: every row is sent after
-    for i, text in enumerate(batch.texts):
+    whole = getattr(s.pool, "takes_batches", False)  # reward functions: one call per generation batch, as TRL
+    batch = _generate(s.engine, s.cfg.rollout, prompts, params, send if _streams(s) and not whole else None)
+    if whole:
+        requests = [score_request(f"s{step}r{round_}-{i}", text, rows[i], options[i // cfg.group_size],
+                                  s.cfg.reward.deadline_ms) for i, text in enumerate(batch.texts)]
+        futures = dict(enumerate(s.pool.submit_batch(requests, trl_extras(s, step, rows, batch))))
+    for i, text in enumerate(batch.texts):  # rows not yet sent (all of them unless streamed)
         if i not in futures:
             send(i, text)
     batch.group_ids += round_ * len(examples)
     return batch, rows, [futures[i] for i in range(len(rows))]
+
+
+def trl_extras(s, step: int, rows: list, batch: RolloutBatch) -> dict:
+    """What TRL hands reward functions besides prompts, completions and columns: each row's prompt
+    as messages (None where it was text), its completion's token ids, the trainer's state."""
+    ids = [row[keep].tolist() for row, keep in zip(batch.completion_ids, batch.mask)]
+    state = {"global_step": step - 1, "max_steps": s.cfg.run.steps, "epoch": None}  # TRL's state before this step
+    return {"messages": [s.task.messages(ex) for ex in rows], "completion_ids": ids, "trainer_state": state}
 
 
 def score_shaping(lengths: Tensor, algo: AlgoConfig, max_new_tokens: int) -> Tensor | None:
