@@ -116,11 +116,12 @@ def _summary(result) -> None:
     last = result.metrics[-1] if result.metrics else {}
     if result.eval_before is not None and result.eval_after is not None:
         before, after = result.eval_before, result.eval_after
+        success = (before.get("eval/success"), after.get("eval/success"))  # absent: the reward has no success rule
         score = (f", mean score {_figure(before.get('eval/score'))} -> {_figure(after.get('eval/score'))}"
-                 if (before.get("eval/score"), after.get("eval/score")) != (before["eval/success"], after["eval/success"])
+                 if (before.get("eval/score"), after.get("eval/score")) != success
                  else "")  # a pass/fail task's mean score is its success rate: said once
         out.print(f"on {int(after['eval/prompts'])} held-out prompts (sampled), before -> after training: "
-                  f"success rate {before['eval/success']:.3f} -> {after['eval/success']:.3f}{score}")
+                  f"success rate {_figure(success[0])} -> {_figure(success[1])}{score}")
     elif last:  # the batch's figures are a few samples of new prompts: noisy, so not beside a held-out figure
         out.print(f"last training batch (step {last['step']}): reward {_figure(last.get('reward/mean'))}, "
                   f"success {_figure(last.get('success'))}")

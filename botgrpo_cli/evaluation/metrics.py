@@ -42,6 +42,17 @@ def success_rate(problems: Sequence[Problem]) -> float:
     return sum(p.correct for p in problems) / n if n else 0.0
 
 
+def success_defined(problems: Sequence[Problem], metric: str) -> bool:
+    """Whether the reward says what success is: some scored sample carries the success metric. A
+    reward function with no success rule (a length penalty, a count) leaves it out: success is n/a."""
+    return any(metric in s.metrics for p in problems for s in p.samples)
+
+
+def without_success(figures: dict[str, float]) -> dict[str, float]:
+    """The figures less success rate and pass@k, for a reward with no success rule."""
+    return {k: v for k, v in figures.items() if k != "success_rate" and not k.startswith("pass@")}
+
+
 def failed_scorings(problems: Sequence[Problem]) -> int:
     """Samples the task's service could not score."""
     return sum(s.status != "ok" for p in problems for s in p.samples)

@@ -21,13 +21,24 @@ def plot_training(records: list[dict], out: Path, title: str, held_out: Sequence
     success panels show the training batch's figure (noisy: a few sampled completions of new prompts
     each step) and, beside it, the held-out one at each evaluation (run.eval_every, and the `held_out`
     (step, figures) measured before and after); None when there is nothing to plot."""
-    from botgrpo_cli.evaluation.curves import HELD_OUT, PANELS
+    from botgrpo_cli.evaluation.curves import HELD_OUT, PANELS, function_keys, reward_metric_keys
 
     panels = [(k, label) for k, label in PANELS if any(r.get(k) is not None for r in records)]
-    if not panels:
+    several = [("reward by function", function_keys(records)),
+               ("reward metrics", {k.removeprefix("reward/"): k for k in reward_metric_keys(records)})]
+    several = [(label, lines) for label, lines in several if lines]
+    if not panels and not several:
         return None
     plt = _pyplot()
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 3.0), squeeze=False)
+    n = len(panels) + len(several)
+    fig, axes = plt.subplots(1, n, figsize=(3.4 * n, 3.0), squeeze=False)
+    for ax, (label, lines) in zip(axes[0][len(panels):], several):  # one line per function or metric
+        for name, key in lines.items():
+            pts = [(r["step"], r[key]) for r in records if r.get(key) is not None]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="." if len(pts) < 30 else None, label=name)
+        ax.legend(fontsize=7)
+        ax.set_title(label)
+        ax.set_xlabel("step")
     for ax, (key, label) in zip(axes[0], panels):
         pts = [(r["step"], r[key]) for r in records if r.get(key) is not None]
         evals = _held_out_points(records, held_out, HELD_OUT.get(key))

@@ -82,6 +82,18 @@ def win_rate_line(win: dict[str, float], judge: str, a: str, b: str) -> str:
             f"over {int(win['pairs'])} pairs; {int(win.get('undecided', 0))} undecided)")
 
 
+NO_SUCCESS_RULE = ("n/a: the reward reports no `success` metric, so success rate and pass@k are not defined "
+                   "(a reward function defines it by returning {score, metrics: {success: 0 or 1}}, or in "
+                   "training by reward.success_threshold)")
+
+
+def success_rule(report: dict[str, Any]) -> str:
+    """How success was decided, or why it is not defined (a continuous reward with no rule)."""
+    if all("success_rate" not in e["aggregates"] for e in report["evaluations"]):
+        return NO_SUCCESS_RULE
+    return f"{report['task']['success_metric']} >= {SUCCESS_AT:g}"
+
+
 def markdown(report: dict[str, Any], final_problems: list[Problem], ks: list[int]) -> str:
     cfg, task = report["config"], report["task"]
     columns = [(e["label"], e["aggregates"]) for e in report["evaluations"]]
@@ -93,7 +105,7 @@ def markdown(report: dict[str, Any], final_problems: list[Problem], ks: list[int
     parts = [f"# botgrpo eval: {cfg['task']} ({cfg['split']} split)",
              f"Scored: {scored}" + f"model `{cfg['model']}`" + (f", against `{cfg['against']}`" if cfg.get("against") else "") +
              f"; n = {cfg['n']} samples per problem, temperature {cfg['temperature']}, top-p {cfg['top_p']}, "
-             f"max {cfg['max_new_tokens']} new tokens, seed {cfg['seed']}. Success: {task['success_metric']} >= {SUCCESS_AT:g}.",
+             f"max {cfg['max_new_tokens']} new tokens, seed {cfg['seed']}. Success: {success_rule(report)}.",
              figures_table(columns)]
     if report.get("win_rate"):
         parts.append(win_rate_line(report["win_rate"], report["judge"], columns[-2][0], columns[-1][0]))

@@ -13,7 +13,7 @@ from typing import Any, Callable
 from botgrpo_cli.config import AUTOCAST_SETTINGS, ModelConfig, RolloutConfig, RunConfig
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.evaluation import models, pairwise, report, sheets, winrate
-from botgrpo_cli.evaluation.metrics import aggregate
+from botgrpo_cli.evaluation.metrics import aggregate, success_defined, without_success
 from botgrpo_cli.evaluation.results import Problem
 from botgrpo_cli.redact import redact
 from botgrpo_cli.evaluation.sampling import Scoring, evaluate
@@ -133,8 +133,13 @@ def _targets(opts: EvalOptions) -> tuple[list[models.Target], models.Target | No
     return targets, other[0]
 
 
-def _figure_names(task: Any) -> list[str]:
-    return list(dict.fromkeys((task.success_metric, *task.eval_metrics, *RENDER_FIGURES)))
+def _figure_names(task: Any, problems: list | None = None) -> list[str]:
+    """The metrics eval.md shows: the task's; for a reward the user names (no task service), also
+    every metric its answers carry (each function's NAME/score, log_metric's, the function's own)."""
+    named = [task.success_metric, *task.eval_metrics, *RENDER_FIGURES]
+    if task.service is None and problems:
+        named += sorted({k for p in problems for smp in p.samples for k in smp.metrics})
+    return list(dict.fromkeys(named))
 
 
 def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOptions, scoring: Scoring,
@@ -161,8 +166,11 @@ def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOption
     with autocast(bf16):
         problems = evaluate(FastEngine(model, tok), examples, prompts, opts.n, params, scoring, per_call, shots,
                             opts.out, tick=tick)
+    figures = aggregate(problems, opts.ks, _figure_names(task, problems))
+    if task.service is None and not success_defined(problems, task.success_metric):
+        figures = without_success(figures)  # shown as n/a: the user's reward has no success rule
     entry = {"label": target.label, "model": target.path, "step": target.step, "precision": why,
-             "aggregates": aggregate(problems, opts.ks, _figure_names(task)),
+             "aggregates": figures,
              "problems": report.problem_rows(problems, opts.ks)}
     if shots is not None:
         entry["contact_sheet"] = sheets.write(problems, shots.parent, opts.out, f"{opts.task}: {target.label}")

@@ -15,7 +15,7 @@ from botgrpo_cli.algos import ADVANTAGES, compute_advantages, masked_mean
 from botgrpo_cli.config import AlgoConfig, Config
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import Interrupted
-from botgrpo_cli.evaluation.metrics import failed_scorings, success_rate
+from botgrpo_cli.evaluation.metrics import failed_scorings, success_defined, success_rate
 from botgrpo_cli.evaluation.sampling import Scoring, held_out
 from botgrpo_cli.reward_client.scored import to_token_rewards
 from botgrpo_cli.rollout import Engine, RolloutBatch, SamplingParams
@@ -143,9 +143,12 @@ def held_out_success(engine: Engine, tok: Any, task: Any, scoring: Scoring, para
     problems = held_out(engine, tok, task, scoring, params, n_prompts, batch_size=batch_size,
                         system_prompt=system_prompt, template_kwargs=template_kwargs)
     scores = [smp.score for p in problems for smp in p.samples if smp.score is not None]
-    return {"eval/success": success_rate(problems), "eval/failed_scoring": float(failed_scorings(problems)),
-            "eval/prompts": float(len(problems)),
-            "eval/score": sum(scores) / len(scores) if scores else float("nan")}  # mean score of the scored ones
+    figures = {"eval/success": success_rate(problems), "eval/failed_scoring": float(failed_scorings(problems)),
+               "eval/prompts": float(len(problems)),
+               "eval/score": sum(scores) / len(scores) if scores else float("nan")}  # mean score of the scored ones
+    if task.service is None and not success_defined(problems, task.success_metric):
+        del figures["eval/success"]  # the user's reward has no success rule: n/a, not 0
+    return figures
 
 
 def _nothing(*_: Any) -> None:

@@ -157,8 +157,19 @@ def sample_rows(ro, scored: Scored, r: Tensor, adv: Tensor, k: int) -> list[dict
         rows.append({"question": example.prompt, "prompt": ro.batch.prompts[i], "reference": example.reference,
                      "text": ro.batch.texts[i], "offsets": ro.batch.offsets[i],
                      "rewards": r[i, :n].tolist(), "advantages": adv[i, :n].tolist(),
-                     "score": float(scored.scores[i]), "status": resp.status})
+                     "score": float(scored.scores[i]), "status": resp.status,
+                     "by_function": by_function(resp), "metrics": dict(resp.metrics) if resp.usable else {}})
     return rows
+
+
+def by_function(resp) -> dict[str, float | str]:
+    """Each reward function's (or service's) part of a combined response: its score, "none" where it
+    gave none (None), or its failure status; {} for a single service."""
+    statuses = resp.info.get("services") or {}
+    if len(statuses) < 2 and not any(k.endswith("/score") for k in resp.metrics):
+        return {}
+    return {name: resp.metrics.get(f"{name}/score", "none" if status == "ok" else status)
+            for name, status in statuses.items()}
 
 
 def plot_curves(records: list[dict], out: Path, title: str, held_out: list[tuple[int, float]] = ()) -> Path | None:

@@ -25,9 +25,10 @@ _LEGEND = ("<p class='meta'><b>Colours.</b> Green: value &gt; 0, red: &lt; 0. Ea
            "largest |value| (printed beside it as min / max): opacity grows on a symmetric-log scale over the two "
            "decades below it, and every non-zero value is tinted, so the sign of a small advantage shows. Hover a "
            "token for its value.</p><p class='meta'><b>Token reward</b> r = λ_seq · score + λ_tok · span reward "
-           "(ALGORITHMS.md §1): the score and each span's reward lie in [-1, 1], so with the default λ_seq = "
-           "λ_tok = 1 a token's reward lies in [-2, 2] (e.g. -1.5: a failed completion, score -1, with a -0.5 span "
-           "over the token). <b>Advantage</b>: what the estimator made of those rewards, the signal the update "
+           "(ALGORITHMS.md §1): a service's score and each span's reward lie in [-1, 1], so with the default "
+           "λ_seq = λ_tok = 1 a token's reward lies in [-2, 2] (e.g. -1.5: a failed completion, score -1, with a "
+           "-0.5 span over the token); a reward function's score may have any size (the weighted sum of its "
+           "functions' scores, shown beside it). <b>Advantage</b>: what the estimator made of those rewards, the signal the update "
            "follows.</p>")
 FLOOR, TOP, DECADES = 0.12, 0.7, 2  # opacity of the smallest visible value and of the row's largest
 ZERO = 1e-6  # |values| below this (relative to the row's largest) are drawn as zero
@@ -77,10 +78,27 @@ def _reference(reference: dict) -> str:
     return f"<details><summary>reference</summary>{''.join(parts)}</details>"
 
 
+def _figure(value: object) -> str:
+    return f"{value:+.3f}" if isinstance(value, (int, float)) else html.escape(str(value))
+
+
+def _parts(r: dict) -> str:
+    """' · by function: a +1.000, b none · metrics: m 2.000': each function's score (none: it returned
+    None) and the row's metrics other than those scores."""
+    parts = r.get("by_function") or {}
+    out = ""
+    if parts:
+        out += " · by function: " + ", ".join(f"{html.escape(n)} {_figure(v)}" for n, v in parts.items())
+    metrics = {k: v for k, v in (r.get("metrics") or {}).items() if not k.endswith("/score")}
+    if metrics:
+        out += " · metrics: " + ", ".join(f"{html.escape(k)} {_figure(v)}" for k, v in sorted(metrics.items()))
+    return out
+
+
 def _row(r: dict) -> list[str]:
     """One completion: the prompt, what the model saw, the reference, rewards and advantages."""
     question = r.get("question", r["prompt"])
-    return [f'<p class="meta">score {r["score"]:+.3f} ({html.escape(r["status"])})</p>',
+    return [f'<p class="meta">score {r["score"]:+.3f} ({html.escape(r["status"])}){_parts(r)}</p>',
             f"<b>prompt</b><pre>{html.escape(question)}</pre>",
             f"<details><summary>as the model saw it (chat template applied)</summary><pre>"
             f"{html.escape(r['prompt'])}</pre></details>",
@@ -98,7 +116,8 @@ class SamplesPage:
         self.write()  # a resumed run keeps the sections it had
 
     def add(self, step: int, rows: list[dict]) -> None:
-        """rows: {question, prompt, reference, text, offsets, rewards, advantages, score, status}."""
+        """rows: {question, prompt, reference, text, offsets, rewards, advantages, score, status,
+        by_function, metrics} (the last two may be missing)."""
         body = [f"<h2>step {step}</h2>"]
         for r in rows:
             body.extend(_row(r))
