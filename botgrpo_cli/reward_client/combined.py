@@ -14,6 +14,8 @@ any single service's answer:
               the others' as SERVICE/NAME, and each service's score as SERVICE/score
     status  = ok only when every service's answer is usable; otherwise the first failure's status
               and error, naming the service: the completion is masked and counted, never half-scored.
+              A reward function's None (error type not_scorable) is no failure: that function is left
+              out of the sum, as in TRL; only a completion none of them scored is masked.
 
 `info["services"]` maps each service to its status, so failures can be counted per service.
 """
@@ -26,7 +28,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
 from botgrpo_cli.reward_client.pool import score_all
-from botgrpo_rewards.protocol import ErrorInfo, ScoreRequest, ScoreResponse, Span, request_from_json
+from botgrpo_rewards.function.service import NOT_SCORABLE
+from botgrpo_rewards.protocol import ErrorInfo, ScoreRequest, ScoreResponse, Span, error_response, request_from_json
 
 
 @dataclass(frozen=True)
@@ -42,9 +45,18 @@ class ServiceSpec:
     url: list[str] | None = None  # endpoints of the service running elsewhere (`reward serve NAME --http`)
 
 
+def _dropped(resp: ScoreResponse) -> bool:
+    """A reward function that gave no score for this completion (None): left out, as TRL's NaN."""
+    return resp.error is not None and resp.error.type == NOT_SCORABLE
+
+
 def combine(rid: Any, parts: list[tuple[ServiceSpec, ScoreResponse]]) -> ScoreResponse:
     """One response from each service's answer to the same completion (the module docstring's rules)."""
-    statuses = {spec.name: resp.status for spec, resp in parts}
+    statuses = {spec.name: "ok" if _dropped(resp) else resp.status for spec, resp in parts}
+    if all(_dropped(resp) for _, resp in parts):
+        return error_response(rid, NOT_SCORABLE, "no reward service or function scored this completion (each "
+                                                 "returned None)", info={"services": statuses})
+    parts = [(spec, resp) for spec, resp in parts if not _dropped(resp)]
     failed = [(spec, resp) for spec, resp in parts if not resp.usable]
     if failed:
         spec, resp = failed[0]

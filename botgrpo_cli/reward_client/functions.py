@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterable, Sequence
 from botgrpo_cli.reward_client.pool import score_all
 from botgrpo_rewards.backend import BackendError, BackendTimeout, ScoreResult
 from botgrpo_rewards.function.batcher import Batcher, Item
-from botgrpo_rewards.function.service import FunctionProcess, batch_line, callable_name, read_item
+from botgrpo_rewards.function.service import NOT_SCORABLE, FunctionProcess, batch_line, callable_name, read_item
 from botgrpo_rewards.function.worker import DEFAULT_MEMORY_MB
 from botgrpo_rewards.protocol import (
     ErrorInfo,
@@ -84,7 +84,7 @@ def combine(rid: Any, text: str, names: Sequence[str], weights: Sequence[float],
         return ScoreResponse(id=rid, status=status, error=ErrorInfo(getattr(err, "type", status), str(err)),
                              info={"services": {n: _status(p) for n, p in zip(names, parts)}})
     if all(p is None for p in parts):
-        return error_response(rid, "not_scorable", f"every reward function ({', '.join(names)}) returned None for "
+        return error_response(rid, NOT_SCORABLE, f"every reward function ({', '.join(names)}) returned None for "
                                                    "this completion")
     score, spans, metrics = 0.0, [], {}
     for k, (name, weight, part) in enumerate(zip(names, weights, parts)):

@@ -32,6 +32,7 @@ from botgrpo_rewards.protocol import ChildExited, LineChild, ScoreRequest, Span
 FUNCTION_ENV = "BOTGRPO_REWARD_FUNCTION"
 STARTUP_TIMEOUT_S = 120.0
 RESULT_KEYS = ("score", "spans", "metrics", "info")
+NOT_SCORABLE = "not_scorable"  # the error type of a completion a function gave no score (None)
 
 
 def callable_name(fn: Callable[..., Any]) -> str:
@@ -239,5 +240,5 @@ class FunctionBackend(Backend):
         for item in msg["result"]:
             result = read_item(item, self.spec)
             out.append(BackendError(f"reward function {self.spec} returned None for this completion (not scorable)",
-                                    "not_scorable") if result is None else result)
+                                    NOT_SCORABLE) if result is None else result)
         return out

@@ -13,10 +13,12 @@ from botgrpo_cli.reward_client.opening import function_command
 FUNCTION = '''
 def reward(prompts, completions, answer):  # no **kwargs: only the named columns are passed
     out = []
-    for c, a in zip(completions, answer):
+    for c, a in zip(list(completions), answer):
         out.append({"none": None, "big": 2.0, "text": "1.0", "past": {"score": 0.5, "spans": [{"start": 0, "end": 99, "reward": 0.1}]},
+                    "float": {"score": 0.5, "spans": [{"start": 0.6, "end": 2.7, "reward": 0.1}]},
                     "dict": {"score": -0.25, "spans": [{"start": 1, "end": 3, "reward": 0.5, "label": "x"}],
                              "metrics": {"success": 1.0, "n": 2}, "info": {"why": "ok"}}}.get(c, float(c == a)))
+    completions.clear()  # its own copy: emptying it changes nothing the service counts
     return out
 '''
 
@@ -35,15 +37,17 @@ def _score(pool, *completions):
 
 
 def test_numbers_dicts_and_what_is_not_a_score(pool):
-    plain, wrong, full, none, big, text, past = _score(pool, "7", "8", "dict", "none", "big", "text", "past")
-    assert (plain.status, plain.score, plain.metrics) == ("ok", 1.0, {"success": 1.0})
-    assert (wrong.score, wrong.metrics["success"]) == (0.0, 0.0)  # success = score > 0 when not given
+    plain, wrong, full, none, big, text, past, floats = _score(pool, "7", "8", "dict", "none", "big", "text", "past",
+                                                               "float")
+    assert (plain.status, plain.score, plain.metrics) == ("ok", 1.0, {})  # success only when the function says
+    assert (wrong.score, wrong.metrics) == (0.0, {})
     assert full.score == -0.25 and [(s.start, s.end, s.reward, s.label) for s in full.spans] == [(1, 3, 0.5, "x")]
     assert full.metrics == {"success": 1.0, "n": 2.0} and full.info == {"why": "ok"}
     assert none.status == "error" and none.error.type == "not_scorable"
     assert big.error.type == "bad_result" and "score" in big.error.message
     assert text.error.type == "bad_result" and "str" in text.error.message
     assert past.error.type == "bad_result" and not past.usable
+    assert floats.error.type == "bad_result" and "offsets must be integers" in floats.error.message
 
 
 def test_a_function_that_does_not_load_stops_the_start_with_one_line(tmp_path):
