@@ -157,7 +157,9 @@ class FunctionPool:
 
     @property
     def stats(self) -> dict[str, int]:
-        return {"restarts": sum(p.restarts for p in self.processes)}
+        """restarts: worker processes started again after a crash, a hang or their memory bound;
+        resent: always 0 (a failed batch is answered as failed, never sent again)."""
+        return {"restarts": sum(p.restarts for p in self.processes), "resent": 0}
 
     # ---------------------------------------------------------------- scoring
 

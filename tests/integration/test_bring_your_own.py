@@ -22,6 +22,7 @@ from botgrpo_cli.cli import app
 from botgrpo_cli.config import load_config
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.trainer import loop, train
+from botgrpo_cli.trainer.checks import NothingScored
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "extending"
 SMALL = ["rollout.prompts_per_step=2", "rollout.group_size=4", "rollout.max_new_tokens=32", "run.threads=1",
@@ -83,8 +84,8 @@ def advantages(monkeypatch):
 def test_trl_function_and_span_function_train_and_spans_reach_the_advantages(model, user_dir, tmp_path, advantages):
     plain = train(_cfg(model, user_dir, tmp_path / "plain", f"reward.function={user_dir}/my_rewards.py:contains_answer"))
     assert [m["step"] for m in plain.metrics] == [1, 2]
-    for m in plain.metrics:
-        assert m["reward/masked"] == 0 and "success" in m and "reward/success" in m
+    for m in plain.metrics:  # a function with no success rule: success is n/a, not score > 0
+        assert m["reward/masked"] == 0 and "success" not in m and "reward/contains_answer/mean" in m
     spans = train(_cfg(model, user_dir, tmp_path / "spans", f"reward.function={user_dir}/my_rewards.py:answer_with_spans"))
     assert [m["step"] for m in spans.metrics] == [1, 2] and all(m["reward/masked"] == 0 for m in spans.metrics)
     assert "reward/numbers" in spans.metrics[0]  # the function's own metric is logged
@@ -99,13 +100,17 @@ def _warnings(text: str, needle: str) -> list[str]:
     return [line for line in text.splitlines() if needle in line]
 
 
-def test_a_raising_function_costs_its_completions_not_the_run(model, user_dir, tmp_path, capsys):
-    result = train(_cfg(model, user_dir, tmp_path / "run", f"reward.function={user_dir}/faulty.py:boom"))
-    assert [m["reward/masked"] for m in result.metrics] == [ROWS, ROWS]
+def test_a_function_that_raises_on_every_batch_fails_the_run_in_one_line(model, user_dir, tmp_path, capsys):
+    with pytest.raises(NothingScored) as failed:
+        train(_cfg(model, user_dir, tmp_path / "run", f"reward.function={user_dir}/faulty.py:boom"))
+    message = str(failed.value)
+    assert "\n" not in message and "all 2 step(s) was masked" in message
+    assert "faulty.py:boom raised ValueError: the reward broke (faulty.py line 3)" in message
+    assert [json.loads(line)["reward/masked"] for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()] \
+        == [ROWS, ROWS]
     err = capsys.readouterr().err
-    lines = _warnings(err, "the reward broke")
-    assert len(lines) == 1, err
-    assert "faulty.py line 3" in lines[0] and "Traceback" not in err
+    assert len(_warnings(err, "the reward broke")) == 1, err  # the warning once, then the run's one line
+    assert "Traceback" not in err
 
 
 def test_a_hanging_function_is_cut_at_the_deadline_and_the_next_batches_are_scored(model, user_dir, tmp_path, capsys):

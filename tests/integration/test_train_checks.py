@@ -12,7 +12,7 @@ import pytest
 from botgrpo_cli.config import load_config
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.trainer import train
-from botgrpo_cli.trainer.checks import CheckFailed, RunChecks
+from botgrpo_cli.trainer.checks import CheckFailed, NothingScored, RunChecks
 
 SMALL = ["rollout.prompts_per_step=2", "rollout.group_size=4", "run.threads=1", "log.tensorboard=false",
          "reward.workers=1", "run.task=react_synth", "run.steps=2"]
@@ -44,7 +44,11 @@ CASES = {  # check: (preset, settings that break the pipeline that way, what the
 @pytest.mark.parametrize("check", sorted(CASES))
 def test_each_broken_pipeline_fails_its_check(tiny_model_dir, pool, tmp_path, check):
     algo, sets, said = CASES[check]
-    _train(tiny_model_dir, tmp_path / "unchecked", pool, algo, *sets, "run.steps=1")  # unchecked: it "succeeds"
+    if check == "masked":  # unchecked it fails too, at the end: no completion of any step was scored
+        with pytest.raises(NothingScored, match="every completion of all 1 step"):
+            _train(tiny_model_dir, tmp_path / "unchecked", pool, algo, *sets, "run.steps=1")
+    else:
+        _train(tiny_model_dir, tmp_path / "unchecked", pool, algo, *sets, "run.steps=1")  # unchecked: it "succeeds"
     with pytest.raises(CheckFailed, match=f"check {check} failed: .*{said}"):
         _train(tiny_model_dir, tmp_path / "checked", pool, algo, *sets, f"run.fail_on=[{check}]")
 
