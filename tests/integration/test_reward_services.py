@@ -3,6 +3,7 @@ that fails, in the reward pool and in training."""
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ from botgrpo_cli.config import load_config
 from botgrpo_cli.reward_client import RewardPool
 from botgrpo_cli.reward_client.combined import CombinedPool, ServiceSpec
 from botgrpo_cli.trainer import train
+from botgrpo_cli.trainer.checks import NothingScored
 from botgrpo_rewards.protocol import ScoreRequest
 
 ECHO = [sys.executable, str(Path(__file__).resolve().parents[1] / "fixtures" / "echo_service.py")]
@@ -68,15 +70,16 @@ def test_training_on_react_plus_render_logs_each_service(tiny_model_dir, tmp_pat
         failed = r["reward/react/failed"], r["reward/render/failed"]
         assert max(failed) <= r["reward/masked"] <= sum(failed)
         if r["reward/masked"] < 8:  # means over the scored rows: the sum's mean is the weighted sum of means
-            assert r["reward/mean"] == pytest.approx(r["reward/react/score"] + 0.5 * r["reward/render/score"], abs=1e-5)
+            assert r["reward/mean"] == pytest.approx(r["reward/react/mean"] + 0.5 * r["reward/render/mean"], abs=1e-5)
             assert "reward/syntax_ok" in r and "reward/render/similarity" in r  # the main service keeps its names
             assert "success" in r
 
 
 def test_a_service_that_fails_masks_and_counts_every_row_it_failed(tiny_model_dir, tmp_path):
     services = "{react: 1.0, echo: {weight: 0.5, options: {backend_error: broken}, command: %s}}" % ECHO
-    result = _train(tiny_model_dir, tmp_path / "run", services, steps=1)
-    (r,) = result.metrics
+    with pytest.raises(NothingScored, match="reward service 'echo': broken"):  # nothing scored: the run fails
+        _train(tiny_model_dir, tmp_path / "run", services, steps=1)
+    (r,) = map(json.loads, (tmp_path / "run" / "metrics.jsonl").read_text().splitlines())
     assert r["reward/masked"] == 8 and r["reward/echo/failed"] == 8 and r["reward/react/failed"] == 0
 
 
