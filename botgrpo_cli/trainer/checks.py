@@ -15,7 +15,7 @@ saying why the reward failed (NothingScored), whatever run.fail_on says.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -47,18 +47,22 @@ def fingerprint(model: Any) -> list[tuple[float, float]]:
                 for p in model.parameters() if p.requires_grad]
 
 
+FIX = "Fix the reward (try it on a few completions with `botgrpo reward score`) and train again"
+
+
 class NothingScored(UserError):
     """No completion of any step was scored: the run learned nothing from its reward."""
 
     def __init__(self, steps: int, why: str | None):
         super().__init__(f"every completion of all {steps} step(s) was masked, so nothing was learned: "
-                         f"{why or 'the reward failed every completion'}. Fix the reward (try it on a few "
-                         "completions with `botgrpo reward score`) and train again")
+                         f"{why or 'the reward failed every completion'}. {FIX}")
 
 
 class RunChecks:
-    def __init__(self, fail_on: list, model: Any):
+    def __init__(self, fail_on: list, model: Any, failure: Callable[[], str | None] = lambda: None):
+        """`failure()`: the reward's first failure (why it masked a completion), named by the lines."""
         self.on = checked(fail_on)
+        self.failure = failure
         self.start = fingerprint(model) if "frozen" in self.on else None
         self.steps = 0
         self.all_flat = True
@@ -73,16 +77,15 @@ class RunChecks:
         masked, mean = metrics.get("reward/masked", 0.0), metrics.get("reward/mean", 0.0)
         self.scored_any = self.scored_any or not math.isnan(mean)
         if "masked" in self.on and masked > 0 and math.isnan(mean):  # no completion was scored
-            raise CheckFailed("masked", f"all {int(masked)} completions of step {step} were masked (the reward "
-                                        "service failed every one; its status is in samples.html and the log)")
+            raise CheckFailed("masked", f"all {int(masked)} completions of step {step} were masked: "
+                                        f"{self.failure() or 'the reward failed every one'}. {FIX}")
         self.all_flat = self.all_flat and metrics.get("groups/zero_variance_frac") == 1.0
 
-    def at_end(self, model: Any, failure: str | None = None) -> None:
-        """The end-of-run checks; `failure`: the reward's first failure, named when nothing was scored."""
+    def at_end(self, model: Any) -> None:
         if not self.steps:
             return
         if not self.scored_any:
-            raise NothingScored(self.steps, failure)
+            raise NothingScored(self.steps, self.failure())
         if "flat" in self.on and self.all_flat:
             raise CheckFailed("flat", f"every group's scores were constant on all {self.steps} steps: the outcome "
                                       "gave no learning signal (check the task, the reward service, or raise "

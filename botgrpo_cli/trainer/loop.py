@@ -86,7 +86,7 @@ def _train(s: Session, guard: StopGuard, rng: list, eval_around: bool, eval_seed
     main = s.dist.main  # only rank 0 writes the run directory
     log = MetricsLog(s.run_dir, cfg.log.tensorboard, cfg.log.wandb, cfg.public_dict(), s.state.step) if main else None
     page = SamplesPage(s.run_dir / "samples.html", f"{cfg.run.task} / {cfg.algo.name}") if main else None
-    checks = RunChecks(cfg.run.fail_on, s.policy)
+    checks = RunChecks(cfg.run.fail_on, s.policy, lambda: getattr(s.pool, "first_failure", None))
     metrics: dict[str, float] = {}
     with StepReport(cfg.run.steps, s.state.step, disable=not main, heartbeat_s=cfg.log.heartbeat_s) as report:
         for step in range(s.state.step + 1, cfg.run.steps + 1):
@@ -115,7 +115,7 @@ def _train(s: Session, guard: StopGuard, rng: list, eval_around: bool, eval_seed
             guard.release()  # a stop signalled during the update takes effect here, the step complete
     if log:
         log.close()
-    checks.at_end(s.policy, getattr(s.pool, "first_failure", None))
+    checks.at_end(s.policy)
     evaluated = {k: v for k, v in metrics.items() if k.startswith("eval/")}  # the last step's, same seed and model
     with s.precision():
         after = (evaluated or _held_out(s, eval_seed)) if eval_around else None
