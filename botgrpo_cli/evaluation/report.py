@@ -63,8 +63,15 @@ def figures_table(columns: list[tuple[str, dict[str, float]]]) -> str:
     return "\n".join(lines)
 
 
-def problems_table(problems: list[Problem], ks: list[int]) -> str:
-    """Markdown: each problem's n, correct count and pass@k."""
+def problems_table(problems: list[Problem], ks: list[int], success: bool = True) -> str:
+    """Markdown: each problem's n, correct count and pass@k (without a success rule: its mean score)."""
+    if not success:
+        lines = ["| problem | n | mean score |", "|---|---:|---:|"]
+        for p in problems:
+            scores = [s.score for s in p.samples if s.score is not None]
+            pid = p.id.replace("|", "\\|")
+            lines.append(f"| {pid} | {p.n} | {_fmt(sum(scores) / len(scores) if scores else None)} |")
+        return "\n".join(lines)
     shown = [k for k in ks if all(k <= p.n for p in problems)]
     lines = ["| problem | n | correct | " + " | ".join(f"pass@{k}" for k in shown) + " |",
              "|---|---:|---:|" + "---:|" * len(shown)]
@@ -113,5 +120,5 @@ def markdown(report: dict[str, Any], final_problems: list[Problem], ks: list[int
         parts.append(f"Screenshots ({sheet['label']}): [{sheet['path']}]({sheet['path']})")
     if report.get("plot"):
         parts.append(f"![metrics vs step]({report['plot']})")
-    parts += [f"## Per problem ({columns[-2 if 'against' in report else -1][0]})", problems_table(final_problems, ks)]
+    parts += [f"## Per problem ({columns[-2 if 'against' in report else -1][0]})", problems_table(final_problems, ks, success_rule(report) != NO_SUCCESS_RULE)]
     return "\n\n".join(parts) + "\n"

@@ -1,0 +1,93 @@
+"""Reward functions in the trainer and in `botgrpo eval` on the tiny bootstrapped model: a Python
+callable as reward.function, whole generation batches, `--check` naming the failing function, and
+eval.md showing each function's score, a function's log_metric figures, and success as n/a."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from botgrpo_cli.cli import app
+from botgrpo_cli.config import load_config
+from botgrpo_cli.trainer import train
+from botgrpo_cli.trainer.checks import CheckFailed
+
+SMALL = ["rollout.prompts_per_step=2", "rollout.group_size=4", "rollout.max_new_tokens=16", "run.threads=1",
+         "optim.micro_batch_size=4", "log.tensorboard=false", "run.save_every=0", "run.task=prompts", "run.steps=2"]
+
+REWARDS = '''
+def reward_len(completions, log_metric, **kwargs):
+    log_metric("longest", float(max(map(len, completions))))
+    return [-abs(20 - len(c)) for c in completions]
+
+
+def nothing(completions, **kwargs):
+    return [None] * len(completions)
+'''
+
+
+@pytest.fixture(scope="module")
+def user(tmp_path_factory) -> Path:
+    from botgrpo_tasks import get_task
+
+    home = tmp_path_factory.mktemp("user")
+    rows = [{"prompt": ex.prompt, "answer": ex.reference["answer"]} for ex in get_task("arith_synth").train_examples()[:10]]
+    (home / "prompts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (home / "rewards.py").write_text(REWARDS)
+    return home
+
+
+def _cfg(model: Path, user: Path, out: Path, *sets: str):
+    cfg = load_config(None, sets=[*SMALL, *sets])
+    cfg.model.name_or_path, cfg.run.out_dir = str(model), str(out)
+    cfg.run.task_options = {"path": str(user / "prompts.jsonl")}
+    return cfg
+
+
+def test_a_python_callable_is_a_reward_function_called_once_per_generation_batch(tiny_arith_model_dir, user,
+                                                                                  tmp_path):
+    sizes = tmp_path / "sizes"
+
+    def batch_size(completions, **kwargs):  # runs in a forked child: it reports through a file
+        with open(sizes, "a") as f:
+            f.write(f"{len(completions)}\n")
+        return [float(len(c)) for c in completions]
+
+    cfg = _cfg(tiny_arith_model_dir, user, tmp_path / "run")
+    cfg.reward.function = [batch_size, lambda completions, **kw: [1.0] * len(completions)]
+    cfg.reward.weights = [1.0, 0.5]
+    result = train(cfg)
+    assert sizes.read_text().split() == ["8", "8"]  # one call per step, on its whole batch
+    for m in result.metrics:
+        assert m["reward/masked"] == 0 and m["reward/<lambda>/mean"] == 1.0
+        assert m["reward/mean"] == pytest.approx(m["reward/batch_size/mean"] + 0.5)
+    saved = (tmp_path / "run" / "config.yaml").read_text()
+    assert "<callable " in saved and "batch_size>" in saved  # named, since it cannot be written as YAML
+
+
+def test_check_names_the_function_that_masked_a_whole_step(tiny_arith_model_dir, user, tmp_path):
+    cfg = _cfg(tiny_arith_model_dir, user, tmp_path / "run", f"reward.function={user}/rewards.py:nothing",
+               "run.fail_on=[masked]")
+    with pytest.raises(CheckFailed) as failed:
+        train(cfg)
+    message = str(failed.value)
+    assert "\n" not in message and "completions of step 1 were masked" in message
+    assert "every reward function (nothing) returned None" in message and "botgrpo reward score" in message
+
+
+def test_eval_md_shows_each_functions_score_its_metrics_and_success_as_na(tiny_arith_model_dir, user, tmp_path):
+    out = tmp_path / "eval"
+    result = CliRunner().invoke(app, [
+        "eval", "--task", "prompts", "--task-option", f"path={user / 'prompts.jsonl'}", "--model",
+        str(tiny_arith_model_dir), "--function", f"{user}/rewards.py:reward_len", "--out", str(out), "--n", "2",
+        "--max-new-tokens", "16", "--threads", "1"])
+    assert result.exit_code == 0, f"{result.output}\n{result.exception!r}"
+    md = (out / "eval.md").read_text()
+    assert "Success: n/a: the reward reports no `success` metric" in md
+    assert "| reward_len/score |" in md and "| longest |" in md  # the function's score and its log_metric
+    assert "| success rate |" not in md and "pass@1" not in md
+    figures = json.loads((out / "eval.json").read_text())["aggregates"]
+    assert "success_rate" not in figures and figures["reward_len/score"] <= 0
