@@ -9,8 +9,8 @@ a keyword list, as TRL passes dataset columns).
 
 The reward is not the task's: name it with `reward.function=FILE.py:NAME` (a Python function),
 `reward.url=http://HOST:PORT` (a running service), `reward.service=NAME` or `reward.services`.
-Success is the reward's `success` metric when it reports one (the function service always does:
-the function's own, else score > 0).
+Success is the reward's `success` metric when it reports one; a reward function without one has no
+success rule (n/a) unless reward.success_threshold sets one; a service's defaults to score > 0.
 
 Options:
   path            file, folder or hub id (required)
