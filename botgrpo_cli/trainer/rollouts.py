@@ -113,7 +113,8 @@ def trl_extras(s, step: int, rows: list, batch: RolloutBatch) -> dict:
     """What TRL hands reward functions besides prompts, completions and columns: each row's prompt
     as messages (None where it was text), its completion's token ids, the trainer's state."""
     ids = [row[keep].tolist() for row, keep in zip(batch.completion_ids, batch.mask)]
-    state = {"global_step": step - 1, "max_steps": s.cfg.run.steps, "epoch": None}  # TRL's state before this step
+    epoch = s.stream.position / max(1, len(s.stream.items))  # passes over the training prompts, this step's drawn
+    state = {"global_step": step - 1, "max_steps": s.cfg.run.steps, "epoch": epoch}  # TRL's state during this step
     return {"messages": [s.task.messages(ex) for ex in rows], "completion_ids": ids, "trainer_state": state}
 
 

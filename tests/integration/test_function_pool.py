@@ -86,7 +86,7 @@ def test_trl_keywords_messages_async_and_one_call_per_batch(capfd):
     chat = [{"role": "user", "content": "Think first."}]
     texts = ("<think>\nhmm\n</think>\n4", "no tags")
     extras = {"messages": [chat, chat], "completion_ids": [[1, 2, 3], [4]],
-              "trainer_state": {"global_step": 3, "max_steps": 10, "epoch": None}}
+              "trainer_state": {"global_step": 3, "max_steps": 10, "epoch": 0.5}}
     with FunctionPool([think_format_reward, keywords, later]) as pool:
         futures = pool.submit_batch(_requests(*texts, answer="4"), extras)
         good, bad = [f.result(timeout=60) for f in futures]

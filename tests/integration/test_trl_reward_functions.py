@@ -33,7 +33,7 @@ def reward_len(completions, **kwargs):
 # What a TRL user writes with the trainer's other keywords, and a reward that scores half the rows
 MORE = '''
 def tokens(completions, completion_ids, trainer_state, log_metric, **kwargs):
-    if trainer_state.max_steps != 2 or trainer_state.global_step not in (0, 1):
+    if trainer_state.max_steps != 2 or trainer_state.global_step not in (0, 1) or not trainer_state.epoch > 0:
         raise ValueError(f"unexpected trainer_state {trainer_state}")
     log_metric("chars_per_token", sum(map(len, completions)) / max(1, sum(map(len, completion_ids))))
     return [float(len(ids)) for ids in completion_ids]
