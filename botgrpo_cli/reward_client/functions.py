@@ -21,8 +21,8 @@ NAME/score per function that scored it (reward/NAME/mean and /std per step), the
 own metrics under their names (its `success` is the task's success) and the others' as NAME/METRIC,
 log_metric's values under their own names. log_extra's columns go into each row's info.
 
-Each function runs in its own worker child (rewards/function/service.py's FunctionProcess), all of
-a batch's functions at once. `submit_batch` is the trainer's call (the whole generation batch and
+Each function runs in its own worker child (FunctionProcess, from the transport the client shares
+with the services: rewards/protocol/functions.py), all of a batch's functions at once. `submit_batch` is the trainer's call (the whole generation batch and
 TRL's keywords); `submit` (evaluation, `reward score`) batches the requests that arrive together.
 """
 
@@ -35,12 +35,19 @@ from concurrent.futures import Future
 from typing import Any, Callable, Iterable, Sequence
 
 from botgrpo_cli.reward_client.pool import score_all
-from botgrpo_rewards.backend import BackendError, BackendTimeout, ScoreResult
-from botgrpo_rewards.function.batcher import Batcher, Item
-from botgrpo_rewards.function.service import NOT_SCORABLE, FunctionProcess, batch_line, callable_name, read_item
-from botgrpo_rewards.function.worker import DEFAULT_MEMORY_MB
+from botgrpo_rewards.protocol.batcher import Batcher, Item
+from botgrpo_rewards.protocol.functions import (
+    DEFAULT_MEMORY_MB,
+    NOT_SCORABLE,
+    FunctionProcess,
+    WorkerFailed,
+    WorkerTimeout,
+    batch_line,
+    callable_name,
+    read_item,
+)
 from botgrpo_rewards.protocol import (
-    ErrorInfo,
+    STATUS_TIMEOUT,
     ProtocolError,
     ScoreRequest,
     ScoreResponse,
@@ -74,19 +81,18 @@ def is_conversational(prompt: Any) -> bool:
     return isinstance(prompt, list) and bool(prompt) and all(isinstance(m, dict) and "role" in m for m in prompt)
 
 
-def combine(rid: Any, text: str, names: Sequence[str], weights: Sequence[float], parts: Sequence[Any],
+def combine(rid: Any, names: Sequence[str], weights: Sequence[float], parts: Sequence[ScoreResponse | None],
             logged_metrics: dict[str, float], extra: dict[str, Any]) -> ScoreResponse:
-    """One completion's response from each function's verdict (the module docstring's rules)."""
-    failed = [(name, p) for name, p in zip(names, parts) if isinstance(p, Exception)]
+    """One completion's response from each function's verdict (a response, or None: no score from
+    it), by the module docstring's rules."""
+    statuses = {n: "ok" if p is None else p.status for n, p in zip(names, parts)}
+    failed = [p for p in parts if p is not None and not p.ok]
     if failed:
-        name, err = failed[0]
-        status = "timeout" if isinstance(err, BackendTimeout) else "error"
-        return ScoreResponse(id=rid, status=status, error=ErrorInfo(getattr(err, "type", status), str(err)),
-                             info={"services": {n: _status(p) for n, p in zip(names, parts)}})
+        return ScoreResponse(id=rid, status=failed[0].status, error=failed[0].error, info={"services": statuses})
     if all(p is None for p in parts):
         return error_response(rid, NOT_SCORABLE, f"every reward function ({', '.join(names)}) returned None for "
-                                                   "this completion")
-    score, spans, metrics = 0.0, [], {}
+                                                 "this completion", info={"services": statuses})
+    score, spans, metrics, info = 0.0, [], {}, {}
     for k, (name, weight, part) in enumerate(zip(names, weights, parts)):
         if part is None:
             continue
@@ -94,24 +100,18 @@ def combine(rid: Any, text: str, names: Sequence[str], weights: Sequence[float],
         spans += [Span(s.start, s.end, weight * s.reward, f"{name}:{s.label}" if s.label else name) for s in part.spans]
         metrics.update({(m if k == 0 else f"{name}/{m}"): v for m, v in part.metrics.items()})
         metrics[f"{name}/score"] = part.score
+        info.update(part.info)
     metrics.update(logged_metrics)
-    info = {n: v for p in parts if p is not None for n, v in p.info.items()}
     info.update(extra)
-    info["services"] = {n: _status(p) for n, p in zip(names, parts)}
+    info["services"] = statuses
     spans.sort(key=lambda s: (s.start, s.end))
     return ScoreResponse(id=rid, status="ok", score=score, spans=spans, metrics=metrics, info=info)
 
 
-def _status(part: Any) -> str:
-    if isinstance(part, BackendTimeout):
-        return "timeout"
-    return "error" if isinstance(part, Exception) else "ok"
-
-
-def checked(part: ScoreResult | BackendError | None, text: str, label: str) -> Any:
+def checked(part: ScoreResponse | None, text: str, label: str) -> ScoreResponse | None:
     """A function's verdict with the protocol's checks on what a score may carry (a finite score of
     any size; spans with integer offsets inside the text and rewards in [-1, 1]; finite metrics)."""
-    if not isinstance(part, ScoreResult):
+    if part is None or not part.ok:
         return part
     try:
         if not math.isfinite(part.score):
@@ -119,8 +119,15 @@ def checked(part: ScoreResult | BackendError | None, text: str, label: str) -> A
         part.spans = validate_spans(list(part.spans), len(text))
         part.metrics = validate_metrics(part.metrics)
     except ProtocolError as err:
-        return BackendError(f"reward function {label} returned an invalid result: {err}", "bad_result")
+        return error_response(part.id, "bad_result", f"reward function {label} returned an invalid result: {err}")
     return part
+
+
+def failure(err: WorkerFailed | WorkerTimeout) -> ScoreResponse:
+    """A worker's failure as each row's verdict."""
+    if isinstance(err, WorkerTimeout):
+        return error_response(None, "timeout", str(err), STATUS_TIMEOUT)
+    return error_response(None, err.type, str(err))
 
 
 class FunctionPool:
@@ -180,8 +187,8 @@ class FunctionPool:
         def run(k: int) -> None:
             try:
                 replies[k] = self.processes[k].call(line, timeout_s)
-            except (BackendError, BackendTimeout) as err:
-                replies[k] = err
+            except (WorkerFailed, WorkerTimeout) as err:
+                replies[k] = failure(err)
 
         threads = [threading.Thread(target=run, args=(k,), name=f"reward-{n}", daemon=True)
                    for k, n in enumerate(self.names)]
@@ -190,19 +197,18 @@ class FunctionPool:
         for t in threads:
             t.join()
         parts, logged, extra = self._verdicts(replies, texts)
-        return [combine(r.id, t, self.names, self.weights, [p[i] for p in parts], logged,
-                        {c: v[i] for c, v in extra.items()})
-                for i, (r, t) in enumerate(zip(requests, texts))]
+        return [combine(r.id, self.names, self.weights, [p[i] for p in parts], logged, {c: v[i] for c, v in extra.items()})
+                for i, r in enumerate(requests)]
 
     def _verdicts(self, replies: list[Any], texts: list[str]) -> tuple[list[list[Any]], dict, dict]:
         """Per function, each row's verdict; log_metric's means; log_extra's columns (one value per row)."""
         parts, logged, extra = [], {}, {}
         for process, reply in zip(self.processes, replies):
-            if isinstance(reply, Exception):
+            if isinstance(reply, ScoreResponse):  # the worker died or hung
                 parts.append([reply] * len(texts))
                 continue
-            if not reply.get("ok"):
-                parts.append([BackendError(str(reply.get("error")), "backend")] * len(texts))
+            if not reply.get("ok"):  # the function raised
+                parts.append([error_response(None, "backend", str(reply.get("error")))] * len(texts))
                 continue
             parts.append([checked(read_item(item, process.label), t, process.label)
                           for item, t in zip(reply["result"], texts)])

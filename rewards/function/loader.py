@@ -11,29 +11,22 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-HINT = "give MODULE:NAME (an importable module) or path/to/file.py:NAME"
+from botgrpo_rewards.protocol.functions import SPEC_HINT, SpecError, is_file_spec
+from botgrpo_rewards.protocol.functions import split_spec as protocol_split_spec
+
+HINT = SPEC_HINT
 
 
-class FunctionLoadError(ValueError):
+class FunctionLoadError(SpecError):
     """The function could not be found or imported; the message is one line saying why."""
 
 
 def split_spec(spec: str) -> tuple[str, str]:
     """(module or file, function name) of a spec; FunctionLoadError when it is not one."""
-    where, sep, name = spec.rpartition(":")
-    if not sep or not where or not name.isidentifier():
-        raise FunctionLoadError(f"reward function {spec!r} is not MODULE:NAME; {HINT}")
-    return where, name
-
-
-def is_file_spec(where: str) -> bool:
-    return where.endswith(".py") or "/" in where or "\\" in where
-
-
-def absolute_spec(spec: str) -> str:
-    """The spec with a file path made absolute, so a child process started elsewhere finds it."""
-    where, name = split_spec(spec)
-    return f"{Path(where).expanduser().resolve()}:{name}" if is_file_spec(where) else spec
+    try:
+        return protocol_split_spec(spec)
+    except SpecError as err:
+        raise FunctionLoadError(str(err)) from None
 
 
 def load_function(spec: str) -> Callable[..., Any]:

@@ -1,8 +1,9 @@
 """The child process that runs a user's reward function: one JSON batch per stdin line, one
 JSON result per stdout line (JSON both ways, never pickle).
 
-Started by service.py as `python -m botgrpo_rewards.function.worker SPEC [NAME [MEMORY_MB]]`, or forked
-from the trainer for a Python callable (forked.py), both running `serve`. Its first line is
+Started by FunctionProcess (rewards/protocol/functions.py) as `python -m botgrpo_rewards.function.worker
+SPEC [NAME [MEMORY_MB]]`, or forked from the caller for a Python callable (protocol/forked.py), both
+running `serve`. Its first line is
 `{"ok": true, "result": "ready"}` once the function imported, or `{"ok": false, "error": ...}`
 (then it exits). Whatever the user's code prints goes to stderr, each line prefixed with the
 function's name: stdout carries result lines only.
@@ -27,8 +28,7 @@ import types
 from typing import Any, Callable, TextIO
 
 from botgrpo_rewards.function.loader import FunctionLoadError, call_batch, first_line, load_function
-
-DEFAULT_MEMORY_MB = 8192
+from botgrpo_rewards.protocol.functions import DEFAULT_MEMORY_MB
 
 
 def plain(item: Any) -> Any:

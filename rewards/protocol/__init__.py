@@ -8,7 +8,10 @@ behind it split the work by job and are not an interface of their own:
 - thinking.py: where a reasoning model's answer starts (split_reasoning), for client and services;
 - child.py: the stdio transport's other end, a child process speaking lines (LineChild), which
   the client's service pool and the services' own helpers (checkers, compilers) all run on, as do
-  the trainer's ranks and a benchmark's runs (stdout inherited or to a file; terminate_all).
+  the trainer's ranks and a benchmark's runs (stdout inherited or to a file; terminate_all);
+- functions.py, forked.py, batcher.py: reward function workers, the second line format (a batch of
+  completions in, one item per completion out), which the client's FunctionPool and the `function`
+  service share; imported from those modules, not from here.
 
 Transport: one JSON object per line (UTF-8) over stdin/stdout, or the same objects over HTTP.
 See PROTOCOL.md beside this package for the prose version with worked examples.

@@ -1,7 +1,7 @@
 """A Python callable as a reward function worker: the calling process forks, and the child runs
 worker.serve on a pair of pipes. The child inherits the callable as it is (a lambda, a closure over
 a tokenizer), so nothing is pickled; it speaks the same lines as a worker started from a spec, and
-FunctionProcess drives both alike (send, receive, wait_ready, kill, returncode).
+FunctionProcess (functions.py) drives both alike (send, receive, wait_ready, kill, returncode).
 
 Linux and macOS only (fork). The child never returns into the caller's code: it leaves with
 os._exit, so no atexit handler, open file or thread of the parent runs twice.
@@ -15,7 +15,7 @@ import signal
 import threading
 from typing import Any, Callable
 
-from botgrpo_rewards.protocol import ChildExited
+from botgrpo_rewards.protocol.child import ChildExited
 
 _EXITED = object()
 

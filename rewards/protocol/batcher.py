@@ -1,4 +1,5 @@
-"""Requests scored one by one by the service runner, handed to the function in batches.
+"""Requests that arrive one by one, handed on in batches (a reward function's calls: the `function`
+service's, and the client's FunctionPool.submit).
 
 The runner calls `score` from up to max_inflight threads at once; each call queues its request and
 waits. One dispatcher thread takes what is queued (up to `batch_size`), runs one call of the
