@@ -125,8 +125,8 @@ def checked(part: ScoreResponse | None, text: str, label: str) -> ScoreResponse 
 
 def failure(err: WorkerFailed | WorkerTimeout) -> ScoreResponse:
     """A worker's failure as each row's verdict."""
-    if isinstance(err, WorkerTimeout):
-        return error_response(None, "timeout", str(err), STATUS_TIMEOUT)
+    if isinstance(err, WorkerTimeout):  # one call per batch: the deadline bounds the whole call
+        return error_response(None, "timeout", f"{err} (a call may take reward.deadline_ms)", STATUS_TIMEOUT)
     return error_response(None, err.type, str(err))
 
 

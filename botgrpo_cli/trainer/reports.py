@@ -158,7 +158,8 @@ def sample_rows(ro, scored: Scored, r: Tensor, adv: Tensor, k: int) -> list[dict
                      "text": ro.batch.texts[i], "offsets": ro.batch.offsets[i],
                      "rewards": r[i, :n].tolist(), "advantages": adv[i, :n].tolist(),
                      "score": float(scored.scores[i]), "status": resp.status,
-                     "by_function": by_function(resp), "metrics": dict(resp.metrics) if resp.usable else {}})
+                     "by_function": by_function(resp), "metrics": dict(resp.metrics) if resp.usable else {},
+                     "info": {k: v for k, v in resp.info.items() if k != "services"}})
     return rows
 
 

@@ -83,8 +83,8 @@ def _figure(value: object) -> str:
 
 
 def _parts(r: dict) -> str:
-    """' · by function: a +1.000, b none · metrics: m 2.000': each function's score (none: it returned
-    None) and the row's metrics other than those scores."""
+    """' · by function: a +1.000, b none · metrics: m 2.000 · why: text': each function's score (none:
+    it returned None), the row's metrics other than those scores, and its info."""
     parts = r.get("by_function") or {}
     out = ""
     if parts:
@@ -92,6 +92,9 @@ def _parts(r: dict) -> str:
     metrics = {k: v for k, v in (r.get("metrics") or {}).items() if not k.endswith("/score")}
     if metrics:
         out += " · metrics: " + ", ".join(f"{html.escape(k)} {_figure(v)}" for k, v in sorted(metrics.items()))
+    info = r.get("info") or {}  # what the reward said in words (log_extra's columns among them)
+    if info:
+        out += " · " + ", ".join(f"{html.escape(str(k))}: {html.escape(str(v))}" for k, v in info.items())
     return out
 
 
@@ -117,7 +120,7 @@ class SamplesPage:
 
     def add(self, step: int, rows: list[dict]) -> None:
         """rows: {question, prompt, reference, text, offsets, rewards, advantages, score, status,
-        by_function, metrics} (the last two may be missing)."""
+        by_function, metrics, info} (the last three may be missing)."""
         body = [f"<h2>step {step}</h2>"]
         for r in rows:
             body.extend(_row(r))

@@ -46,6 +46,7 @@ def test_the_samples_page_shows_each_functions_score_and_the_rows_metrics(tmp_pa
     page.add(1, [{"question": "q", "prompt": "q", "reference": {}, "text": "ab", "offsets": [(0, 1), (1, 2)],
                   "rewards": [30.0, 30.0], "advantages": [0.1, 0.1], "score": 30.0, "status": "ok",
                   "by_function": {"unique": 28.0, "half": "none", "slow": "timeout"},
-                  "metrics": {"unique/score": 28.0, "longest": 9.0}}])
+                  "metrics": {"unique/score": 28.0, "longest": 9.0}, "info": {"verdict": "<b>ok</b>"}}])
     html = (tmp_path / "samples.html").read_text()
-    assert "score +30.000 (ok) · by function: unique +28.000, half none, slow timeout · metrics: longest +9.000" in html
+    assert ("score +30.000 (ok) · by function: unique +28.000, half none, slow timeout · metrics: longest +9.000 · "
+            "verdict: &lt;b&gt;ok&lt;/b&gt;") in html  # log_extra's columns and info, escaped
