@@ -232,11 +232,20 @@ class Recording:
         return list(self._lines.values())
 
     def submit(self, request: Any) -> Any:
+        self._record(request)
+        return self.pool.submit(request)
+
+    def submit_batch(self, requests: list, extras: dict | None = None) -> list:
+        """The wrapped pool's whole-batch call (reward functions), each request recorded."""
+        for request in requests:
+            self._record(request)
+        return self.pool.submit_batch(requests, extras)
+
+    def _record(self, request: Any) -> None:
         line = {k: v for k, v in request.to_json().items() if k not in ("v", "op")}
         if self.label:
             line = {**line, "id": f"{self.label}/{line['id']}", "model": self.label}
         self._lines[str(line["id"])] = line
-        return self.pool.submit(request)
 
 
 def write_rollouts(path: Path, lines: list[dict]) -> None:

@@ -35,13 +35,15 @@ class Scoring:
     save_root: Path | None = None  # the render service's save dir (its setting); shots lie below it
     renders_itself: bool = False  # the task's own service renders (render tasks): no second pass
     prompt_options: Callable[[str], dict] = lambda prompt: {}  # per formatted prompt (task.think_options)
+    messages: Callable[[Any], list | None] = lambda example: None  # an example's chat prompt (task.messages)
 
     @classmethod
     def of_task(cls, task: Any, pool: Any, render_pool: Any = None, deadline_ms: int = DEFAULT_DEADLINE_MS,
                 options: dict | None = None, save_root: Path | None = None) -> "Scoring":
         """The task's scoring through `pool`; `options` (merged over the task's service options)."""
         return cls(pool, {**task.service_options, **(options or {})}, task.success_metric, render_pool,
-                   deadline_ms, save_root, renders_itself=task.service == "render", prompt_options=task.think_options)
+                   deadline_ms, save_root, renders_itself=task.service == "render", prompt_options=task.think_options,
+                   messages=task.messages)
 
 
 @dataclass
@@ -81,19 +83,32 @@ def submit_all(engine: Engine, examples: list, prompts: list[str], n: int, param
         chunk = examples[lo:lo + batch_size]
         batch = engine.generate(prompts[lo:lo + batch_size], n, dataclasses.replace(params, seed=params.seed + c))
         lengths = batch.lengths.tolist()
+        requests, shown_requests = [], []
         for i, text in enumerate(batch.texts):
             p = lo + i // n
             rid, ex = f"p{p:05d}-s{i % n:03d}", examples[p]
             think = scoring.prompt_options(prompts[p])  # the reasoning options of this prompt
             options = {**think, **scoring.options, **(group if in_task else {})}
+            requests.append(score_request(rid, text, ex, options, scoring.deadline_ms))
             shown = None
             if scoring.render_pool is not None and not in_task:
                 shown = score_request(rid, text, ex, {**think, **_render_options(ex, group)}, scoring.deadline_ms)
-            rows.append(Pending(p, text, int(lengths[i]), bool(batch.finished[i]),
-                             scoring.pool.submit(score_request(rid, text, ex, options, scoring.deadline_ms)),
-                             scoring.render_pool.submit(shown) if shown else None, shown))
+            shown_requests.append(shown)
+        for i, (future, shown) in enumerate(zip(_submit_chunk(scoring, requests, examples, lo, n, batch), shown_requests)):
+            rows.append(Pending(lo + i // n, batch.texts[i], int(lengths[i]), bool(batch.finished[i]), future,
+                                scoring.render_pool.submit(shown) if shown else None, shown))
         tick(len(chunk))
     return rows
+
+
+def _submit_chunk(scoring: Scoring, requests: list, examples: list, lo: int, n: int, batch: Any) -> list[Future]:
+    """A chunk's requests to the task's pool: reward functions get them as one batch with TRL's
+    keywords (as in training), a service one by one."""
+    if not getattr(scoring.pool, "takes_batches", False):
+        return [scoring.pool.submit(r) for r in requests]
+    ids = [row[keep].tolist() for row, keep in zip(batch.completion_ids, batch.mask)]
+    messages = [scoring.messages(examples[lo + i // n]) for i in range(len(requests))]
+    return scoring.pool.submit_batch(requests, {"messages": messages, "completion_ids": ids})
 
 
 def _relative(path: Any, root: Path | None) -> str | None:

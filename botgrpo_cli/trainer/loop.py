@@ -129,7 +129,7 @@ def _train(s: Session, guard: StopGuard, rng: list, eval_around: bool, eval_seed
 
 def _held_out(s: Session, seed: int) -> dict[str, float]:
     scoring = Scoring(s.pool, s.service_options, s.task.success_metric, deadline_ms=s.cfg.reward.deadline_ms,
-                      prompt_options=s.task.think_options)
+                      prompt_options=s.task.think_options, messages=s.task.messages)
     chunk = s.cfg.rollout.prompts_per_step * s.cfg.rollout.group_size  # prompts per engine call
     return held_out_success(s.engine, s.tok, s.task, scoring, dataclasses.replace(s.params, seed=seed),
                             s.cfg.run.eval_prompts, chunk, s.cfg.run.system_prompt, s.cfg.run.chat_template_kwargs)

@@ -19,8 +19,9 @@ SMALL = ["rollout.prompts_per_step=2", "rollout.group_size=4", "rollout.max_new_
          "optim.micro_batch_size=4", "log.tensorboard=false", "run.save_every=0", "run.task=prompts", "run.steps=2"]
 
 REWARDS = '''
-def reward_len(completions, log_metric, **kwargs):
+def reward_len(completions, completion_ids, log_metric, **kwargs):
     log_metric("longest", float(max(map(len, completions))))
+    log_metric("ids_per_completion", sum(map(len, completion_ids)) / len(completion_ids))
     return [-abs(20 - len(c)) for c in completions]
 
 
@@ -91,3 +92,4 @@ def test_eval_md_shows_each_functions_score_its_metrics_and_success_as_na(tiny_a
     assert "| success rate |" not in md and "pass@1" not in md
     figures = json.loads((out / "eval.json").read_text())["aggregates"]
     assert "success_rate" not in figures and figures["reward_len/score"] <= 0
+    assert figures["ids_per_completion"] == pytest.approx(figures["length_mean"])  # eval passes completion_ids too
