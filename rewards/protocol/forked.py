@@ -12,12 +12,29 @@ from __future__ import annotations
 import os
 import queue
 import signal
+import stat
 import threading
 from typing import Any, Callable
 
 from botgrpo_rewards.protocol.child import ChildExited
 
 _EXITED = object()
+
+
+def _close_other_pipes() -> None:
+    """In the child: close the pipes it inherited beyond stdin, stdout and stderr (the caller's other
+    children's stdin among them, so their end of input still reaches them when the caller closes
+    it). Files and sockets stay open: the function may hold one."""
+    try:
+        fds = [int(fd) for fd in os.listdir("/proc/self/fd")]
+    except OSError:  # no /proc (macOS): nothing closed
+        return
+    for fd in fds:
+        try:
+            if fd > 2 and stat.S_ISFIFO(os.fstat(fd).st_mode):
+                os.close(fd)
+        except OSError:
+            pass
 
 
 class ForkedChild:
@@ -38,6 +55,7 @@ class ForkedChild:
                 os.dup2(from_child_w, 1)
                 for fd in (to_child_r, to_child_w, from_child_r, from_child_w):
                     os.close(fd)
+                _close_other_pipes()
                 code = serve(lambda: fn, name, memory_mb)
             finally:
                 os._exit(code)

@@ -155,3 +155,19 @@ def test_a_raising_or_hanging_function_costs_its_batch_and_names_itself():
     assert boom.error.type == "backend" and "flaky raised ValueError: the reward broke" in boom.error.message
     assert hang.status == "timeout" and "restarted" in hang.error.message
     assert fine.ok and via_submit.ok and pool.stats["restarts"] == 1
+
+
+def test_a_forked_function_keeps_no_other_childs_input_open():
+    """The caller's other children (reward services) see the end of their input when it closes
+    theirs, though a function was forked while their pipes were open."""
+    import subprocess
+
+    cat = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    try:
+        with FunctionPool([lambda completions, **kw: [1.0] * len(completions)]) as pool:
+            cat.stdin.close()
+            assert cat.wait(timeout=30) == 0  # it read to the end: no copy of its stdin left in the fork
+            (row,) = pool.score_batch(_requests("x"))
+        assert row.ok
+    finally:
+        cat.kill()
