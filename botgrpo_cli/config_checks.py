@@ -119,12 +119,14 @@ def _check_reward_target(reward: RewardConfig, fail: Any) -> None:
         weights = reward.weights
         if weights is not None and (not isinstance(weights, list) or len(weights) != len(functions) or not all(
                 isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) for w in weights)):
-            fail("reward.weights", f"must be {len(functions)} finite number(s), one per reward.function, got {weights!r}")
+            fail("reward.weights", f"must be {len(functions)} finite number(s), one per reward.function, "
+                                   f"got {weights!r}")
     elif reward.weights is not None:
         fail("reward.weights", "weighs the reward.function entries; set reward.function (reward.services takes a "
                                "weight per entry)")
     if isinstance(reward.function_memory_mb, bool) or reward.function_memory_mb < 0:
-        fail("reward.function_memory_mb", f"must be a number of MB >= 0 (0 = no bound), got {reward.function_memory_mb!r}")
+        fail("reward.function_memory_mb", f"must be a number of MB >= 0 (0 = no bound), "
+                                          f"got {reward.function_memory_mb!r}")
     if reward.url is not None:
         try:
             for url in url_list(reward.url) or [""]:

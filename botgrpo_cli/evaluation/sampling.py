@@ -94,7 +94,8 @@ def submit_all(engine: Engine, examples: list, prompts: list[str], n: int, param
             if scoring.render_pool is not None and not in_task:
                 shown = score_request(rid, text, ex, {**think, **_render_options(ex, group)}, scoring.deadline_ms)
             shown_requests.append(shown)
-        for i, (future, shown) in enumerate(zip(_submit_chunk(scoring, requests, examples, lo, n, batch), shown_requests)):
+        futures = _submit_chunk(scoring, requests, examples, lo, n, batch)
+        for i, (future, shown) in enumerate(zip(futures, shown_requests)):
             rows.append(Pending(lo + i // n, batch.texts[i], int(lengths[i]), bool(batch.finished[i]), future,
                                 scoring.render_pool.submit(shown) if shown else None, shown))
         tick(len(chunk))
