@@ -171,3 +171,24 @@ def test_a_forked_function_keeps_no_other_childs_input_open():
         assert row.ok
     finally:
         cat.kill()
+
+
+def test_reward_services_of_functions_are_one_function_pool_and_mixed_with_a_service_none_drops_only_it():
+    import sys
+    from pathlib import Path
+
+    from botgrpo_cli.reward_client.opening import open_pool
+
+    def some(completions, **kw):
+        return [None if c == "skip" else 2.0 for c in completions]
+
+    with open_pool("a", 1, None, {"a": {"function": some, "weight": 2.0}, "b": {"function": some}}) as pool:
+        assert isinstance(pool, FunctionPool) and pool.names == ["a", "b"] and pool.weights == [2.0, 1.0]
+        scored, skipped = pool.score_batch(_requests("x", "skip"))
+    assert scored.score == 6.0 and skipped.error.type == "not_scorable"
+
+    echo = [sys.executable, str(Path(__file__).resolve().parents[1] / "fixtures" / "echo_service.py")]
+    with open_pool("echo", 1, None, {"echo": {"command": echo}, "some": {"function": some, "weight": 3.0}}) as pool:
+        both, echo_only = pool.score([{"id": 1, "completion": "x"}, {"id": 2, "completion": "skip"}])
+    assert both.ok and both.score == pytest.approx(0.5 + 3 * 2.0)
+    assert echo_only.ok and echo_only.score == pytest.approx(0.5)  # the function's None leaves echo's score
