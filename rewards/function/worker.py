@@ -5,8 +5,8 @@ Started by FunctionProcess (rewards/protocol/functions.py) as `python -m botgrpo
 SPEC [NAME [MEMORY_MB]]`, or forked from the caller for a Python callable (protocol/forked.py), both
 running `serve`. Its first line is
 `{"ok": true, "result": "ready"}` once the function imported, or `{"ok": false, "error": ...}`
-(then it exits). Whatever the user's code prints goes to stderr, each line prefixed with the
-function's name: stdout carries result lines only.
+(then it exits). Whatever else the process writes (print, logging, C code) goes to stderr, each line
+prefixed with the function's name: stdout carries result lines only.
 
 A batch line is {"prompts": [...], "completions": [...], "columns": {name: [...]}, "extras": {...}}:
 extras holds TRL's other keywords (completion_ids, trainer_state as a dict, read as attributes).
@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import traceback
 import types
 from typing import Any, Callable, TextIO
@@ -106,41 +107,47 @@ def _encode(msg: dict) -> str:
         return json.dumps({"ok": False, "error": f"the function's result is not JSON-serialisable: {err}"})
 
 
-class Prefixed:
-    """A text stream that writes each line as `[NAME] line` to `out` (so a function's prints in the
-    run's log say whose they are)."""
+class Relay:
+    """Copies lines written on fds 1 and 2 (through a pipe) to the real stderr, each prefixed
+    `[NAME] `; `drain()` returns once everything written before it has been copied, so a batch's
+    output is in the log before its answer is sent."""
 
-    def __init__(self, name: str, out: TextIO):
-        self.name, self.out, self._start = name, out, True
+    def __init__(self, name: str):
+        self.prefix = f"[{name}] ".encode()
+        self.real_err = os.dup(2)
+        self._marker = f"\0drained-{os.urandom(8).hex()}\n".encode()  # no user output holds it
+        self._drained = threading.Event()
+        read_end, write_end = os.pipe()
+        os.dup2(write_end, 1)
+        os.dup2(write_end, 2)
+        os.close(write_end)
+        threading.Thread(target=self._copy, args=(read_end,), name="output-relay", daemon=True).start()
 
-    def write(self, text: str) -> int:
-        for piece in text.splitlines(keepends=True):
-            if self._start:
-                self.out.write(f"[{self.name}] ")
-            self.out.write(piece)
-            self._start = piece.endswith("\n")
-        self.out.flush()
-        return len(text)
+    def _copy(self, source: int) -> None:
+        with os.fdopen(source, "rb") as lines:
+            for line in lines:
+                drained = line.endswith(self._marker)
+                line = line[:-len(self._marker)] if drained else line  # after an unfinished line of output
+                if line:
+                    os.write(self.real_err, self.prefix + (line if line.endswith(b"\n") else line + b"\n"))
+                if drained:
+                    self._drained.set()
 
-    def flush(self) -> None:
-        self.out.flush()
-
-    def isatty(self) -> bool:
-        return False
-
-    @property
-    def encoding(self) -> str:
-        return getattr(self.out, "encoding", "utf-8")
+    def drain(self, timeout_s: float = 5.0) -> None:
+        sys.stderr.flush()
+        self._drained.clear()
+        os.write(2, self._marker)
+        self._drained.wait(timeout_s)
 
 
-def _protocol_stdout(name: str) -> TextIO:
-    """stdout for result lines only: fd 1 is pointed at stderr, so print() in user code (and C
-    code writing to fd 1) cannot corrupt the protocol; Python's prints get the function's name."""
+def _protocol_stdout(name: str) -> tuple[TextIO, Relay]:
+    """stdout for result lines only. Everything else the process writes on fds 1 and 2 (print,
+    logging, warnings, C code, programs it starts) goes through the Relay to the real stderr, so a
+    function's output reaches the run's log saying whose it is and never corrupts the protocol."""
     proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)
-    err = os.fdopen(os.dup(2), "w", encoding="utf-8", errors="replace")
-    sys.stdout = sys.stderr = Prefixed(name, err)  # type: ignore[assignment]
-    return proto
+    relay = Relay(name)
+    sys.stdout = sys.stderr = open(2, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)
+    return proto, relay
 
 
 def bound_memory(memory_mb: int) -> None:
@@ -161,19 +168,23 @@ def bound_memory(memory_mb: int) -> None:
 
 def serve(load: Callable[[], Callable[..., Any]], name: str, memory_mb: int) -> int:
     """The worker's loop on fds 0 and 1 (module docstring); `load` returns the function."""
-    out = _protocol_stdout(name)
+    out, relay = _protocol_stdout(name)
     try:
         fn = load()
     except FunctionLoadError as err:
+        relay.drain()
         out.write(json.dumps({"ok": False, "error": str(err)}) + "\n")
         out.flush()
         return 1
     bound_memory(memory_mb)
+    relay.drain()  # what importing it printed
     out.write('{"ok": true, "result": "ready"}\n')
     out.flush()
     for line in open(0, encoding="utf-8", closefd=False):
         if line.strip():
-            out.write(_encode(handle(fn, line)) + "\n")
+            answer = _encode(handle(fn, line))
+            relay.drain()  # the batch's output first, then its answer
+            out.write(answer + "\n")
             out.flush()
     return 0
 

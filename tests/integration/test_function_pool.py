@@ -75,6 +75,9 @@ def test_trl_keywords_messages_async_and_one_call_per_batch(capfd):
     def keywords(prompts, completions, completion_ids, trainer_state, log_metric, log_extra, answer, **kw):
         calls.append(len(completions))
         print(f"step {trainer_state.global_step} of {trainer_state.max_steps}")
+        import os
+        os.write(2, b"written below Python\n")  # what C code or a program it starts would write
+        print("no newline at the end", end="")
         log_metric("ids_mean", sum(map(len, completion_ids)) / len(completion_ids))
         log_extra("first_role", [p[0]["role"] for p in prompts])
         return [float(len(ids)) for ids in completion_ids]
@@ -94,7 +97,9 @@ def test_trl_keywords_messages_async_and_one_call_per_batch(capfd):
     assert (good.metrics["keywords/score"], bad.metrics["keywords/score"]) == (3.0, 1.0)
     assert good.metrics["later/score"] == 0.5 and good.score == pytest.approx(1 + 3 + 0.5)
     assert good.metrics["ids_mean"] == 2.0 and good.info["first_role"] == "user"
-    assert "[keywords] step 3 of 10" in capfd.readouterr().err  # printed in the worker, prefixed with its name
+    err = capfd.readouterr().err
+    assert "[keywords] step 3 of 10" in err  # printed in the worker, prefixed with its name
+    assert "[keywords] written below Python" in err and "[keywords] no newline at the end\n" in err
 
 
 def test_plain_prompts_stay_strings_and_a_function_may_change_its_inputs():
