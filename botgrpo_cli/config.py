@@ -73,7 +73,11 @@ class RolloutConfig:
     thinking_budget: Optional[int] = opt(None, "reasoning models: at most this many tokens inside the thinking "
                                                "block, then its close tag is forced; None = no limit (fast and hf engines)")
     temperature: float = opt(1.0, "sampling temperature (also divides logits when computing log-probs)")
-    top_p: float = opt(1.0, "nucleus sampling threshold")
+    top_p: float = opt(1.0, "nucleus sampling: keep the most likely tokens holding this much probability; 1 = all")
+    top_k: int = opt(0, "keep the k most likely tokens; 0 = all")
+    min_p: float = opt(0.0, "drop tokens less likely than min_p times the most likely one; 0 = off")
+    repetition_penalty: float = opt(1.0, "divide positive logits (multiply negative ones) of tokens already in the "
+                                         "prompt or the completion by this; > 1 discourages repeats, 1 = off")
     stop: Optional[list] = opt(None, "stop strings (kept in the text); None = the task's")
     per_prompt_seed: bool = opt(False, "seed each prompt's group from its text: a completion does not depend on the "
                                        "batch or the process sampling it (one HF generate call per prompt)")

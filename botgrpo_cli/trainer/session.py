@@ -225,7 +225,8 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
         state = checkpoint.restore(loaded, opt, sched)
         stream.position = state.data_position
     params = SamplingParams(
-        max_new_tokens=max_new, temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p,
+        max_new_tokens=max_new, temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p, top_k=cfg.rollout.top_k,
+        min_p=cfg.rollout.min_p, repetition_penalty=cfg.rollout.repetition_penalty,
         stop=tuple(task.stop if cfg.rollout.stop is None else cfg.rollout.stop),
         thinking_budget=cfg.rollout.thinking_budget, think_tags=task.think_tags)
     pool = shared_pool or open_reward(cfg.reward, task.service)
