@@ -18,6 +18,7 @@ from botgrpo_cli.config_checks import check
 from botgrpo_cli.config_fields import choices_of, opt
 from botgrpo_cli.errors import UnknownName, UserError, known_hint
 from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
+from botgrpo_tasks.base import CHAT_TEMPLATE
 
 DTYPES = ("float32", "bfloat16", "float16")  # model.dtype and rollout.vllm_dtype
 AUTOCAST_SETTINGS = ("auto", "bfloat16", "off")  # model.autocast and `botgrpo eval --autocast` (models/precision.py)
@@ -161,6 +162,10 @@ class RunConfig:
     system_prompt: Optional[str] = opt(None, "system message put before each prompt by the chat template; "
                                              "None = the template's own default")
     chat_template_kwargs: dict = opt({}, "extra arguments to the chat template, e.g. {enable_thinking: false}")
+    chat_template: str = opt("auto", "which prompts go through the tokenizer's chat template: auto = conversations "
+                                     "(lists of messages) always, plain-text prompts when the task says so (the "
+                                     "built-in tasks do; task prompts and in-memory datasets do not, as in TRL); "
+                                     "always; never (messages joined by blank lines)", CHAT_TEMPLATE)
     steps: int = opt(20, "training steps")
     seed: int = opt(0, "seed for sampling, data order and initialisation")
     out_dir: Optional[str] = opt(None, "run directory; None = runs/<task>-<algo>-<time>")

@@ -31,11 +31,13 @@ def parse_task_options(pairs: list[str], flag: str = "--task-option") -> dict[st
 # their defaults are EvalOptions' (evaluation/runner.py), which reads the config's (tested to agree)
 MIRRORS = {"temperature": "rollout.temperature", "top_p": "rollout.top_p", "max_new_tokens": "rollout.max_new_tokens",
            "system_prompt": "run.system_prompt", "chat_template_kwarg": "run.chat_template_kwargs",
+           "chat_template": "run.chat_template",
            "thinking_budget": "rollout.thinking_budget", "autocast": "model.autocast"}
 # the registries whose names the help of these options lists
 EVAL_CHOICES = listing_choices(MIRRORS, task="botgrpo_tasks:list_tasks", split="botgrpo_cli.evaluation.runner:SPLITS",
                                judge="botgrpo_cli.evaluation.pairwise:JUDGES",
-                               autocast="botgrpo_cli.config:AUTOCAST_SETTINGS")
+                               autocast="botgrpo_cli.config:AUTOCAST_SETTINGS",
+                               chat_template="botgrpo_tasks.base:CHAT_TEMPLATE")
 
 
 def register(app: typer.Typer) -> None:
@@ -72,6 +74,7 @@ def register(app: typer.Typer) -> None:
         system_prompt: Annotated[Optional[str], typer.Option("--system-prompt", help=CONFIG_HELP)] = None,
         chat_template_kwarg: Annotated[Optional[list[str]], typer.Option("--chat-template-kwarg", help=f"{CONFIG_HELP}; "
                                        "here key=value, repeatable (enable_thinking=false)")] = None,
+        chat_template: Annotated[str, typer.Option("--chat-template", help=f"{CONFIG_HELP}; one of {CHOICES}")] = "auto",
         thinking_budget: Annotated[Optional[int], typer.Option("--thinking-budget", help=CONFIG_HELP)] = None,
         autocast: Annotated[str, typer.Option("--autocast", help=f"{CONFIG_HELP}; one of {CHOICES}")] = "auto",
         threads: Threads = 0,
@@ -99,7 +102,7 @@ def register(app: typer.Typer) -> None:
                            task_options=parse_task_options(task_option or []), against=against, judge=judge,
                            render=render, batch_size=batch_size, system_prompt=system_prompt,
                            chat_template_kwargs=parse_task_options(chat_template_kwarg or [], "--chat-template-kwarg"),
-                           thinking_budget=thinking_budget, autocast=autocast, reward_function=function,
+                           chat_template=chat_template, thinking_budget=thinking_budget, autocast=autocast, reward_function=function,
                            reward_url=list(url or []), reward_service=service)
         result = run_eval(opts)
         summary = (out / "eval.md").read_text(encoding="utf-8").split("\n## Per problem")[0].rstrip()

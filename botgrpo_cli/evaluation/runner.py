@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 from botgrpo_cli.config import AUTOCAST_SETTINGS, ModelConfig, RolloutConfig, RunConfig
+from botgrpo_tasks.base import CHAT_TEMPLATE
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.evaluation import models, pairwise, report, sheets, winrate
 from botgrpo_cli.evaluation.metrics import aggregate
@@ -49,6 +50,7 @@ class EvalOptions:
     deadline_ms: int = DEFAULT_DEADLINE_MS  # the protocol's, as in training (reward.deadline_ms)
     system_prompt: str | None = RunConfig.system_prompt  # system message before each prompt (chat templates)
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # e.g. {"enable_thinking": False}
+    chat_template: str = RunConfig.chat_template  # which prompts go through the chat template (auto: the task's rule)
     thinking_budget: int | None = RolloutConfig.thinking_budget  # reasoning tokens before the close tag is forced
     autocast: str = ModelConfig.autocast  # bf16 autocast while sampling: the trainer's rule (models/precision.py)
     reward_function: str | None = None  # score with this Python function instead of the task's service
@@ -77,6 +79,8 @@ def check(opts: EvalOptions) -> None:
     if opts.reward_function and opts.reward_url:
         raise UserError("--function and --url both say where to score: give one (serve a function with "
                         "`botgrpo reward serve function --function ... --http HOST:PORT`)")
+    if opts.chat_template not in CHAT_TEMPLATE:
+        raise UserError(f"--chat-template must be one of {', '.join(CHAT_TEMPLATE)}, got {opts.chat_template!r}")
     if opts.thinking_budget is not None and opts.thinking_budget < 1:
         raise UserError(f"--thinking-budget must be at least 1 token, got {opts.thinking_budget}")
 
@@ -155,7 +159,8 @@ def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOption
                             top_p=opts.top_p, stop=tuple(task.stop), seed=opts.seed,
                             thinking_budget=opts.thinking_budget, think_tags=task.think_tags)
     shots = shots_root / target.label / "png" if shots_root is not None else None
-    prompts = [task.format_prompt(ex, tok, opts.system_prompt, opts.chat_template_kwargs) for ex in examples]
+    prompts = [task.format_prompt(ex, tok, opts.system_prompt, opts.chat_template_kwargs, opts.chat_template)
+               for ex in examples]
     per_call = max(1, opts.batch_size // opts.n)  # problems per generate call: bounded rows, whole problems
     tick = progress_ticker(progress, target.label, len(examples))
     with autocast(bf16):
