@@ -6,6 +6,7 @@ it from there. Fields left as None mean "the task's (or the preset's) default".
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import typing
 from dataclasses import dataclass, field
@@ -341,6 +342,25 @@ def from_values(raw: dict) -> Config:
     apply_preset(cfg.algo)
     validate(cfg)
     return cfg
+
+
+def checked(cfg: Config) -> Config:
+    """A Config built in Python (the dataclasses, e.g. by `botgrpo_cli.Trainer`), checked as one read from
+    YAML: each value against its field's type, then the preset and the range checks. A new Config; the
+    caller's is left as it was. A Python callable given as the reward function is taken as it is."""
+    raw: dict[str, dict] = {}
+    for section, cls in _CLASSES.items():
+        part = getattr(cfg, section)
+        if not isinstance(part, cls):
+            raise UserError(f"Config({section}=...) must be a {cls.__name__} (from botgrpo_cli.config), "
+                            f"got {type(part).__name__}")
+        for f in dataclasses.fields(cls):
+            value = getattr(part, f.name)
+            if callable(value) or (isinstance(value, list) and any(callable(v) for v in value)):
+                raw.setdefault(section, {})[f.name] = value  # function objects, as given: validate checks them
+            else:
+                _set(raw, section, f.name, copy.deepcopy(value))
+    return from_values(raw)
 
 
 def load_config(path: str | Path | None = None, sets: list[str] | None = None, algo: str | None = None) -> Config:
