@@ -68,9 +68,9 @@ class Task:
         """(prompt, completion) pairs for the supervised warm start of `botgrpo bootstrap`."""
         raise NotImplementedError(f"task {self.name!r} has no synthetic corpus")
 
-    def messages(self, example: Example) -> list[dict[str, str]] | None:
-        """The prompt as chat messages when the data gave it as a conversation (TRL's conversational
-        format), else None: a plain-text prompt."""
+    def messages(self, example: Example) -> list[dict] | None:
+        """The example's prompt as chat messages when the data gave it so (TRL's conversational
+        format: reward functions then get messages), else None."""
         return None
 
     def format_prompt(self, example: Example, tokenizer: Any = None, system_prompt: str | None = None,

@@ -143,7 +143,8 @@ class PromptsTask(Task):
                         "such as HuggingFaceTB/SmolLM2-135M-Instruct, a model folder or a .gguf file)")
 
     def messages(self, example: Example) -> list[dict] | None:
-        return self._chats.get(example.id)
+        chat = self._chats.get(example.id)
+        return [dict(m) for m in chat] if chat is not None else None
 
 
 def make_task(seed: int = 0, **options: Any) -> PromptsTask:
