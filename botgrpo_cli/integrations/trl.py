@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import inspect
 from typing import Any, Sequence
 
@@ -191,8 +191,9 @@ class BoTGRPOTrainer(GRPOTrainer):
         self.token_reward = _TokenLevelReward(token_level_reward(reward_funcs, weights))  # weighs the functions itself
         self.advantage, self.lambda_seq, self.lambda_tok = advantage, lambda_seq, lambda_tok
         self.advantage_options = options
-        if weights is not None:  # TRL would weigh the one combined reward it sees
-            args = dataclasses.replace(args, reward_weights=None)
+        if weights is not None:  # TRL would weigh the one combined reward it sees; the caller's args stay as given
+            args = copy.copy(args)  # (dataclasses.replace would run GRPOConfig's __post_init__ again)
+            args.reward_weights = None
         super().__init__(model, reward_funcs=[self.token_reward], args=args, **kwargs)
         self.token_reward.decoder = OffsetDecoder(self._tokenizer)
         if "scale" in inspect.signature(estimator).parameters:
