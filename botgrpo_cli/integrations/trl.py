@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import atexit
 import copy
 import inspect
 from typing import Any, Sequence
@@ -91,6 +92,7 @@ class FunctionReward:
         from botgrpo_cli.reward_client.functions import FunctionPool
 
         self.pool = FunctionPool(list(functions), weights)
+        atexit.register(self.pool.close)  # the functions' processes end with the trainer even without close()
         self.deadline_ms = deadline_ms
         self.__name__ = self.pool.service  # TRL logs rewards/<name>/mean
         self.last: Scored | None = None
