@@ -30,6 +30,8 @@ UNSUPPORTED = {
     "tools": "tool calls are not supported: completions are single-turn",
     "environment_factory": "environments are not supported: completions are single-turn",
     "rollout_func": "generation is botgrpo's engines' (rollout.engine fast, hf or vllm)",
+    "quantization_config": "bitsandbytes models are not supported; a quantised .gguf file loads dequantised "
+                           "to model.dtype (model='model.Q8_0.gguf')",
 }
 DEFAULT_TASK = Config().run.task  # run.task when a Config does not name one
 
@@ -124,6 +126,11 @@ def _rewards(cfg: Config, reward_funcs: Any) -> None:
         raise UserError("reward_funcs and args.reward (function, service, services or url) both name the reward: "
                         "give one")
     items = list(reward_funcs) if isinstance(reward_funcs, (list, tuple)) else [reward_funcs]
+    models = [f for f in items if hasattr(f, "forward") and hasattr(f, "config") or
+              isinstance(f, str) and "/" in f and ":" not in f and not f.endswith(".py")]
+    if models:
+        raise UserError(f"reward_funcs: {models[0]!r} looks like a reward model; a reward model runs inside a reward "
+                        "function here (load it there and return its scores), or behind `botgrpo reward serve`")
     bad = [f for f in items if not (callable(f) or (isinstance(f, str) and f))]
     if bad or not items:
         raise UserError(f"reward_funcs must be callables, 'path/to/file.py:NAME' / 'MODULE:NAME' strings or reward "

@@ -24,6 +24,8 @@ def test_reward_funcs_become_functions_a_service_or_services():
         Trainer(reward_funcs=reward, args=Config(reward=RewardConfig(service="math")))
     with pytest.raises(UserError, match="reward_funcs must be callables"):
         Trainer(reward_funcs=[reward, 3])
+    with pytest.raises(UserError, match="looks like a reward model"):
+        Trainer(reward_funcs="OpenAssistant/reward-model-deberta-v3-large-v2")  # TRL's reward-model-by-id
 
 
 def test_the_args_are_typed_checked_and_left_unchanged():
