@@ -29,7 +29,8 @@ def parse_task_options(pairs: list[str], flag: str = "--task-option") -> dict[st
 
 # flags that mean what a training config field means: their help is that field's (config.py), and
 # their defaults are EvalOptions' (evaluation/runner.py), which reads the config's (tested to agree)
-MIRRORS = {"temperature": "rollout.temperature", "top_p": "rollout.top_p", "max_new_tokens": "rollout.max_new_tokens",
+MIRRORS = {"temperature": "rollout.temperature", "top_p": "rollout.top_p", "top_k": "rollout.top_k",
+           "min_p": "rollout.min_p", "repetition_penalty": "rollout.repetition_penalty", "max_new_tokens": "rollout.max_new_tokens",
            "system_prompt": "run.system_prompt", "chat_template_kwarg": "run.chat_template_kwargs",
            "chat_template": "run.chat_template",
            "thinking_budget": "rollout.thinking_budget", "autocast": "model.autocast"}
@@ -53,6 +54,9 @@ def register(app: typer.Typer) -> None:
         k: Annotated[str, typer.Option("--k", help="Pass@k values, comma-separated; each at most --n.")] = "1",
         temperature: Annotated[float, typer.Option(help=CONFIG_HELP)] = 1.0,
         top_p: Annotated[float, typer.Option("--top-p", help=CONFIG_HELP)] = 1.0,
+        top_k: Annotated[int, typer.Option("--top-k", help=CONFIG_HELP)] = 0,
+        min_p: Annotated[float, typer.Option("--min-p", help=CONFIG_HELP)] = 0.0,
+        repetition_penalty: Annotated[float, typer.Option("--repetition-penalty", help=CONFIG_HELP)] = 1.0,
         max_new_tokens: Annotated[Optional[int], typer.Option("--max-new-tokens", help=CONFIG_HELP)] = None,
         seed: Annotated[int, typer.Option(help="Fixes the samples (and the bootstrap interval).")] = 0,
         workers: Workers = 1,
@@ -98,6 +102,7 @@ def register(app: typer.Typer) -> None:
             raise UserError(f"--k: {err}") from None
         set_threads(threads)
         opts = EvalOptions(task=task, model=model, out=out, n=n, ks=ks, temperature=temperature, top_p=top_p,
+                           top_k=top_k, min_p=min_p, repetition_penalty=repetition_penalty,
                            max_new_tokens=max_new_tokens, seed=seed, workers=workers, split=split, limit=limit,
                            task_options=parse_task_options(task_option or []), against=against, judge=judge,
                            render=render, batch_size=batch_size, system_prompt=system_prompt,

@@ -31,6 +31,8 @@ LABELS = {  # figure -> what the Markdown table calls it
 }
 
 
+SAMPLING_FILTERS = (("top_k", "top-k", 0), ("min_p", "min-p", 0.0), ("repetition_penalty", "repetition penalty", 1.0))
+
 def problem_rows(problems: list[Problem], ks: list[int]) -> list[dict[str, Any]]:
     """Per-problem detail for eval.json: samples with scores and metrics, plus that problem's pass@k."""
     return [{**to_dict(p), "pass_at_k": problem_pass_at_k(p.n, p.correct, ks)} for p in problems]
@@ -92,7 +94,8 @@ def markdown(report: dict[str, Any], final_problems: list[Problem], ks: list[int
               f"(eval split {scope['eval_size']}, train split {scope['train_size']}). ") if scope else ""
     parts = [f"# botgrpo eval: {cfg['task']} ({cfg['split']} split)",
              f"Scored: {scored}" + f"model `{cfg['model']}`" + (f", against `{cfg['against']}`" if cfg.get("against") else "") +
-             f"; n = {cfg['n']} samples per problem, temperature {cfg['temperature']}, top-p {cfg['top_p']}, "
+             f"; n = {cfg['n']} samples per problem, temperature {cfg['temperature']}, top-p {cfg['top_p']}"
+             + "".join(f", {label} {cfg[key]}" for key, label, off in SAMPLING_FILTERS if cfg.get(key, off) != off) + ", "
              f"max {cfg['max_new_tokens']} new tokens, seed {cfg['seed']}. Success: {task['success_metric']} >= {SUCCESS_AT:g}.",
              figures_table(columns)]
     if report.get("win_rate"):

@@ -37,6 +37,9 @@ class EvalOptions:
     ks: list[int] = field(default_factory=lambda: [1])
     temperature: float = RolloutConfig.temperature  # the flags that mirror config fields default as they do
     top_p: float = RolloutConfig.top_p
+    top_k: int = RolloutConfig.top_k
+    min_p: float = RolloutConfig.min_p
+    repetition_penalty: float = RolloutConfig.repetition_penalty
     max_new_tokens: int | None = RolloutConfig.max_new_tokens  # None = the task's default
     seed: int = 0
     workers: int = 1
@@ -79,6 +82,9 @@ def check(opts: EvalOptions) -> None:
     if opts.reward_function and opts.reward_url:
         raise UserError("--function and --url both say where to score: give one (serve a function with "
                         "`botgrpo reward serve function --function ... --http HOST:PORT`)")
+    if opts.top_k < 0 or not 0 <= opts.min_p <= 1 or opts.repetition_penalty <= 0:
+        raise UserError(f"--top-k must be >= 0 (0 = all tokens), --min-p in [0, 1] and --repetition-penalty > 0; got "
+                        f"{opts.top_k}, {opts.min_p}, {opts.repetition_penalty}")
     if opts.chat_template not in CHAT_TEMPLATE:
         raise UserError(f"--chat-template must be one of {', '.join(CHAT_TEMPLATE)}, got {opts.chat_template!r}")
     if opts.thinking_budget is not None and opts.thinking_budget < 1:
@@ -156,7 +162,8 @@ def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOption
     if mismatch:  # as in training: the options would silently do nothing on this model
         console.print(f"[yellow]warning:[/] {target.label}: {mismatch}", soft_wrap=True)
     params = SamplingParams(max_new_tokens=opts.max_new_tokens or task.max_new_tokens, temperature=opts.temperature,
-                            top_p=opts.top_p, stop=tuple(task.stop), seed=opts.seed,
+                            top_p=opts.top_p, top_k=opts.top_k, min_p=opts.min_p,
+                            repetition_penalty=opts.repetition_penalty, stop=tuple(task.stop), seed=opts.seed,
                             thinking_budget=opts.thinking_budget, think_tags=task.think_tags)
     shots = shots_root / target.label / "png" if shots_root is not None else None
     prompts = [task.format_prompt(ex, tok, opts.system_prompt, opts.chat_template_kwargs, opts.chat_template)
