@@ -14,6 +14,9 @@ def reward(completions, **kwargs):
     return [0.0 for _ in completions]
 
 
+SPEC = "my_rewards.py:score"  # a function by its file: checked for its form here, imported when a run starts
+
+
 def test_reward_funcs_become_functions_a_service_or_services():
     assert Trainer(reward_funcs=[reward, "f.py:g"]).config.reward.function == [reward, "f.py:g"]
     assert Trainer(reward_funcs=reward).config.reward.function is reward
@@ -55,15 +58,15 @@ def test_datasets_are_written_once_by_content_and_streams_give_what_the_run_draw
     monkeypatch.setenv("BOTGRPO_CACHE", str(tmp_path))
     rows = [{"prompt": f"q{i}", "answer": i} for i in range(50)]
     args = Config(rollout=RolloutConfig(prompts_per_step=4), run=RunConfig(steps=3))
-    first = Trainer(reward_funcs=reward, train_dataset=Dataset.from_list(rows), args=args).config.run.task_options
-    again = Trainer(reward_funcs=reward, train_dataset=rows, args=args).config.run.task_options
+    first = Trainer(reward_funcs=SPEC, train_dataset=Dataset.from_list(rows), args=args).config.run.task_options
+    again = Trainer(reward_funcs=SPEC, train_dataset=rows, args=args).config.run.task_options
     assert first["path"] == again["path"] == first["eval_path"]
     stream = IterableDataset.from_generator(lambda: iter(rows))
-    drawn = Trainer(reward_funcs=reward, train_dataset=stream, args=args).config.run.task_options
+    drawn = Trainer(reward_funcs=SPEC, train_dataset=stream, args=args).config.run.task_options
     assert len(Dataset.from_parquet(drawn["path"])) == 12  # steps x prompts_per_step
-    held = Trainer(reward_funcs=reward, train_dataset=rows, eval_dataset=rows[:5], args=args).config.run.task_options
+    held = Trainer(reward_funcs=SPEC, train_dataset=rows, eval_dataset=rows[:5], args=args).config.run.task_options
     assert held["eval_path"] != held["path"] and len(Dataset.from_parquet(held["eval_path"])) == 5
     with pytest.raises(UserError, match="both give the prompts"):
-        Trainer(reward_funcs=reward, train_dataset=rows, args=Config(run=RunConfig(task="aime")))
+        Trainer(reward_funcs=SPEC, train_dataset=rows, args=Config(run=RunConfig(task="aime")))
     with pytest.raises(UserError, match="no rows"):
-        Trainer(reward_funcs=reward, train_dataset=[])
+        Trainer(reward_funcs=SPEC, train_dataset=[])
