@@ -1,6 +1,6 @@
 """The Python trainer as a TRL user writes it (docs/python-api.md): an in-memory Dataset with a lambda
-reward trains on a tiny model; a GGUF file by its name, a reward function from a file, LoRA from a
-peft LoraConfig."""
+reward trains on a tiny model; a GGUF file by its name with conversational rows, a reward function
+from a file and LoRA from a peft LoraConfig."""
 
 from __future__ import annotations
 
@@ -38,10 +38,11 @@ def test_a_gguf_by_name_a_reward_file_and_a_peft_lora_config(smollm2_gguf, tmp_p
     from peft import LoraConfig
 
     reward_file = tmp_path / "rewards.py"
-    reward_file.write_text("def short(completions, **kwargs):\n    return [-float(len(c)) for c in completions]\n")
+    reward_file.write_text("def short(completions, **kwargs):  # conversational data: completions are messages\n"
+                           "    return [-float(len(c[0]['content'])) for c in completions]\n")
     trainer = Trainer(
         model=str(smollm2_gguf), reward_funcs=[f"{reward_file}:short"],
-        train_dataset=[{"prompt": "Name a colour."}, {"prompt": "Name a fruit."}],
+        train_dataset=[{"prompt": [{"role": "user", "content": f"Name a {thing}."}]} for thing in ("colour", "fruit")],
         peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]),
         args=Config(rollout=RolloutConfig(group_size=2, prompts_per_step=2, max_new_tokens=6),
                     run=RunConfig(steps=1, threads=1, save_every=0, out_dir=str(tmp_path / "run")), log=QUIET))
