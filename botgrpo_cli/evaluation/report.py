@@ -31,7 +31,9 @@ LABELS = {  # figure -> what the Markdown table calls it
 }
 
 
+# eval options beyond temperature and top-p that eval.md names when set: (key, words, value when off)
 SAMPLING_FILTERS = (("top_k", "top-k", 0), ("min_p", "min-p", 0.0), ("repetition_penalty", "repetition penalty", 1.0))
+
 
 def problem_rows(problems: list[Problem], ks: list[int]) -> list[dict[str, Any]]:
     """Per-problem detail for eval.json: samples with scores and metrics, plus that problem's pass@k."""
@@ -94,10 +96,12 @@ def markdown(report: dict[str, Any], final_problems: list[Problem], ks: list[int
               f"(eval split {scope['eval_size']}, train split {scope['train_size']}). ") if scope else ""
     parts = [f"# botgrpo eval: {cfg['task']} ({cfg['split']} split)",
              f"Scored: {scored}" + f"model `{cfg['model']}`" + (f", against `{cfg['against']}`" if cfg.get("against") else "") +
-             f"; n = {cfg['n']} samples per problem, temperature {cfg['temperature']}, top-p {cfg['top_p']}"
-             + "".join(f", {label} {cfg[key]}" for key, label, off in SAMPLING_FILTERS if cfg.get(key, off) != off) + ", "
+             f"; n = {cfg['n']} samples per problem, temperature {cfg['temperature']}, top-p {cfg['top_p']}, "
              f"max {cfg['max_new_tokens']} new tokens, seed {cfg['seed']}. Success: {task['success_metric']} >= {SUCCESS_AT:g}.",
              figures_table(columns)]
+    filters = [f"{label} {cfg[key]}" for key, label, off in SAMPLING_FILTERS if cfg.get(key, off) != off]
+    if filters:  # the sampling options set beyond temperature and top-p
+        parts.insert(2, f"Also sampled with {', '.join(filters)}.")
     if report.get("win_rate"):
         parts.append(win_rate_line(report["win_rate"], report["judge"], columns[-2][0], columns[-1][0]))
     for sheet in report.get("contact_sheets", []):
