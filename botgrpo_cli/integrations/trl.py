@@ -19,12 +19,19 @@ from trl import GRPOTrainer
 
 from botgrpo_cli.algos import ADVANTAGES, compute_advantages, isolate_failed
 from botgrpo_cli.integrations.service import ServiceScorer, references
+from botgrpo_cli.models.gguf import is_gguf, resolve_gguf
 from botgrpo_cli.reward_client.scored import Scored, to_token_rewards
 from botgrpo_cli.rollout import OffsetDecoder
 from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS, ScoreRequest
 
 # Keyword arguments TRL passes to reward functions that are not dataset columns.
 _CONTROL_KWARGS = ("trainer_state", "log_extra", "log_metric", "environments", "completion_ids")
+
+
+def model_path(model: Any) -> Any:
+    """A model as TRL loads it: a .gguf file or a packaged GGUF name (as `botgrpo train --model` takes
+    them) becomes its cached folder, dequantised to float32 once; anything else is returned as it is."""
+    return resolve_gguf(str(model), "float32") if isinstance(model, str) and is_gguf(model) else model
 
 
 def _text(item: Any) -> str:
@@ -171,7 +178,8 @@ class BoTGRPOTrainer(GRPOTrainer):
     """`GRPOTrainer` with token-level advantages from a botgrpo reward service (BoT-GRPO by default).
 
     Same arguments as GRPOTrainer, except that `reward_funcs` is one `reward_function(SERVICE)` or
-    Python reward functions (token_level_reward), weighted by args.reward_weights as in TRL.
+    Python reward functions (token_level_reward), weighted by args.reward_weights as in TRL, and that
+    `model` may also be a .gguf file or packaged GGUF name (model_path).
     Each batch: the reward scores the decoded completion ids; its spans are projected onto those
     ids' tokens (code-point offsets), r = lambda_seq * score + lambda_tok * rho; advantages (B, T)
     come from `compute_advantages(advantage, ...)` over TRL's groups, with TRL's `scale_rewards`
@@ -196,7 +204,7 @@ class BoTGRPOTrainer(GRPOTrainer):
         if weights is not None:  # TRL would weigh the one combined reward it sees; the caller's args stay as given
             args = copy.copy(args)  # (dataclasses.replace would run GRPOConfig's __post_init__ again)
             args.reward_weights = None
-        super().__init__(model, reward_funcs=[self.token_reward], args=args, **kwargs)
+        super().__init__(model_path(model), reward_funcs=[self.token_reward], args=args, **kwargs)
         self.token_reward.decoder = OffsetDecoder(self._tokenizer)
         if "scale" in inspect.signature(estimator).parameters:
             self.advantage_options.setdefault("scale", self.scale_rewards)

@@ -169,3 +169,14 @@ def test_trainer_refuses_rewards_it_cannot_score():
         BoTGRPOTrainer("unused-model-id", reward_funcs=[shorter, reward_function("math")])
     with pytest.raises(KeyError, match="known"):
         BoTGRPOTrainer("unused-model-id", reward_funcs=reward_function("math"), advantage="nope")
+
+
+def test_bot_grpo_trainer_loads_a_gguf_by_the_name_botgrpo_train_takes(smollm2_gguf, tmp_path):
+    args = GRPOConfig(output_dir=str(tmp_path), num_generations=2, per_device_train_batch_size=2, max_steps=1,
+                      use_cpu=True, bf16=False, report_to="none", save_strategy="no")
+    trainer = BoTGRPOTrainer(str(smollm2_gguf), reward_funcs=[shorter], args=args,
+                             train_dataset=Dataset.from_list([{"prompt": "Name a colour."}] * 2))
+    try:
+        assert trainer.model.config.model_type == "llama" and trainer.processing_class.chat_template
+    finally:
+        trainer.token_reward.reward.close()
