@@ -66,6 +66,9 @@ class Trainer:
         self.on_step = [] if on_step is None else list(on_step) if isinstance(on_step, (list, tuple)) else [on_step]
         if not all(callable(fn) for fn in self.on_step):
             raise UserError("on_step must be a function fn(step, metrics) or a list of them")
+        if args is not None and not isinstance(args, Config):
+            raise UserError(f"args must be a botgrpo_cli.Config, got {type(args).__name__}; docs/from-trl.md gives each "
+                            "GRPOConfig field's key (num_generations -> RolloutConfig(group_size=...), ...)")
         cfg = checked(args if args is not None else Config())
         if model is not None:
             _model(cfg, model)
