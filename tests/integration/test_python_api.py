@@ -14,24 +14,29 @@ from botgrpo_cli import Config, LogConfig, RolloutConfig, RunConfig, Trainer
 QUIET = LogConfig(tensorboard=False, samples_every=0)
 
 
-def test_an_in_memory_dataset_and_a_lambda_train_two_steps(tiny_arith_model_dir, tmp_path):
+def test_an_in_memory_dataset_and_a_lambda_train_two_steps_and_resume(tiny_arith_model_dir, tmp_path):
     dataset = Dataset.from_list([{"prompt": f"{a}+{a}=", "answer": 2 * a} for a in range(12)])
     steps: list[int] = []
-    trainer = Trainer(
-        model=str(tiny_arith_model_dir),
-        reward_funcs=lambda completions, answer, **kwargs: [float(str(a) in c) - 0.1 * len(c)
-                                                            for c, a in zip(completions, answer)],
-        train_dataset=dataset,
-        args=Config(rollout=RolloutConfig(group_size=4, prompts_per_step=2, max_new_tokens=8),
-                    run=RunConfig(steps=2, threads=1, save_every=0, out_dir=str(tmp_path / "run")), log=QUIET),
-        on_step=lambda step, metrics: steps.append(step))
-    result = trainer.train()
+
+    def trainer(total: int) -> Trainer:
+        return Trainer(
+            model=str(tiny_arith_model_dir),
+            reward_funcs=lambda completions, answer, **kwargs: [float(str(a) in c) - 0.1 * len(c)
+                                                                for c, a in zip(completions, answer)],
+            train_dataset=dataset,
+            args=Config(rollout=RolloutConfig(group_size=4, prompts_per_step=2, max_new_tokens=8),
+                        run=RunConfig(steps=total, threads=1, save_every=0, out_dir=str(tmp_path / "run")), log=QUIET),
+            on_step=lambda step, metrics: steps.append(step))
+
+    result = trainer(2).train()
     assert steps == [1, 2] and [m["step"] for m in result.metrics] == [1, 2]
     for m in result.metrics:
         assert m["reward/masked"] == 0 and math.isfinite(m["reward/mean"])
     written = yaml.safe_load((result.run_dir / "config.yaml").read_text())
     assert written["run"]["task"] == "prompts" and written["run"]["task_options"]["path"].endswith(".parquet")
     assert written["run"]["task_options"]["eval_path"] == written["run"]["task_options"]["path"]  # all rows train
+    resumed = trainer(3).train(resume_from_checkpoint=True)  # the same Trainer(...) with more steps
+    assert steps == [1, 2, 3] and [m["step"] for m in resumed.metrics] == [1, 2, 3]
 
 
 def test_a_gguf_by_name_a_reward_file_and_a_peft_lora_config(smollm2_gguf, tmp_path):
