@@ -356,11 +356,20 @@ def checked(cfg: Config) -> Config:
                             f"got {type(part).__name__}")
         for f in dataclasses.fields(cls):
             value = getattr(part, f.name)
-            if callable(value) or (isinstance(value, list) and any(callable(v) for v in value)):
+            if _holds_callable(value):
                 raw.setdefault(section, {})[f.name] = value  # function objects, as given: validate checks them
             else:
                 _set(raw, section, f.name, copy.deepcopy(value))
     return from_values(raw)
+
+
+def _holds_callable(value: Any) -> bool:
+    """A Python function object in a value (reward.function, a reward.services entry's function)?"""
+    if isinstance(value, dict):
+        return any(_holds_callable(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_callable(v) for v in value)
+    return callable(value)
 
 
 def load_config(path: str | Path | None = None, sets: list[str] | None = None, algo: str | None = None) -> Config:
