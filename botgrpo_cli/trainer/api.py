@@ -61,7 +61,7 @@ class Trainer:
         for name in unsupported:
             if name not in UNSUPPORTED:
                 raise TypeError(f"Trainer() got an unexpected keyword argument {name!r}")
-            if unsupported[name] is not None:
+            if unsupported[name] not in (None, (None, None)):  # TRL's defaults (optimizers=(None, None)) pass
                 raise UserError(f"Trainer({name}=...): {UNSUPPORTED[name]} (docs/from-trl.md)")
         self.on_step = [] if on_step is None else list(on_step) if isinstance(on_step, (list, tuple)) else [on_step]
         if not all(callable(fn) for fn in self.on_step):
@@ -113,6 +113,8 @@ def _lora(cfg: Config, peft: Any) -> None:
     """peft's LoraConfig -> model.lora_*."""
     if not hasattr(peft, "r"):
         raise UserError(f"peft_config must be a peft LoraConfig, got {type(peft).__name__}")
+    if cfg.model.lora_r not in (0, int(peft.r)):
+        raise UserError(f"peft_config (r={peft.r}) and args.model.lora_r={cfg.model.lora_r} both set LoRA: give one")
     targets = getattr(peft, "target_modules", None)
     if isinstance(targets, str):
         raise UserError("peft_config.target_modules as a regular expression is not supported; give a list of names")
@@ -154,7 +156,7 @@ def _rewards(cfg: Config, reward_funcs: Any) -> None:
 
 
 def _function_name(f: Any) -> str:
-    """The name TRL logs a reward function under: its __name__; a spec's NAME."""
+    """The name TRL logs a reward function under: its __name__; a spec's NAME (the reward.services key)."""
     if isinstance(f, str):
         return f.rpartition(":")[2]
     return getattr(f, "__name__", None) or getattr(getattr(f, "func", None), "__name__", type(f).__name__)
