@@ -128,7 +128,8 @@ class AlgoConfig:
     loss: Optional[str] = opt(None, "policy loss", _losses)
     loss_options: Optional[dict] = opt(None, "policy loss options, checked against its signature (clip, gspo: "
                                              "eps_low, eps_high); None = the preset's")
-    loss_agg: Optional[str] = opt(None, "how token losses are averaged", _loss_aggs)
+    loss_agg: Optional[str] = opt(None, "how token losses are averaged (dapo: TRL's loss_type=dapo, its default; "
+                                        "docs/from-trl.md)", _loss_aggs)
     beta: float = opt(0.0, "k3 KL penalty weight against the initial model (0 = no reference model; LoRA runs "
                            "use the base weights with the adapters off, others load a frozen copy)")
     entropy_coef: float = opt(0.0, "entropy bonus: subtract this times the per-token entropy from the loss")
