@@ -44,6 +44,10 @@ def _written(data: Any) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(suffix=".parquet", dir=folder)
     os.close(fd)
+    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    quiet = are_progress_bars_disabled()
+    disable_progress_bars()  # a bar for writing a few rows says nothing
     try:
         data.to_parquet(tmp)
         digest = hashlib.sha256(Path(tmp).read_bytes()).hexdigest()[:16]
@@ -52,3 +56,5 @@ def _written(data: Any) -> Path:
         return final
     finally:
         Path(tmp).unlink(missing_ok=True)
+        if not quiet:
+            enable_progress_bars()
