@@ -40,12 +40,12 @@ def dataset_path(data: Any, what: str, stream_rows: int) -> str:
 
 def _written(data: Any) -> Path:
     """The dataset as Parquet, named by the SHA-256 of the file (the same rows are written once)."""
+    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
     folder = cache_root() / "datasets"
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(suffix=".parquet", dir=folder)
     os.close(fd)
-    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
-
     quiet = are_progress_bars_disabled()
     disable_progress_bars()  # a bar for writing a few rows says nothing
     try:
