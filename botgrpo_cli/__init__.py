@@ -14,3 +14,16 @@ __version__ = "0.1.0"
 # before any torch import; a policy or spin count the user set wins.
 if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
     _os.environ["GOMP_SPINCOUNT"] = "1000"
+
+# The Python API (docs/python-api.md), imported on first use: `import botgrpo_cli` stays light for the CLI.
+_API = {"Trainer": "botgrpo_cli.trainer.api", **{name: "botgrpo_cli.config" for name in (
+    "Config", "ModelConfig", "RolloutConfig", "RewardConfig", "AlgoConfig", "OptimConfig", "RunConfig", "LogConfig")}}
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str):
+    if name in _API:
+        import importlib
+
+        return getattr(importlib.import_module(_API[name]), name)
+    raise AttributeError(f"module 'botgrpo_cli' has no attribute {name!r}")

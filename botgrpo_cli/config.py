@@ -6,6 +6,7 @@ it from there. Fields left as None mean "the task's (or the preset's) default".
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import typing
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from botgrpo_cli.config_checks import check
 from botgrpo_cli.config_fields import choices_of, opt
 from botgrpo_cli.errors import UnknownName, UserError, known_hint
 from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
+from botgrpo_tasks.base import CHAT_TEMPLATE
 
 DTYPES = ("float32", "bfloat16", "float16")  # model.dtype and rollout.vllm_dtype
 AUTOCAST_SETTINGS = ("auto", "bfloat16", "off")  # model.autocast and `botgrpo eval --autocast` (models/precision.py)
@@ -73,7 +75,11 @@ class RolloutConfig:
     thinking_budget: Optional[int] = opt(None, "reasoning models: at most this many tokens inside the thinking "
                                                "block, then its close tag is forced; None = no limit (fast and hf engines)")
     temperature: float = opt(1.0, "sampling temperature (also divides logits when computing log-probs)")
-    top_p: float = opt(1.0, "nucleus sampling threshold")
+    top_p: float = opt(1.0, "nucleus sampling: keep the most likely tokens holding this much probability; 1 = all")
+    top_k: int = opt(0, "keep the k most likely tokens; 0 = all")
+    min_p: float = opt(0.0, "drop tokens less likely than min_p times the most likely one; 0 = off")
+    repetition_penalty: float = opt(1.0, "divide positive logits (multiply negative ones) of tokens already in the "
+                                         "prompt or the completion by this; > 1 discourages repeats, 1 = off")
     stop: Optional[list] = opt(None, "stop strings (kept in the text); None = the task's")
     per_prompt_seed: bool = opt(False, "seed each prompt's group from its text: a completion does not depend on the "
                                        "batch or the process sampling it (one HF generate call per prompt)")
@@ -131,7 +137,8 @@ class AlgoConfig:
     loss: Optional[str] = opt(None, "policy loss", _losses)
     loss_options: Optional[dict] = opt(None, "policy loss options, checked against its signature (clip, gspo: "
                                              "eps_low, eps_high); None = the preset's")
-    loss_agg: Optional[str] = opt(None, "how token losses are averaged", _loss_aggs)
+    loss_agg: Optional[str] = opt(None, "how token losses are averaged (dapo: TRL's loss_type=dapo, its default; "
+                                        "docs/from-trl.md)", _loss_aggs)
     beta: float = opt(0.0, "k3 KL penalty weight against the initial model (0 = no reference model; LoRA runs "
                            "use the base weights with the adapters off, others load a frozen copy)")
     entropy_coef: float = opt(0.0, "entropy bonus: subtract this times the per-token entropy from the loss")
@@ -166,6 +173,10 @@ class RunConfig:
     system_prompt: Optional[str] = opt(None, "system message put before each prompt by the chat template; "
                                              "None = the template's own default")
     chat_template_kwargs: dict = opt({}, "extra arguments to the chat template, e.g. {enable_thinking: false}")
+    chat_template: str = opt("auto", "which prompts go through the tokenizer's chat template: auto = conversations "
+                                     "(lists of messages) always, plain-text prompts when the task says so (the "
+                                     "built-in tasks do; task prompts and in-memory datasets do not, as in TRL); "
+                                     "always; never (messages joined by blank lines)", CHAT_TEMPLATE)
     steps: int = opt(20, "training steps")
     seed: int = opt(0, "seed for sampling, data order and initialisation")
     out_dir: Optional[str] = opt(None, "run directory; None = runs/<task>-<algo>-<time>")
@@ -354,6 +365,34 @@ def from_values(raw: dict) -> Config:
     apply_preset(cfg.algo)
     validate(cfg)
     return cfg
+
+
+def checked(cfg: Config) -> Config:
+    """A Config built in Python (the dataclasses, e.g. by `botgrpo_cli.Trainer`), checked as one read from
+    YAML: each value against its field's type, then the preset and the range checks. A new Config; the
+    caller's is left as it was. A Python callable given as the reward function is taken as it is."""
+    raw: dict[str, dict] = {}
+    for section, cls in _CLASSES.items():
+        part = getattr(cfg, section)
+        if not isinstance(part, cls):
+            raise UserError(f"Config({section}=...) must be a {cls.__name__} (from botgrpo_cli.config), "
+                            f"got {type(part).__name__}")
+        for f in dataclasses.fields(cls):
+            value = getattr(part, f.name)
+            if _holds_callable(value):
+                raw.setdefault(section, {})[f.name] = value  # function objects, as given: validate checks them
+            else:
+                _set(raw, section, f.name, copy.deepcopy(value))
+    return from_values(raw)
+
+
+def _holds_callable(value: Any) -> bool:
+    """A Python function object in a value (reward.function, a reward.services entry's function)?"""
+    if isinstance(value, dict):
+        return any(_holds_callable(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_callable(v) for v in value)
+    return callable(value)
 
 
 def load_config(path: str | Path | None = None, sets: list[str] | None = None, algo: str | None = None) -> Config:

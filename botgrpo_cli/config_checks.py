@@ -20,7 +20,8 @@ _POSITIVE = ["rollout.group_size", "rollout.prompts_per_step", "rollout.vllm_ten
              "rollout.thinking_budget"]
 _NON_NEGATIVE = ["run.steps", "run.save_every", "run.eval_every", "log.samples_every", "optim.warmup_steps",
                  "optim.grad_clip", "algo.beta", "algo.entropy_coef", "model.lora_r",
-                 "optim.weight_decay", "algo.overlong_cache", "run.threads", "rollout.temperature"]
+                 "optim.weight_decay", "algo.overlong_cache", "run.threads", "rollout.temperature",
+                 "rollout.top_k"]
 
 
 def check(cfg: Config) -> None:
@@ -49,6 +50,10 @@ def check(cfg: Config) -> None:
     _check_algo_options(cfg, fail)
     if not 0 < cfg.rollout.top_p <= 1:
         fail("rollout.top_p", f"must be in (0, 1], got {cfg.rollout.top_p}")
+    if not 0 <= cfg.rollout.min_p <= 1:
+        fail("rollout.min_p", f"must be in [0, 1], got {cfg.rollout.min_p}")
+    if cfg.rollout.repetition_penalty <= 0:
+        fail("rollout.repetition_penalty", f"must be > 0, got {cfg.rollout.repetition_penalty}")
     if cfg.rollout.max_new_tokens is not None and cfg.rollout.max_new_tokens <= 0:
         fail("rollout.max_new_tokens", "must be > 0")
     if len(cfg.optim.betas) != 2 or not all(0 <= b < 1 for b in cfg.optim.betas):

@@ -9,6 +9,9 @@ from botgrpo_rewards.protocol import DEFAULT_TAGS, opens_reasoning
 from botgrpo_tasks.errors import TaskError
 
 
+CHAT_TEMPLATE = ("auto", "always", "never")  # run.chat_template: when prompts go through the chat template
+
+
 @dataclass(frozen=True)
 class Example:
     """One prompt with what the reward service needs to judge completions of it."""
@@ -39,6 +42,9 @@ class Task:
     eval_metrics: tuple[str, ...] = ("correct",)  # service metrics `botgrpo eval` aggregates
     bootstrap_sft: dict[str, dict[str, Any]] = {}  # size -> SftConfig fields `botgrpo bootstrap` changes
     corpus_version: int = 1  # bump when corpus() changes, so cached warm starts are rebuilt
+    # chat_template auto puts plain-text prompts through the chat template too: the built-in tasks write
+    # instructions for a chat model; a user's own data follows TRL (only conversations are templated)
+    templates_plain_prompts: bool = True
 
     def __init__(self, seed: int = 0, think_tags: Any = DEFAULT_TAGS, **options: Any):
         self.seed = seed
@@ -68,15 +74,22 @@ class Task:
         return None
 
     def format_prompt(self, example: Example, tokenizer: Any = None, system_prompt: str | None = None,
-                      template_kwargs: dict[str, Any] | None = None) -> str:
-        """The text the model sees: the tokenizer's chat template when it has one (with the system
-        message and extra template arguments, e.g. enable_thinking), else the raw prompt."""
-        if tokenizer is not None and getattr(tokenizer, "chat_template", None):
-            messages = ([{"role": "system", "content": system_prompt}] if system_prompt is not None else []) + \
-                [{"role": "user", "content": example.prompt}]
+                      template_kwargs: dict[str, Any] | None = None, chat_template: str = "auto") -> str:
+        """The text the model sees. Through the tokenizer's chat template (with the system message and
+        extra template arguments, e.g. enable_thinking) when `chat_template` is always, or auto and
+        either the prompt is a conversation or the task templates its plain prompts
+        (`templates_plain_prompts`); else the raw text, messages joined by blank lines."""
+        if chat_template not in CHAT_TEMPLATE:
+            raise TaskError(f"chat_template must be one of {', '.join(CHAT_TEMPLATE)}, got {chat_template!r}")
+        chat = self.messages(example)
+        templated = chat_template == "always" or (
+            chat_template == "auto" and (chat is not None or self.templates_plain_prompts))
+        messages = ([{"role": "system", "content": system_prompt}] if system_prompt is not None else []) + \
+            (chat or [{"role": "user", "content": example.prompt}])
+        if templated and tokenizer is not None and getattr(tokenizer, "chat_template", None):
             return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
                                                  **(template_kwargs or {}))
-        return example.prompt if system_prompt is None else f"{system_prompt}\n\n{example.prompt}"
+        return "\n\n".join(m["content"] for m in messages)
 
 
 def _tags(value: Any) -> tuple[str, str] | None:

@@ -5,7 +5,8 @@ own format; prompt_files.py), or a Hugging Face Hub dataset id. Each row needs a
 or a chat `messages` list ([{"role": ..., "content": ...}], put through the model's chat template as
 it is); anything else is refused in one line naming the row (prompt_files.prompt_of). Every other
 column of the row is sent to the reward as the row's `reference` (so a reward function gets it as
-a keyword list, as TRL passes dataset columns).
+a keyword list, as TRL passes dataset columns). As in TRL, a text prompt reaches the model as it
+is and a conversation through the chat template (`run.chat_template` chooses otherwise).
 
 The reward is not the task's: name it with `reward.function=FILE.py:NAME` (a Python function),
 `reward.url=http://HOST:PORT` (a running service), `reward.service=NAME` or `reward.services`.
@@ -56,6 +57,7 @@ class PromptsTask(Task):
     step_separator = "\n\n"
     stop = ()
     eval_metrics = ("success",)
+    templates_plain_prompts = False  # as TRL: a text prompt is fed as it is, a conversation is templated
 
     def __init__(self, seed: int = 0, **options: Any):
         unknown = sorted(set(options) - set(OPTIONS))
@@ -143,17 +145,6 @@ class PromptsTask(Task):
     def messages(self, example: Example) -> list[dict] | None:
         chat = self._chats.get(example.id)
         return [dict(m) for m in chat] if chat is not None else None
-
-    def format_prompt(self, example: Example, tokenizer: Any = None, system_prompt: str | None = None,
-                      template_kwargs: dict[str, Any] | None = None) -> str:
-        chat = self._chats.get(example.id)
-        if chat is None:
-            return super().format_prompt(example, tokenizer, system_prompt, template_kwargs)
-        messages = ([{"role": "system", "content": system_prompt}] if system_prompt is not None else []) + chat
-        if tokenizer is not None and getattr(tokenizer, "chat_template", None):
-            return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
-                                                 **(template_kwargs or {}))
-        return "\n\n".join(m["content"] for m in messages)
 
 
 def make_task(seed: int = 0, **options: Any) -> PromptsTask:

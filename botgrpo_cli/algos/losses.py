@@ -13,7 +13,8 @@ from botgrpo_cli.algos.options import Range
 from botgrpo_cli.algos.registry import Registry
 
 LOSSES: Registry = Registry("policy loss")
-LOSS_AGGS = ("seq_mean_token_mean", "token_mean", "seq_mean_token_sum_norm")
+LOSS_AGGS = ("seq_mean_token_mean", "token_mean", "seq_mean_token_sum_norm", "dapo")
+BY_TOKENS = ("token_mean", "dapo")  # the aggregations that normalise by valid tokens, not by completions
 # Clip widths: the ratio is clipped to [1 - eps_low, 1 + eps_high] (checked when a config loads).
 EpsLow = Annotated[float, Range(ge=0, le=1)]
 EpsHigh = Annotated[float, Range(ge=0)]
@@ -70,14 +71,17 @@ def aggregate(per_token: Tensor, mask: Tensor, loss_agg: str,
 
     seq_mean_token_mean: mean over completions of each one's token mean (GRPO);
     token_mean: sum over valid tokens / their count (DAPO);
-    seq_mean_token_sum_norm: sum / (B * max_completion_length), default T (Dr. GRPO).
+    seq_mean_token_sum_norm: sum / (B * max_completion_length), default T (Dr. GRPO);
+    dapo (TRL's loss_type="dapo"): token_mean here; across an update's optimizer steps the trainer
+    divides by the rollout batch's valid tokens over the number of steps, not each step's own
+    (trainer.distributed.loss_weights), so equal to token_mean with one optimizer step per batch.
     """
     check_choice("loss_agg", loss_agg, LOSS_AGGS)
     m = as_float_mask(mask, per_token.dtype)
     total = per_token * m
     if loss_agg == "seq_mean_token_mean":
         return (total.sum(1) / m.sum(1).clamp(min=1)).mean()
-    if loss_agg == "token_mean":
+    if loss_agg in BY_TOKENS:
         return total.sum() / m.sum().clamp(min=1)
     norm = max_completion_length if max_completion_length is not None else per_token.shape[1]
     if norm <= 0:

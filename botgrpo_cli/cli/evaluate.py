@@ -29,13 +29,16 @@ def parse_task_options(pairs: list[str], flag: str = "--task-option") -> dict[st
 
 # flags that mean what a training config field means: their help is that field's (config.py), and
 # their defaults are EvalOptions' (evaluation/runner.py), which reads the config's (tested to agree)
-MIRRORS = {"temperature": "rollout.temperature", "top_p": "rollout.top_p", "max_new_tokens": "rollout.max_new_tokens",
+MIRRORS = {"temperature": "rollout.temperature", "top_p": "rollout.top_p", "top_k": "rollout.top_k",
+           "min_p": "rollout.min_p", "repetition_penalty": "rollout.repetition_penalty", "max_new_tokens": "rollout.max_new_tokens",
            "system_prompt": "run.system_prompt", "chat_template_kwarg": "run.chat_template_kwargs",
+           "chat_template": "run.chat_template",
            "thinking_budget": "rollout.thinking_budget", "autocast": "model.autocast"}
 # the registries whose names the help of these options lists
 EVAL_CHOICES = listing_choices(MIRRORS, task="botgrpo_tasks:list_tasks", split="botgrpo_cli.evaluation.runner:SPLITS",
                                judge="botgrpo_cli.evaluation.pairwise:JUDGES",
-                               autocast="botgrpo_cli.config:AUTOCAST_SETTINGS")
+                               autocast="botgrpo_cli.config:AUTOCAST_SETTINGS",
+                               chat_template="botgrpo_tasks.base:CHAT_TEMPLATE")
 
 
 def register(app: typer.Typer) -> None:
@@ -51,6 +54,9 @@ def register(app: typer.Typer) -> None:
         k: Annotated[str, typer.Option("--k", help="Pass@k values, comma-separated; each at most --n.")] = "1",
         temperature: Annotated[float, typer.Option(help=CONFIG_HELP)] = 1.0,
         top_p: Annotated[float, typer.Option("--top-p", help=CONFIG_HELP)] = 1.0,
+        top_k: Annotated[int, typer.Option("--top-k", help=CONFIG_HELP)] = 0,
+        min_p: Annotated[float, typer.Option("--min-p", help=CONFIG_HELP)] = 0.0,
+        repetition_penalty: Annotated[float, typer.Option("--repetition-penalty", help=CONFIG_HELP)] = 1.0,
         max_new_tokens: Annotated[Optional[int], typer.Option("--max-new-tokens", help=CONFIG_HELP)] = None,
         seed: Annotated[int, typer.Option(help="Fixes the samples (and the bootstrap interval).")] = 0,
         workers: Workers = 1,
@@ -72,6 +78,7 @@ def register(app: typer.Typer) -> None:
         system_prompt: Annotated[Optional[str], typer.Option("--system-prompt", help=CONFIG_HELP)] = None,
         chat_template_kwarg: Annotated[Optional[list[str]], typer.Option("--chat-template-kwarg", help=f"{CONFIG_HELP}; "
                                        "here key=value, repeatable (enable_thinking=false)")] = None,
+        chat_template: Annotated[str, typer.Option("--chat-template", help=f"{CONFIG_HELP}; one of {CHOICES}")] = "auto",
         thinking_budget: Annotated[Optional[int], typer.Option("--thinking-budget", help=CONFIG_HELP)] = None,
         autocast: Annotated[str, typer.Option("--autocast", help=f"{CONFIG_HELP}; one of {CHOICES}")] = "auto",
         threads: Threads = 0,
@@ -95,11 +102,12 @@ def register(app: typer.Typer) -> None:
             raise UserError(f"--k: {err}") from None
         set_threads(threads)
         opts = EvalOptions(task=task, model=model, out=out, n=n, ks=ks, temperature=temperature, top_p=top_p,
+                           top_k=top_k, min_p=min_p, repetition_penalty=repetition_penalty,
                            max_new_tokens=max_new_tokens, seed=seed, workers=workers, split=split, limit=limit,
                            task_options=parse_task_options(task_option or []), against=against, judge=judge,
                            render=render, batch_size=batch_size, system_prompt=system_prompt,
                            chat_template_kwargs=parse_task_options(chat_template_kwarg or [], "--chat-template-kwarg"),
-                           thinking_budget=thinking_budget, autocast=autocast, reward_function=function,
+                           chat_template=chat_template, thinking_budget=thinking_budget, autocast=autocast, reward_function=function,
                            reward_url=list(url or []), reward_service=service)
         result = run_eval(opts)
         summary = (out / "eval.md").read_text(encoding="utf-8").split("\n## Per problem")[0].rstrip()

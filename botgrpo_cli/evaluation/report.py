@@ -31,6 +31,10 @@ LABELS = {  # figure -> what the Markdown table calls it
 }
 
 
+# eval options beyond temperature and top-p that eval.md names when set: (key, words, value when off)
+SAMPLING_FILTERS = (("top_k", "top-k", 0), ("min_p", "min-p", 0.0), ("repetition_penalty", "repetition penalty", 1.0))
+
+
 def problem_rows(problems: list[Problem], ks: list[int]) -> list[dict[str, Any]]:
     """Per-problem detail for eval.json: samples with scores and metrics, plus that problem's pass@k."""
     return [{**to_dict(p), "pass_at_k": problem_pass_at_k(p.n, p.correct, ks)} for p in problems]
@@ -114,6 +118,9 @@ def markdown(report: dict[str, Any], final_problems: list[Problem], ks: list[int
              f"; n = {cfg['n']} samples per problem, temperature {cfg['temperature']}, top-p {cfg['top_p']}, "
              f"max {cfg['max_new_tokens']} new tokens, seed {cfg['seed']}. Success: {success_rule(report)}.",
              figures_table(columns)]
+    filters = [f"{label} {cfg[key]}" for key, label, off in SAMPLING_FILTERS if cfg.get(key, off) != off]
+    if filters:  # the sampling options set beyond temperature and top-p
+        parts.insert(2, f"Also sampled with {', '.join(filters)}.")
     if report.get("win_rate"):
         parts.append(win_rate_line(report["win_rate"], report["judge"], columns[-2][0], columns[-1][0]))
     for sheet in report.get("contact_sheets", []):

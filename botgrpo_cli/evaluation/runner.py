@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 from botgrpo_cli.config import AUTOCAST_SETTINGS, ModelConfig, RolloutConfig, RunConfig
+from botgrpo_tasks.base import CHAT_TEMPLATE
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.evaluation import models, pairwise, report, sheets, winrate
 from botgrpo_cli.evaluation.metrics import aggregate, success_defined, without_success
@@ -36,6 +37,9 @@ class EvalOptions:
     ks: list[int] = field(default_factory=lambda: [1])
     temperature: float = RolloutConfig.temperature  # the flags that mirror config fields default as they do
     top_p: float = RolloutConfig.top_p
+    top_k: int = RolloutConfig.top_k
+    min_p: float = RolloutConfig.min_p
+    repetition_penalty: float = RolloutConfig.repetition_penalty
     max_new_tokens: int | None = RolloutConfig.max_new_tokens  # None = the task's default
     seed: int = 0
     workers: int = 1
@@ -49,6 +53,7 @@ class EvalOptions:
     deadline_ms: int = DEFAULT_DEADLINE_MS  # the protocol's, as in training (reward.deadline_ms)
     system_prompt: str | None = RunConfig.system_prompt  # system message before each prompt (chat templates)
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # e.g. {"enable_thinking": False}
+    chat_template: str = RunConfig.chat_template  # which prompts go through the chat template (auto: the task's rule)
     thinking_budget: int | None = RolloutConfig.thinking_budget  # reasoning tokens before the close tag is forced
     autocast: str = ModelConfig.autocast  # bf16 autocast while sampling: the trainer's rule (models/precision.py)
     reward_function: str | None = None  # score with this Python function instead of the task's service
@@ -77,6 +82,11 @@ def check(opts: EvalOptions) -> None:
     if opts.reward_function and opts.reward_url:
         raise UserError("--function and --url both say where to score: give one (serve a function with "
                         "`botgrpo reward serve function --function ... --http HOST:PORT`)")
+    if opts.top_k < 0 or not 0 <= opts.min_p <= 1 or opts.repetition_penalty <= 0:
+        raise UserError(f"--top-k must be >= 0 (0 = all tokens), --min-p in [0, 1] and --repetition-penalty > 0; got "
+                        f"{opts.top_k}, {opts.min_p}, {opts.repetition_penalty}")
+    if opts.chat_template not in CHAT_TEMPLATE:
+        raise UserError(f"--chat-template must be one of {', '.join(CHAT_TEMPLATE)}, got {opts.chat_template!r}")
     if opts.thinking_budget is not None and opts.thinking_budget < 1:
         raise UserError(f"--thinking-budget must be at least 1 token, got {opts.thinking_budget}")
 
@@ -157,10 +167,12 @@ def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOption
     if mismatch:  # as in training: the options would silently do nothing on this model
         console.print(f"[yellow]warning:[/] {target.label}: {mismatch}", soft_wrap=True)
     params = SamplingParams(max_new_tokens=opts.max_new_tokens or task.max_new_tokens, temperature=opts.temperature,
-                            top_p=opts.top_p, stop=tuple(task.stop), seed=opts.seed,
+                            top_p=opts.top_p, top_k=opts.top_k, min_p=opts.min_p,
+                            repetition_penalty=opts.repetition_penalty, stop=tuple(task.stop), seed=opts.seed,
                             thinking_budget=opts.thinking_budget, think_tags=task.think_tags)
     shots = shots_root / target.label / "png" if shots_root is not None else None
-    prompts = [task.format_prompt(ex, tok, opts.system_prompt, opts.chat_template_kwargs) for ex in examples]
+    prompts = [task.format_prompt(ex, tok, opts.system_prompt, opts.chat_template_kwargs, opts.chat_template)
+               for ex in examples]
     per_call = max(1, opts.batch_size // opts.n)  # problems per generate call: bounded rows, whole problems
     tick = progress_ticker(progress, target.label, len(examples))
     with autocast(bf16):

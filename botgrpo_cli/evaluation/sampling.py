@@ -176,9 +176,10 @@ def evaluate(engine: Engine, examples: list, prompts: list[str], n: int, params:
 
 def held_out(engine: Engine, tok: Any, task: Any, scoring: Scoring, params: SamplingParams, prompts: int,
              samples: int = 1, batch_size: int = 8, tick: Callable[[int], None] = lambda k: None,
-             system_prompt: str | None = None, template_kwargs: dict | None = None) -> list[Problem]:
+             system_prompt: str | None = None, template_kwargs: dict | None = None,
+             chat_template: str = "auto") -> list[Problem]:
     """`evaluate` on the first `prompts` problems of the task's eval split, formatted for `tok`
-    (with a system prompt and chat-template arguments when given)."""
+    (with a system prompt, chat-template arguments and run.chat_template's choice when given)."""
     examples = task.eval_examples()[:prompts]
-    texts = [task.format_prompt(ex, tok, system_prompt, template_kwargs) for ex in examples]
+    texts = [task.format_prompt(ex, tok, system_prompt, template_kwargs, chat_template) for ex in examples]
     return evaluate(engine, examples, texts, samples, params, scoring, batch_size, tick=tick)

@@ -4,10 +4,13 @@
     from botgrpo_cli.integrations.trl import BoTGRPOTrainer, reward_function
     trainer = BoTGRPOTrainer(model, reward_funcs=reward_function("math"), args=GRPOConfig(...),
                              train_dataset=dataset)   # dataset: "prompt" + reference columns ("answer")
+    trainer = BoTGRPOTrainer(model, reward_funcs=[my_span_reward], ...)   # or Python reward functions
 """
 
 from __future__ import annotations
 
+import atexit
+import copy
 import inspect
 from typing import Any, Sequence
 
@@ -16,12 +19,19 @@ from trl import GRPOTrainer
 
 from botgrpo_cli.algos import ADVANTAGES, compute_advantages, isolate_failed
 from botgrpo_cli.integrations.service import ServiceScorer, references
+from botgrpo_cli.models.gguf import is_gguf, resolve_gguf
 from botgrpo_cli.reward_client.scored import Scored, to_token_rewards
 from botgrpo_cli.rollout import OffsetDecoder
-from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
+from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS, ScoreRequest
 
 # Keyword arguments TRL passes to reward functions that are not dataset columns.
 _CONTROL_KWARGS = ("trainer_state", "log_extra", "log_metric", "environments", "completion_ids")
+
+
+def model_path(model: Any) -> Any:
+    """A model as TRL loads it: a .gguf file or a packaged GGUF name (as `botgrpo train --model` takes
+    them) becomes its cached folder, dequantised to float32 once; anything else is returned as it is."""
+    return resolve_gguf(str(model), "float32") if isinstance(model, str) and is_gguf(model) else model
 
 
 def _text(item: Any) -> str:
@@ -77,10 +87,62 @@ def reward_function(service: str, *, reference_columns: Sequence[str] | None = N
     return ServiceReward(scorer, reference_columns)
 
 
+class FunctionReward:
+    """Python reward functions as BoTGRPOTrainer's reward: callables or FILE.py:NAME / MODULE:NAME specs,
+    each called once per batch with TRL's keywords in a process of its own (FunctionPool, as `botgrpo
+    train` calls them), returning per completion a number, None or {score, spans, metrics}; the
+    weighted sum of the functions that scored a completion is its score, their weighted spans its
+    token rewards."""
+
+    def __init__(self, functions: Sequence[Any], weights: Sequence[float] | None = None,
+                 deadline_ms: int = DEFAULT_DEADLINE_MS):
+        from botgrpo_cli.reward_client.functions import FunctionPool
+
+        self.pool = FunctionPool(list(functions), weights)
+        atexit.register(self.pool.close)  # the functions' processes end with the trainer even without close()
+        self.deadline_ms = deadline_ms
+        self.__name__ = self.pool.service  # TRL logs rewards/<name>/mean
+        self.last: Scored | None = None
+
+    def score(self, prompts: list, texts: list[str], kwargs: dict[str, Any]) -> Scored:
+        columns = {k: v for k, v in kwargs.items() if k not in _CONTROL_KWARGS}
+        requests = [ScoreRequest(id=str(i), completion=text, prompt=_text(prompt), reference=ref,
+                                 deadline_ms=self.deadline_ms)
+                    for i, (prompt, text, ref) in enumerate(zip(prompts, texts, references(columns, len(texts), None)))]
+        state = kwargs.get("trainer_state")
+        extras = {"messages": [p if isinstance(p, list) else None for p in prompts],
+                  "completion_ids": [list(map(int, ids)) for ids in kwargs.get("completion_ids") or []] or None,
+                  "trainer_state": None if state is None else {
+                      "global_step": state.global_step, "max_steps": state.max_steps, "epoch": state.epoch}}
+        self.last = Scored(self.pool.score_batch(requests, {k: v for k, v in extras.items() if v is not None}),
+                           list(texts))
+        return self.last
+
+    def __call__(self, prompts: list, completions: list, **kwargs: Any) -> list[float | None]:
+        return self.score(prompts, [_text(c) for c in completions], kwargs).values
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+def token_level_reward(reward_funcs: Any, weights: Sequence[float] | None = None) -> ServiceReward | FunctionReward:
+    """BoTGRPOTrainer's reward: one `reward_function(SERVICE)`, or Python reward functions (a callable,
+    a FILE.py:NAME / MODULE:NAME spec, or a list of them, weighted by `weights`)."""
+    funcs = list(reward_funcs) if isinstance(reward_funcs, (list, tuple)) else [reward_funcs]
+    if len(funcs) == 1 and isinstance(funcs[0], (ServiceReward, FunctionReward)):
+        return funcs[0]
+    if funcs and all(not isinstance(f, (ServiceReward, FunctionReward)) and
+                     (callable(f) or (isinstance(f, str) and ":" in f)) for f in funcs):
+        return FunctionReward(funcs, weights)
+    raise TypeError("BoTGRPOTrainer needs reward_funcs=reward_function(SERVICE) (one reward service) or Python reward "
+                    "functions: callables or 'path/to/file.py:NAME' strings, one or a list (returning per completion "
+                    "a number, None or {score, spans, metrics})")
+
+
 class _TokenLevelReward:
     """Scores the exact text of the generated ids and keeps offsets for span projection."""
 
-    def __init__(self, reward: ServiceReward, decoder: OffsetDecoder | None = None):
+    def __init__(self, reward: ServiceReward | FunctionReward, decoder: OffsetDecoder | None = None):
         self.reward, self.decoder = reward, decoder
         self.__name__ = reward.__name__
         self.offsets: list[list[tuple[int, int]]] = []
@@ -88,7 +150,8 @@ class _TokenLevelReward:
     def __call__(self, prompts: list, completions: list, completion_ids: list[list[int]], **kwargs: Any) -> list:
         decoded = [self.decoder.decode(list(ids)) for ids in completion_ids]
         self.offsets = [offsets for _, offsets in decoded]
-        return self.reward.score(prompts, [text for text, _ in decoded], kwargs).values
+        texts = [text for text, _ in decoded]
+        return self.reward.score(prompts, texts, {**kwargs, "completion_ids": completion_ids}).values
 
 
 SEQUENCE_LEVEL_REFUSED = (
@@ -114,19 +177,18 @@ def gives_token_credit(advantage: str, options: dict, lambda_seq: float, lambda_
 class BoTGRPOTrainer(GRPOTrainer):
     """`GRPOTrainer` with token-level advantages from a botgrpo reward service (BoT-GRPO by default).
 
-    Same arguments as GRPOTrainer, except that `reward_funcs` must be one `reward_function(...)`.
-    Each batch: the service scores the decoded completion ids; its spans are projected onto those
+    Same arguments as GRPOTrainer, except that `reward_funcs` is one `reward_function(SERVICE)` or
+    Python reward functions (token_level_reward), weighted by args.reward_weights as in TRL, and that
+    `model` may also be a .gguf file or packaged GGUF name (model_path).
+    Each batch: the reward scores the decoded completion ids; its spans are projected onto those
     ids' tokens (code-point offsets), r = lambda_seq * score + lambda_tok * rho; advantages (B, T)
     come from `compute_advantages(advantage, ...)` over TRL's groups, with TRL's `scale_rewards`
     as `scale`; TRL's loss takes them as they are. Rows the service failed to score get 0.
     """
 
-    def __init__(self, model: Any, reward_funcs: ServiceReward | list[ServiceReward], args: Any = None, *,
+    def __init__(self, model: Any, reward_funcs: Any, args: Any = None, *,
                  advantage: str = "bot_grpo", advantage_options: dict | None = None,
                  lambda_seq: float = 1.0, lambda_tok: float = 1.0, **kwargs: Any):
-        funcs = reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
-        if len(funcs) != 1 or not isinstance(funcs[0], ServiceReward):
-            raise TypeError("BoTGRPOTrainer needs reward_funcs=reward_function(SERVICE): exactly one reward service")
         for unsupported in ("tools", "environment_factory"):
             if kwargs.get(unsupported) is not None:
                 raise ValueError(f"BoTGRPOTrainer does not support {unsupported}= (tool tokens have no service spans)")
@@ -135,10 +197,14 @@ class BoTGRPOTrainer(GRPOTrainer):
         if getattr(args, "importance_sampling_level", "token") == "sequence" and gives_token_credit(
                 advantage, options, lambda_seq, lambda_tok):
             raise ValueError(SEQUENCE_LEVEL_REFUSED.format(advantage=advantage))
-        self.token_reward = _TokenLevelReward(funcs[0])
+        weights = getattr(args, "reward_weights", None)
+        self.token_reward = _TokenLevelReward(token_level_reward(reward_funcs, weights))  # weighs the functions itself
         self.advantage, self.lambda_seq, self.lambda_tok = advantage, lambda_seq, lambda_tok
         self.advantage_options = options
-        super().__init__(model, reward_funcs=[self.token_reward], args=args, **kwargs)
+        if weights is not None:  # TRL would weigh the one combined reward it sees; the caller's args stay as given
+            args = copy.copy(args)  # (dataclasses.replace would run GRPOConfig's __post_init__ again)
+            args.reward_weights = None
+        super().__init__(model_path(model), reward_funcs=[self.token_reward], args=args, **kwargs)
         self.token_reward.decoder = OffsetDecoder(self._tokenizer)
         if "scale" in inspect.signature(estimator).parameters:
             self.advantage_options.setdefault("scale", self.scale_rewards)

@@ -19,6 +19,9 @@ class SamplingParams:
     max_new_tokens: int = 64
     temperature: float = 1.0
     top_p: float = 1.0
+    top_k: int = 0  # keep the k most likely tokens; 0 = all (names and meanings as vLLM's SamplingParams)
+    min_p: float = 0.0  # drop tokens less likely than min_p times the most likely one; 0 = off
+    repetition_penalty: float = 1.0  # > 1 discourages tokens already in the prompt or completion; 1 = off
     stop: tuple[str, ...] = ()  # generation ends after any of these strings (kept in the text)
     seed: int = 0  # fixes the sampled tokens: same seed, prompts and weights -> same batch
     thinking_budget: int | None = None  # at most this many tokens inside the thinking block, then its close is forced

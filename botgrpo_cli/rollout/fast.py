@@ -24,6 +24,7 @@ from botgrpo_cli.decoder_layers import (GEMMA3, LLAMA_CLASS, attend_and_feed_for
                                         unsupported_reason, window_of)
 from botgrpo_cli.rollout.base import SamplingParams
 from botgrpo_cli.rollout.hf import HFEngine
+from botgrpo_cli.rollout.sampling import filtered_logits, penalize_repeats, seen_tokens
 
 __all__ = ["DECODES", "FastEngine", "pick"]
 
@@ -115,20 +116,17 @@ class _Decoder:
         return final_logits(self.base, h[:, -1]).float()
 
 
-def pick(logits: torch.Tensor, u: torch.Tensor, params: SamplingParams) -> torch.Tensor:
-    """Next token per row from (b, V) logits: argmax when greedy, else inverse-CDF sampling with the
-    row's uniform u (b,) over temperature-scaled, top-p-truncated probabilities."""
+def pick(logits: torch.Tensor, u: torch.Tensor, params: SamplingParams, seen: torch.Tensor | None = None) -> torch.Tensor:
+    """Next token per row from (b, V) logits: the repetition penalty over `seen` (b, V) tokens, then
+    argmax when greedy, else inverse-CDF sampling with the row's uniform u (b,) over the temperature-,
+    top-k-, top-p- and min-p-filtered probabilities (rollout/sampling.py)."""
+    if seen is not None:
+        logits = penalize_repeats(logits, seen, params.repetition_penalty)
     if params.temperature == 0:
         return logits.argmax(-1)
-    probs = torch.softmax(logits / params.temperature, -1)
-    order = None
-    if params.top_p < 1.0:  # the smallest set of most likely tokens holding top_p of the mass
-        probs, order = probs.sort(-1, descending=True)
-        before = probs.cumsum(-1) - probs
-        probs = probs.masked_fill(before >= params.top_p, 0.0)
+    probs = torch.softmax(filtered_logits(logits, params.temperature, params.top_k, params.top_p, params.min_p), -1)
     cdf = probs.double().cumsum(-1)  # float64: u * total stays below the total, so a token with mass is hit
-    idx = torch.searchsorted(cdf, (u.double() * cdf[:, -1])[:, None], right=True).squeeze(1)
-    return idx if order is None else order.gather(1, idx[:, None]).squeeze(1)
+    return torch.searchsorted(cdf, (u.double() * cdf[:, -1])[:, None], right=True).squeeze(1)
 
 
 class FastEngine(HFEngine):
@@ -179,12 +177,18 @@ class FastEngine(HFEngine):
         live = torch.arange(total)  # original row of each batch row
         gen = torch.Generator().manual_seed(params.seed)
         eos = torch.tensor(self.eos_ids)
+        # tokens each row has seen (prompt and completion so far), for the repetition penalty
+        seen = None if params.repetition_penalty == 1.0 else \
+            seen_tokens(prompts, pattn, logits.shape[-1]).repeat_interleave(n, 0)  # (B, V) on the device
         window = 4 * max((len(s) for s in params.stop), default=0) + 4
         for t in range(params.max_new_tokens):
             u = torch.rand(total, generator=gen)  # one draw per original row: independent of who is live
             if budget is not None:  # the thinking budget: a spent row may only write its close tag
                 budget.force(live.tolist(), logits)
-            tok = pick(logits, u[live].to(logits.device), params).cpu()  # (b,)
+            rows = live.to(device)
+            tok = pick(logits, u[live].to(logits.device), params, None if seen is None else seen[rows]).cpu()  # (b,)
+            if seen is not None:
+                seen[rows, tok.to(device)] = True
             if budget is not None:
                 budget.observe(live.tolist(), tok.tolist())
             out[live, t] = tok

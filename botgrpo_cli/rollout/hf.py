@@ -93,7 +93,10 @@ class HFEngine:
         config = GenerationConfig(
             max_new_tokens=params.max_new_tokens, do_sample=not greedy, use_cache=True,
             temperature=None if greedy else params.temperature, top_p=None if greedy else params.top_p,
-            top_k=None, pad_token_id=self.pad_id, eos_token_id=self.eos_ids)
+            top_k=None if greedy or params.top_k == 0 else params.top_k,
+            min_p=None if greedy or params.min_p == 0 else params.min_p,
+            repetition_penalty=params.repetition_penalty,  # generate skips each row's left padding, as we do
+            pad_token_id=self.pad_id, eos_token_id=self.eos_ids)
         watch = params.stop or on_done is not None
         criteria = StoppingCriteriaList([_RowWatcher(self, params.stop, ids.shape[1], on_done)] if watch else [])
         was_training = self.model.training

@@ -36,6 +36,10 @@ def check_settings(cfg: Config, warn: Callable[[str], None], resume_step: int = 
     if cfg.rollout.temperature == 0:
         raise UserError("rollout.temperature=0 is greedy decoding: every completion of a group is the same, so "
                         "group-relative advantages are 0, and log-probs divide by the temperature; use e.g. 1.0")
+    if cfg.rollout.top_k == 1 or cfg.rollout.min_p == 1:
+        option = "top_k=1" if cfg.rollout.top_k == 1 else "min_p=1"
+        raise UserError(f"rollout.{option} keeps only the most likely token: every completion of a group is the same "
+                        "(greedy), so group-relative advantages are 0; use top_k 0 or > 1, min_p below 1")
     if cfg.rollout.group_size == 1 and not _learns_from_singletons(cfg):
         raise UserError(f"rollout.group_size=1 with algo.advantage={cfg.algo.advantage}: each completion is its own "
                         "group's baseline, so every advantage is 0 and nothing learns; use rollout.group_size >= 2")

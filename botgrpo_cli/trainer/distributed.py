@@ -17,6 +17,7 @@ from typing import Any, Sequence, TypeVar
 
 import torch
 
+from botgrpo_cli.algos.losses import BY_TOKENS
 from botgrpo_cli.errors import UserError
 
 T = TypeVar("T")
@@ -101,15 +102,17 @@ def shard(items: list[T], rank: int, world: int) -> list[T]:
     return items[rank * k:(rank + 1) * k]
 
 
-def loss_weights(loss_agg: str, mb_masks: list[torch.Tensor], dist: Dist) -> list[float]:
+def loss_weights(loss_agg: str, mb_masks: list[torch.Tensor], dist: Dist,
+                 tokens_per_step: float | None = None) -> list[float]:
     """Factor for each micro-batch's own aggregated loss, so that the gradients, summed over
     micro-batches and averaged over processes (DDP), equal the full global batch's.
 
     token_mean normalises by valid tokens, the seq_mean_* aggregations by completions: the global
-    count is all-reduced, and the factor carries world because DDP divides by it."""
-    by_tokens = loss_agg == "token_mean"
+    count is all-reduced, and the factor carries world because DDP divides by it. dapo normalises
+    by `tokens_per_step` (TRL's: the rollout batch's valid tokens over its optimizer steps) instead."""
+    by_tokens = loss_agg in BY_TOKENS
     local = [float(m.sum()) if by_tokens else float(m.shape[0]) for m in mb_masks]
-    total = dist.sum([sum(local)])[0]
+    total = tokens_per_step if loss_agg == "dapo" and tokens_per_step is not None else dist.sum([sum(local)])[0]
     return [n * dist.world / max(1.0, total) for n in local]
 
 

@@ -132,16 +132,17 @@ def _held_out(s: Session, seed: int) -> dict[str, float]:
                       prompt_options=s.task.think_options, messages=s.task.messages)
     chunk = s.cfg.rollout.prompts_per_step * s.cfg.rollout.group_size  # prompts per engine call
     return held_out_success(s.engine, s.tok, s.task, scoring, dataclasses.replace(s.params, seed=seed),
-                            s.cfg.run.eval_prompts, chunk, s.cfg.run.system_prompt, s.cfg.run.chat_template_kwargs)
+                            s.cfg.run.eval_prompts, chunk, s.cfg.run.system_prompt, s.cfg.run.chat_template_kwargs,
+                            s.cfg.run.chat_template)
 
 
 def held_out_success(engine: Engine, tok: Any, task: Any, scoring: Scoring, params: SamplingParams, n_prompts: int,
                      batch_size: int, system_prompt: str | None = None,
-                     template_kwargs: dict | None = None) -> dict[str, float]:
+                     template_kwargs: dict | None = None, chat_template: str = "auto") -> dict[str, float]:
     """eval/success (and eval/score, the mean score) through the evaluation path (evaluation/sampling.py) with the run's engine, pool,
     prompt formatting and sampling settings, one completion per prompt; failed scorings count as failures."""
     problems = held_out(engine, tok, task, scoring, params, n_prompts, batch_size=batch_size,
-                        system_prompt=system_prompt, template_kwargs=template_kwargs)
+                        system_prompt=system_prompt, template_kwargs=template_kwargs, chat_template=chat_template)
     scores = [smp.score for p in problems for smp in p.samples if smp.score is not None]
     figures = {"eval/success": success_rate(problems), "eval/failed_scoring": float(failed_scorings(problems)),
                "eval/prompts": float(len(problems)),

@@ -71,7 +71,8 @@ class Session:
     def prompt_texts(self, examples: list) -> list[str]:
         """The formatted prompts, with the run's system prompt and chat-template arguments."""
         run = self.cfg.run
-        return [self.task.format_prompt(ex, self.tok, run.system_prompt, run.chat_template_kwargs) for ex in examples]
+        return [self.task.format_prompt(ex, self.tok, run.system_prompt, run.chat_template_kwargs, run.chat_template)
+                for ex in examples]
 
     def request_options(self, prompt_texts: list[str]) -> list[dict]:
         """Per-prompt request options: the reasoning ones (does this formatted prompt open the
@@ -212,7 +213,7 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     model = load_model(str(ckpt / "model") if ckpt and not lora_resume else base, cfg.model,
                        adapter=str(ckpt / "model") if lora_resume else None)
     max_new = cfg.rollout.max_new_tokens or task.max_new_tokens
-    prompts = [task.format_prompt(ex, tok, cfg.run.system_prompt, cfg.run.chat_template_kwargs)
+    prompts = [task.format_prompt(ex, tok, cfg.run.system_prompt, cfg.run.chat_template_kwargs, cfg.run.chat_template)
                for ex in task.train_examples()[:defaults.PROMPTS_MEASURED]] if cfg.optim.micro_batch_size is None else []
     defaults.resolve(cfg, model, tok, base, prompts, max_new)  # lr, micro-batch: before the optimizer and config.yaml
     ref = load_model(base, cfg.model, trainable=False).to(dist.accelerator.device) if loads_reference_copy(cfg) else None
@@ -225,7 +226,8 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
         state = checkpoint.restore(loaded, opt, sched)
         stream.position = state.data_position
     params = SamplingParams(
-        max_new_tokens=max_new, temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p,
+        max_new_tokens=max_new, temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p, top_k=cfg.rollout.top_k,
+        min_p=cfg.rollout.min_p, repetition_penalty=cfg.rollout.repetition_penalty,
         stop=tuple(task.stop if cfg.rollout.stop is None else cfg.rollout.stop),
         thinking_budget=cfg.rollout.thinking_budget, think_tags=task.think_tags)
     pool = shared_pool or open_reward(cfg.reward, task.service)

@@ -69,10 +69,12 @@ def update(model: Any, opt: torch.optim.Optimizer, sched: Any, inp: UpdateInputs
     steps = plan(pieces, count, a.epochs)
     if len(steps) > 1 and inp.logp_old is None:
         raise ValueError("several updates per rollout batch need logp_old, computed before the first update")
+    # dapo (TRL's): every optimizer step divides by the rollout batch's valid tokens over the steps per pass
+    per_step = max(1.0, dist.sum([float(inp.mask.sum())])[0] / count) if a.loss_agg == "dapo" else None
     if len(steps) == 1:
-        metrics = _optimizer_step(model, opt, inp, cfg, pad_id, max_len, dist)
+        metrics = _optimizer_step(model, opt, inp, cfg, pad_id, max_len, dist, per_step)
     else:
-        metrics = _over_steps([_optimizer_step(model, opt, inp.rows(rows), cfg, pad_id, max_len, dist)
+        metrics = _over_steps([_optimizer_step(model, opt, inp.rows(rows), cfg, pad_id, max_len, dist, per_step)
                                for rows in steps])
     metrics["update/steps"] = float(len(steps))
     metrics["lr"] = float(sched.get_last_lr()[0])
@@ -81,7 +83,7 @@ def update(model: Any, opt: torch.optim.Optimizer, sched: Any, inp: UpdateInputs
 
 
 def _optimizer_step(model: Any, opt: torch.optim.Optimizer, inp: UpdateInputs, cfg: Config, pad_id: int,
-                    max_len: int, dist: Dist) -> dict[str, float]:
+                    max_len: int, dist: Dist, tokens_per_step: float | None = None) -> dict[str, float]:
     """Accumulate gradients over micro-batches, clip, step. Returns loss metrics and entropy.
     Under several processes gradients are averaged once, after the last micro-batch."""
     model.train()
@@ -89,7 +91,7 @@ def _optimizer_step(model: Any, opt: torch.optim.Optimizer, inp: UpdateInputs, c
     totals: dict[str, float] = {}
     a, mb = cfg.algo, cfg.optim.micro_batch_size or MAX_AUTO_MICRO_BATCH  # unset outside open_session: the cap
     micro = [slice(lo, lo + mb) for lo in range(0, inp.mask.shape[0], mb)]
-    weights = loss_weights(a.loss_agg, [inp.mask[rows] for rows in micro], dist)
+    weights = loss_weights(a.loss_agg, [inp.mask[rows] for rows in micro], dist, tokens_per_step)
     for k, (rows, weight) in enumerate(zip(micro, weights)):
         width = max(1, int(inp.mask[rows].sum(1).max()))
         cols = (rows, slice(0, width))

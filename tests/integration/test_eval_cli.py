@@ -60,8 +60,9 @@ def test_arith_synth_and_a_run_directory(tiny_arith_model_dir, tmp_path):
 
 def test_aime_sample(tiny_arith_model_dir, tmp_path):
     report = _eval("--task", "aime", "--task-option", f"path={AIME_SAMPLE}", "--model", str(tiny_arith_model_dir),
-                   "--out", str(tmp_path / "out"))
+                   "--out", str(tmp_path / "out"), "--top-k", "20", "--repetition-penalty", "1.1")
     entry = report["evaluations"][0]
+    assert "Also sampled with top-k 20, repetition penalty 1.1." in (tmp_path / "out" / "eval.md").read_text()
     _check_table(entry, 2, [1, 2])
     assert entry["problems"][0]["id"].startswith("aime/eval/") and "extracted" in entry["aggregates"]
     assert report["config"]["task_options"] == {"path": str(AIME_SAMPLE)}

@@ -167,3 +167,33 @@ def test_entropy_bonus_reaches_the_parameters():
         moved = not torch.equal(_params(model), _params(_model()))
         assert moved == (coef > 0)
     assert entropies[0] == 0 and entropies[1] > 0
+
+
+def test_dapo_is_trls_each_step_divided_by_the_batch_tokens_over_the_steps():
+    """TRL's loss_type="dapo" with two optimizer steps per generation batch: each step's token-loss sum is
+    divided by half the batch's valid tokens (not by its own, as token_mean does)."""
+    inp = _inputs(_model())
+    inp = UpdateInputs(inp.prompt_ids, inp.completion_ids, inp.mask, inp.advantages, inp.logp_old, None, GROUPS)
+    sets = ["algo.mini_batches=2", "optim.micro_batch_size=2", "optim.grad_clip=0", "optim.lr=1e-2"]
+    after = {}
+    for agg in ("dapo", "token_mean"):
+        model = _model()
+        cfg = load_config(None, algo="grpo", sets=[*sets, f"algo.loss_agg={agg}"])
+        opt, sched = make_optimizer(model, cfg)
+        assert update(model, opt, sched, inp, cfg, pad_id=0, max_len=7)["update/steps"] == 2
+        after[agg] = _params(model)
+
+    ref = _model()
+    ref_opt, _ = make_optimizer(ref, cfg)
+    per_step = float(inp.mask.sum()) / 2  # the groups hold 14 and 11 valid tokens
+    for rows in (slice(0, 3), slice(3, 6)):  # one group per mini-batch, in order
+        ref_opt.zero_grad()
+        logp, _ = forward_logps(ref, inp.prompt_ids[rows], inp.completion_ids[rows], 0, 1.0)
+        mask = inp.mask[rows]
+        mean, _ = policy_loss("clip", logp=logp, logp_old=inp.logp_old[rows], advantages=inp.advantages[rows],
+                              mask=mask, loss_agg="token_mean", eps_low=0.2, eps_high=0.2)
+        (mean * float(mask.sum()) / per_step).backward()  # the step's token sum over half the batch's tokens
+        ref_opt.step()
+    # AdamW moves each weight ~2e-2 here; micro-batching's summation order leaves ~5e-6, token_mean ~1e-3
+    torch.testing.assert_close(after["dapo"], _params(ref), rtol=0, atol=5e-5)
+    assert float((after["dapo"] - after["token_mean"]).abs().max()) > 5e-4

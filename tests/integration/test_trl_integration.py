@@ -122,11 +122,61 @@ def test_reward_function_returns_none_for_unscorable(tmp_path):
     assert scores[1] is None
 
 
-def test_trainer_refuses_reward_functions_that_are_not_a_service():
-    def length(prompts, completions, **kwargs):
-        return [float(len(c)) for c in completions]
+def first_digit(prompts, completions, **kwargs):
+    """A span-returning TRL reward function: +1 / -1 on the first character as it is a digit or not."""
+    out = []
+    for c in completions:
+        good = bool(c) and c[0].isdigit()
+        out.append({"score": float(good), "spans": [{"start": 0, "end": 1, "reward": 1.0 if good else -1.0}]}
+                   if c else None)
+    return out
 
-    with pytest.raises(TypeError, match="reward_function"):
-        BoTGRPOTrainer("unused-model-id", reward_funcs=length)
+
+def shorter(completions, **kwargs):
+    return [-len(c) / 100 for c in completions]
+
+
+def test_bot_grpo_trainer_takes_span_returning_python_functions(tiny_arith_model_dir, tmp_path):
+    task = get_task("arith_synth")
+    dataset = Dataset.from_list([{"prompt": task.format_prompt(ex)} for ex in task.train_examples()[:2]])
+    tokenizer = AutoTokenizer.from_pretrained(tiny_arith_model_dir)
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2 * GROUP, num_generations=GROUP,
+                      max_completion_length=16, max_steps=1, learning_rate=1e-3, use_cpu=True, bf16=False,
+                      report_to="none", save_strategy="no", seed=0, dataloader_num_workers=0,
+                      reward_weights=[1.0, 0.5])
+    trainer = RecordingTrainer(AutoModelForCausalLM.from_pretrained(tiny_arith_model_dir),
+                               reward_funcs=[first_digit, shorter], args=args, train_dataset=dataset,
+                               processing_class=tokenizer)
+    try:
+        trainer.train()
+    finally:
+        trainer.token_reward.reward.close()
+    assert args.reward_weights == [1.0, 0.5] and trainer.args.reward_weights is None  # weighed once, by us
+    scored = trainer.generated[0]["scored"]
+    for text, value, spans in zip(scored.texts, scored.values, scored.spans):
+        if text:
+            assert value == pytest.approx(float(text[0].isdigit()) - 0.5 * len(text) / 100)
+            assert len(spans) == 1 and spans[0][:2] == (0, 1)
+    out = trainer.generated[0]["out"]
+    masks = out["completion_mask"].bool()
+    assert any(len(set(a[m].tolist())) > 1 for a, m in zip(out["advantages"], masks))  # the span's token credit
+
+
+def test_trainer_refuses_rewards_it_cannot_score():
+    with pytest.raises(TypeError, match="reward_function.*or Python reward functions"):
+        BoTGRPOTrainer("unused-model-id", reward_funcs=3)
+    with pytest.raises(TypeError, match="reward_function.*or Python reward functions"):
+        BoTGRPOTrainer("unused-model-id", reward_funcs=[shorter, reward_function("math")])
     with pytest.raises(KeyError, match="known"):
         BoTGRPOTrainer("unused-model-id", reward_funcs=reward_function("math"), advantage="nope")
+
+
+def test_bot_grpo_trainer_loads_a_gguf_by_the_name_botgrpo_train_takes(smollm2_gguf, tmp_path):
+    args = GRPOConfig(output_dir=str(tmp_path), num_generations=2, per_device_train_batch_size=2, max_steps=1,
+                      use_cpu=True, bf16=False, report_to="none", save_strategy="no")
+    trainer = BoTGRPOTrainer(str(smollm2_gguf), reward_funcs=[shorter], args=args,
+                             train_dataset=Dataset.from_list([{"prompt": "Name a colour."}] * 2))
+    try:
+        assert trainer.model.config.model_type == "llama" and trainer.processing_class.chat_template
+    finally:
+        trainer.token_reward.reward.close()

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from botgrpo_cli.algos import policy_loss
-from botgrpo_cli.algos.losses import LOSS_AGGS
+from botgrpo_cli.algos.losses import BY_TOKENS, LOSS_AGGS
 from botgrpo_cli.trainer.distributed import Dist, loss_weights, reduce_metrics, shard
 
 
@@ -42,7 +42,7 @@ def test_two_ranks_with_uneven_micro_batches_equal_one_process(agg):
 
     ranks = [slice(0, 6), slice(6, 10)]  # 6 and 4 rows (dynamic sampling can leave shares uneven)
     micro = 4
-    count = (lambda m: float(m.sum())) if agg == "token_mean" else (lambda m: float(m.shape[0]))
+    count = (lambda m: float(m.sum())) if agg in BY_TOKENS else (lambda m: float(m.shape[0]))
     total = count(mask)
     averaged = torch.zeros(T)
     for rows in ranks:

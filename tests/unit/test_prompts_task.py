@@ -46,3 +46,43 @@ def test_mistakes_are_one_line_that_says_what_to_do(tmp_path):
         get_task("prompts")
     with pytest.raises(TaskError, match="no option.*promt_column"):
         get_task("prompts", path=path, promt_column="question")
+
+
+class ChatTok:
+    """A tokenizer with a chat template that shows what it was given."""
+
+    chat_template = "x"
+
+    def apply_chat_template(self, messages, tokenize, add_generation_prompt, **kwargs):
+        return "".join(f"<{m['role']}>{m['content']}" for m in messages) + "<assistant>"
+
+
+def test_as_in_trl_text_prompts_are_raw_and_conversations_templated_unless_chat_template_says(tmp_path):
+    rows = [{"prompt": "say 1"}, {"prompt": [{"role": "user", "content": "hi"}]}] * 3
+    task = get_task("prompts", path=_write(tmp_path / "p.jsonl", rows), eval_fraction=0.4)
+    text = next(e for e in task.train_examples() if e.prompt == "say 1")
+    chat = next(e for e in task.train_examples() if e.prompt == "hi")
+    tok = ChatTok()
+    assert task.format_prompt(text, tok) == "say 1"  # auto: TRL's rule
+    assert task.format_prompt(chat, tok) == "<user>hi<assistant>"
+    assert task.format_prompt(text, tok, chat_template="always") == "<user>say 1<assistant>"
+    assert task.format_prompt(chat, tok, "sys", chat_template="never") == "sys\n\nhi"
+    assert task.format_prompt(text, tok, "sys", chat_template="auto") == "sys\n\nsay 1"
+    with pytest.raises(TaskError, match="chat_template must be one of auto, always, never"):
+        task.format_prompt(text, tok, chat_template="yes")
+
+
+def test_built_in_tasks_template_their_text_prompts_by_default():
+    task = get_task("arith_synth", n_train=4, n_eval=2)
+    ex = task.train_examples()[0]
+    assert task.format_prompt(ex, ChatTok()) == f"<user>{ex.prompt}<assistant>"
+    assert task.format_prompt(ex, ChatTok(), chat_template="never") == ex.prompt
+
+
+def test_run_chat_template_is_checked_with_its_choices():
+    from botgrpo_cli.config import load_config
+    from botgrpo_cli.errors import UserError
+
+    assert load_config(sets=["run.chat_template=never"]).run.chat_template == "never"
+    with pytest.raises(UserError, match="run.chat_template must be one of auto, always, never"):
+        load_config(sets=["run.chat_template=raw"])

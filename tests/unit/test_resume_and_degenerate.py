@@ -63,6 +63,10 @@ def test_group_size_one_is_allowed_when_process_rewards_still_teach():
 def test_temperature_zero_is_refused_and_no_steps_is_warned_once():
     with pytest.raises(UserError, match="temperature=0 is greedy"):
         check_settings(_cfg("rollout.temperature=0"), print)
+    for greedy in ("rollout.top_k=1", "rollout.min_p=1"):
+        with pytest.raises(UserError, match="keeps only the most likely token"):
+            check_settings(_cfg(greedy), print)
+    check_settings(_cfg("rollout.top_k=2", "rollout.min_p=0.5"), print)
     said = []
     check_settings(_cfg("run.steps=0"), said.append)
     assert said == ["run.steps=0: no training step will run"]
