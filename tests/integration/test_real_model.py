@@ -46,40 +46,61 @@ def test_gguf_becomes_a_normal_model_folder(smollm2_gguf, smollm2_dir):
     assert bf16.dtype == torch.bfloat16 and sum(p.numel() for p in bf16.parameters()) == 134_515_008
 
 
-def _eval(tmp_path: Path, name: str, *args: str) -> dict:
+def _eval(tmp_path: Path, name: str, autocast: str, *args: str) -> dict:
     out = tmp_path / name
     result = CliRunner().invoke(app, ["eval", "--n", "1", "--temperature", "0", "--threads", "2",
-                                      "--out", str(out), *args])
+                                      "--autocast", autocast, "--out", str(out), *args])
     assert result.exit_code == 0, f"{result.output}\n{result.exception!r}"
-    return json.loads((out / "eval.json").read_text())
+    report = json.loads((out / "eval.json").read_text())
+    texts = [s["text"] for p in report["evaluations"][0]["problems"] for s in p["samples"]]
+    assert texts and all(_looks_like_text(t) for t in texts), texts
+    return report
 
 
-def test_eval_then_a_lora_bot_grpo_step(smollm2_gguf, tmp_path):
+def test_eval_on_both_prompt_formats_in_both_precisions(smollm2_gguf, tmp_path):
+    """arith_synth and aime prompts through the chat template; each precision forced once (the
+    choice is the option's, not the CPU's: bf16 autocast runs everywhere, emulated without AMX or
+    AVX512-BF16)."""
     gguf = str(smollm2_gguf)
-    arith = _eval(tmp_path, "arith", "--task", "arith_synth", "--model", gguf, "--limit", "2",
+    arith = _eval(tmp_path, "arith", "off", "--task", "arith_synth", "--model", gguf, "--limit", "2",
                   "--max-new-tokens", "32")
-    aime = _eval(tmp_path, "aime", "--task", "aime", "--task-option", f"path={AIME_SAMPLE}",
+    aime = _eval(tmp_path, "aime", "bfloat16", "--task", "aime", "--task-option", f"path={AIME_SAMPLE}",
                  "--split", "all", "--model", gguf, "--limit", "1", "--max-new-tokens", "32")
-    for report in (arith, aime):
-        samples = [s for p in report["evaluations"][0]["problems"] for s in p["samples"]]
-        assert samples and all(s["status"] == "ok" for s in samples)
-        assert all(_looks_like_text(s["text"]) for s in samples), [s["text"] for s in samples]
+    for report, precision in ((arith, "fp32 (model.autocast=off)"), (aime, "bf16 autocast (model.autocast=bfloat16")):
+        entry = report["evaluations"][0]
+        assert entry["precision"].startswith(precision)
+        assert all(s["status"] == "ok" for p in entry["problems"] for s in p["samples"])
 
+
+VARIED_REWARD = ROOT / "tests" / "fixtures" / "varied_reward.py"
+
+
+@pytest.mark.parametrize("autocast", ["off", "bfloat16"])
+def test_a_lora_bot_grpo_step_moves_the_adapter_and_keeps_the_text(autocast, smollm2_gguf, tmp_path, capsys):
+    """One BoT-GRPO step with LoRA on SmolLM2, in each precision forced by model.autocast. The reward
+    differs inside each group by construction (tests/fixtures/varied_reward.py), so the advantages
+    are not zero and a step that works must move LoRA B (it starts at zero)."""
+    gguf = str(smollm2_gguf)
     from botgrpo_cli.config import load_config
     from botgrpo_cli.trainer import train
 
     run = tmp_path / "run"
     cfg = load_config(None, algo="bot_grpo", sets=[
-        f"model.name_or_path={gguf}", "model.lora_r=8", "run.task=arith_synth", "run.steps=1",
-        "rollout.prompts_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=24",
+        f"model.name_or_path={gguf}", "model.lora_r=8", f"model.autocast={autocast}", "run.task=arith_synth",
+        "run.steps=1", "rollout.prompts_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=24",
+        f"reward.function={VARIED_REWARD}:first_of_its_prompt", "reward.workers=1",
         "run.threads=2", "log.tensorboard=false", f"run.out_dir={run}"])
     result = train(cfg)
+    want = "fp32 (model.autocast=off)" if autocast == "off" else "bf16 autocast (model.autocast=bfloat16"
+    assert f"precision: {want}" in " ".join(capsys.readouterr().err.split())  # the console writes to stderr
     assert cfg.optim.lr == pytest.approx(1e-4)  # pretrained, under 1B, LoRA: chosen, and recorded
     saved = (run / "config.yaml").read_text()
     assert "lr: 0.0001" in saved and "micro_batch_size:" in saved and "system_prompt:" in saved
     assert len(result.metrics) == 1
-    for m in result.metrics:
-        assert math.isfinite(m["loss"]) and math.isfinite(m["grad_norm"]) and m["entropy"] > 0.1
+    m = result.metrics[0]
+    assert m["reward/mean"] == pytest.approx(0.0)  # +1 and -1 in each group of two: the construction held
+    assert math.isfinite(m["loss"]) and math.isfinite(m["grad_norm"]) and m["grad_norm"] > 0
+    assert m["entropy"] > 0.1
 
     from safetensors.torch import load_file
 
@@ -88,10 +109,8 @@ def test_eval_then_a_lora_bot_grpo_step(smollm2_gguf, tmp_path):
     lora_b = [w for k, w in weights.items() if "lora_B" in k]
     assert lora_b and any(w.abs().max() > 0 for w in lora_b)  # LoRA B starts at zero: it moved
 
-    after = _eval(tmp_path, "after", "--task", "arith_synth", "--model", str(adapter), "--limit", "1",
-                  "--max-new-tokens", "32")
-    texts = [s["text"] for p in after["evaluations"][0]["problems"] for s in p["samples"]]
-    assert all(_looks_like_text(t) for t in texts), texts
+    _eval(tmp_path, "after", autocast, "--task", "arith_synth", "--model", str(adapter), "--limit", "1",
+          "--max-new-tokens", "32")
 
 
 def test_benchmarks_take_the_gguf_file_as_training_does(smollm2_gguf):
