@@ -11,7 +11,7 @@ NODE_STAMP := $(NODE_DIR)/node_modules/.botgrpo-installed
 SYS_STAMP := .cache/.system-packages
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test system clean
+.PHONY: setup demo test test-unit test-record tiny-models system clean
 
 setup: $(SYS_STAMP) $(PY_STAMP) $(NODE_STAMP)
 
@@ -38,10 +38,26 @@ demo: setup
 
 # The suite's tiny models are built (or found cached) before pytest starts, so no test's timeout
 # pays for a model build on a fresh clone or a loaded machine.
-test: setup
+tiny-models: setup
 	BOTGRPO_CACHE=$(CURDIR)/.cache/botgrpo $(VENV)/bin/botgrpo bootstrap --task react_synth
 	BOTGRPO_CACHE=$(CURDIR)/.cache/botgrpo $(VENV)/bin/botgrpo bootstrap --task arith_synth
+
+# Everything: unit and integration tests, real services and real models (about ten minutes on 2 cores).
+test: tiny-models
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# The edit loop's tier: the unit tests, under two minutes on 2 cores.
+test-unit: tiny-models
+	$(PY) -m pytest -q tests/unit $(PYTEST_ARGS)
+
+# `make test` recorded for docs/test-suite-time.md: RECORD.xml (per-test durations), RECORD.commit,
+# RECORD.load (uptime at start and end); scripts/suite_time_table.py makes the table from two records.
+RECORD ?= runs/suite-time
+test-record: tiny-models
+	@mkdir -p $(dir $(RECORD))
+	git rev-parse --short HEAD > $(RECORD).commit
+	uptime > $(RECORD).load
+	$(PY) -m pytest -q --durations=0 --junitxml=$(RECORD).xml $(PYTEST_ARGS); rc=$$?; uptime >> $(RECORD).load; exit $$rc
 
 clean:
 	rm -rf $(VENV) $(NODE_DIR)/node_modules .cache runs
