@@ -51,7 +51,11 @@ def tiny_arith_model_dir(tiny_model) -> Path:
 
 
 def _started(backend):
-    """Start an in-process reward backend for a fixture, and close it when the fixture ends."""
+    """Start an in-process reward backend for a fixture, and close it when the fixture ends.
+    The backends are session-scoped: each starts once, whichever files use it. A test may kill a
+    backend's child (the backend restarts it, as it does in service) or patch a setting with
+    monkeypatch (undone after the test); one that needs a fresh or differently built backend makes
+    its own."""
     backend.start()
     try:
         yield backend
@@ -59,25 +63,25 @@ def _started(backend):
         backend.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def math_backend():
-    """A started in-process math backend (two real worker processes), closed after the module."""
+    """A started in-process math backend (two real worker processes), shared by the session."""
     from botgrpo_rewards.math.service import MathBackend
 
     yield from _started(MathBackend(workers=2))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def render_backend():
-    """A started in-process render backend (real Chromium, one page), closed after the module."""
+    """A started in-process render backend (real Chromium, one page), shared by the session."""
     from botgrpo_rewards.render.service import RenderBackend
 
     yield from _started(RenderBackend(pages=1))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def react_backend():
-    """A started in-process react backend (real Node checker), closed after the module."""
+    """A started in-process react backend (real Node checker), shared by the session."""
     from botgrpo_rewards.react.service import ReactBackend
 
     yield from _started(ReactBackend())

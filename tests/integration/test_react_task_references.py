@@ -5,20 +5,16 @@ from __future__ import annotations
 
 import io
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
-import botgrpo_rewards
 from botgrpo_rewards.protocol import ScoreRequest
-from botgrpo_rewards.registry import load_backend
 from botgrpo_tasks import get_task
 from botgrpo_tasks.react import load_specs
 
 SPECS = load_specs()
-RENDER_SERVICE = Path(botgrpo_rewards.__file__).parent / "render" / "service.py"
 
 
 def fenced(code: str) -> str:
@@ -31,14 +27,6 @@ def score(backend, spec, code: str, options: dict | None = None):
         reference={"spec": spec.prompt(), "reference_code": spec.code}, options=options or {},
     )
     return backend.score(request, time.monotonic() + 60)
-
-
-@pytest.fixture(scope="module")
-def react_backend():
-    backend = load_backend("react")
-    backend.start()
-    yield backend
-    backend.close()
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.id)
@@ -54,16 +42,6 @@ def test_type_errors_in_a_reference_are_caught(react_backend):
     broken = spec.code.replace("useState(initial)", "useState<string>(initial)")
     result = score(react_backend, spec, broken)
     assert result.metrics["syntax_ok"] == 1.0 and result.metrics["types_ok"] == 0.0
-
-
-@pytest.fixture(scope="module")
-def render_backend():
-    if not RENDER_SERVICE.exists():
-        pytest.skip(f"the render backend ({RENDER_SERVICE}) is not in this checkout")
-    backend = load_backend("render")
-    backend.start()
-    yield backend
-    backend.close()
 
 
 def inked_pixels(png: bytes) -> int:

@@ -194,7 +194,9 @@ def timed(backend: ReactBackend, completion: str, deadline_s: float):
         result = backend.score(ScoreRequest(id="h", completion=completion), t0 + deadline_s)
     except (BackendError, BackendTimeout) as err:
         result = err
-    assert time.monotonic() - t0 < deadline_s + 1.0
+    # answered, not hung: a check that ignored its deadline would run on for its own many seconds (the
+    # slow inputs) or for ever; the margin is what a loaded machine adds, not a speed measure
+    assert time.monotonic() - t0 < deadline_s + 10
     return result
 
 
@@ -286,6 +288,7 @@ def test_checks_in_one_batch_give_the_verdicts_they_get_alone(react_backend):
 
     completions = [row[1] for row in TABLE] + [JSX_AUGMENTATION, USES_BLINK]
     alone = [score(react_backend, c) for c in completions]
+    react_backend._checker.largest_batch = 0  # the session's backend: only this test's batches count below
     with ThreadPoolExecutor(MAX_BATCH + 8) as pool:  # enough waiters to fill a batch
         together = list(pool.map(lambda c: score(react_backend, c), completions * 2))
     assert react_backend.largest_batch > 1  # the requests really were batched
