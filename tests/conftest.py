@@ -87,6 +87,16 @@ def react_backend():
     yield from _started(ReactBackend())
 
 
+@pytest.fixture(scope="session")
+def react_pool():
+    """The react reward service as training uses it (one `python -m botgrpo_rewards react` process),
+    shared by every training test that passes pool= to train()."""
+    from botgrpo_cli.reward_client import RewardPool
+
+    with RewardPool("react", workers=1) as running:
+        yield running
+
+
 def _dead(pid: int) -> bool:
     try:
         os.kill(pid, 0)

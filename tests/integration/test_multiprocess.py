@@ -27,6 +27,7 @@ from safetensors.torch import load_file
 
 from botgrpo_cli.config import load_config
 from botgrpo_cli.trainer import train
+from adamw_steps import adamw_max_move, assert_same_steps
 
 # token_mean normalises by the global token count (ranks hold different counts); micro-batches of 3
 # over 4 rows per rank (8 in one process) make the accumulation uneven on purpose. Two off-policy
@@ -35,19 +36,6 @@ from botgrpo_cli.trainer import train
 SETS = ["algo.mini_batches=2", "algo.mini_batch_split=rows", "run.task=arith_synth", "rollout.prompts_per_step=2", "rollout.group_size=4", "rollout.max_new_tokens=24",
         "rollout.per_prompt_seed=true", "algo.loss_agg=token_mean", "optim.micro_batch_size=3", "optim.lr=1e-2", "optim.betas=[0.9, 0.99]",
         "run.threads=1", "run.save_every=1", "run.keep_last=5", "log.samples_every=1", "reward.workers=1"]
-
-
-def adamw_max_move(betas: tuple[float, float], updates: int) -> float:
-    """The most `updates` AdamW steps (no weight decay, eps ignored) can move one weight, in units of
-    lr, whatever the gradients: with bias correction m_t = sum_i a_i g_i and v_t = sum_i b_i g_i^2,
-    so |m_t| / sqrt(v_t) <= sqrt(sum_i a_i^2 / b_i) (Cauchy-Schwarz); 1 at the first step."""
-    b1, b2 = betas
-    total = 0.0
-    for t in range(1, updates + 1):
-        a = [(1 - b1) * b1 ** (t - i) / (1 - b1 ** t) for i in range(1, t + 1)]
-        b = [(1 - b2) * b2 ** (t - i) / (1 - b2 ** t) for i in range(1, t + 1)]
-        total += sum(x * x / y for x, y in zip(a, b)) ** 0.5
-    return total
 
 
 def test_adamw_max_move_is_one_lr_per_step_at_first():
@@ -80,17 +68,6 @@ def _launch(model_dir: Path, out: Path, cwd: Path, autocast: str, *extra: str) -
     assert f"model.autocast={autocast}" in proc.stdout + proc.stderr  # the forced precision, not the CPU's
 
 
-def _same_steps(want: dict[str, torch.Tensor], got: dict[str, torch.Tensor], base: dict[str, torch.Tensor],
-                updates: int, share: float, where: str) -> None:
-    cap = 2 * LR * adamw_max_move(BETAS, updates) * (1 + 1e-3)  # each run moved each weight at most half of it
-    assert any(not torch.equal(want[k], base[k]) for k in want), f"{where}: the step changed nothing"
-    for k in want:
-        diff, moved = (got[k] - want[k]).abs(), (want[k] - base[k]).abs()
-        assert diff.max() <= cap, f"{where}, {k}: a weight differs by {diff.max():.3g}, more than AdamW allows"
-        assert diff.sum() <= share * moved.sum() + 1e-6, (
-            f"{where}, {k}: the layouts differ by {diff.sum() / moved.sum().clamp_min(1e-12):.3g} of the movement")
-
-
 @pytest.mark.parametrize("autocast", list(PRECISIONS))
 def test_two_processes_step_like_one_over_the_global_batch(autocast, tiny_arith_model_dir, tmp_path):
     """Step 1, then (fp32) --resume for step 2: the two-process checkpoints match the single-process
@@ -118,8 +95,8 @@ def test_two_processes_step_like_one_over_the_global_batch(autocast, tiny_arith_
         assert two[1]["grad_norm"] == pytest.approx(one[1]["grad_norm"], rel=1e-2)
     base = load_file(str(tiny_arith_model_dir / "model.safetensors"))
     for step in range(1, steps + 1):
-        _same_steps(_weights(single, step), _weights(out, step), base, UPDATES_PER_STEP * step, share,
-                    f"{autocast}, step {step}")
+        assert_same_steps(_weights(single, step), _weights(out, step), base, LR, BETAS, UPDATES_PER_STEP * step, share,
+                          f"{autocast}, step {step}")
     assert list(cwd.iterdir()) == []  # no process wrote anywhere else
     assert len(list((out / "tb").glob("events.*"))) == steps  # one TensorBoard writer per launch
     assert (out / "samples.html").read_text().count("<h2>step 1</h2>") == 1

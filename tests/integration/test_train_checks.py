@@ -20,11 +20,8 @@ FLAT = "rollout.max_new_tokens=8"  # every completion is cut off: each scores -1
 
 
 @pytest.fixture(scope="module")
-def pool():
-    from botgrpo_cli.reward_client import RewardPool
-
-    with RewardPool("react", workers=1) as running:
-        yield running
+def pool(react_pool):
+    return react_pool  # one react service for the session (starting Node + TypeScript costs seconds)
 
 
 def _train(model_dir: Path, out: Path, pool, algo: str, *sets: str):

@@ -14,6 +14,7 @@ from botgrpo_cli.algos import PRESETS
 from botgrpo_cli.config import load_config
 from botgrpo_cli.trainer import train
 from botgrpo_cli.trainer.reports import TIMING_KEYS
+from adamw_steps import assert_same_steps
 
 TASK = "react_synth"
 SMALL = ["rollout.prompts_per_step=2", "rollout.group_size=4", "rollout.max_new_tokens=48", "run.threads=1",
@@ -29,12 +30,8 @@ def model_dir() -> Path:
 
 
 @pytest.fixture(scope="module")
-def pool():
-    """One react service for the whole module (starting Node + TypeScript costs seconds per run)."""
-    from botgrpo_cli.reward_client import RewardPool
-
-    with RewardPool("react", workers=1) as running:
-        yield running
+def pool(react_pool):
+    return react_pool  # one react service for the session (starting Node + TypeScript costs seconds)
 
 
 def _cfg(model_dir: Path, out: Path, algo: str, steps: int, *extra: str):
@@ -72,12 +69,11 @@ def test_bot_grpo_without_token_rewards_equals_grpo(model_dir, pool, tmp_path):
         cfg = _cfg(model_dir, tmp_path / algo, algo, 1, "reward.lambda_tok=0", "optim.lr=1e-2", "rollout.group_size=8")
         runs[algo] = train(cfg, pool=pool)
     a, b = _final_weights(runs["grpo"].run_dir), _final_weights(runs["bot_grpo"].run_dir)
-    assert any(not torch.equal(a[k], _weights(model_dir)[k]) for k in a)
-    # The estimators agree to float32 rounding (exactly tested in test_algos_advantages); Adam's first
-    # step moves a weight by ~lr * sign(grad), so a rounding-size gradient near zero can move one weight
-    # by a few 1e-5. atol = 1% of lr passes that and still fails on any real difference in advantages.
-    for k in a:
-        torch.testing.assert_close(a[k], b[k], rtol=1e-5, atol=1e-4)
+    # The estimators agree to float32 rounding (exactly tested in test_algos_advantages); AdamW turns a
+    # rounding difference in a gradient near zero into a step of up to lr, so the weights are compared
+    # at what the update rule allows: any real difference in the advantages moves nearly every weight.
+    assert_same_steps(a, b, _weights(model_dir), lr=1e-2, betas=(0.9, 0.99), updates=1, share=1e-2,
+                      where="bot_grpo against grpo")
 
 
 NOISE = "reward.span_noise={drop: 0.3, flip: 0.1, jitter: 3}"
@@ -86,21 +82,21 @@ NOISE = "reward.span_noise={drop: 0.3, flip: 0.1, jitter: 3}"
 @pytest.mark.parametrize("updates", [[], ["algo.mini_batches=2", "algo.epochs=2"], [NOISE]],
                          ids=["one-update", "2x2-updates", "span-noise"])
 def test_resume_continues_exactly(model_dir, pool, tmp_path, updates):
-    full = train(_cfg(model_dir, tmp_path / "full", "bot_grpo", 6, "run.save_every=3", *updates), pool=pool)
-    part = _cfg(model_dir, tmp_path / "part", "bot_grpo", 3, "run.save_every=3", *updates)
+    full = train(_cfg(model_dir, tmp_path / "full", "bot_grpo", 4, "run.save_every=2", *updates), pool=pool)
+    part = _cfg(model_dir, tmp_path / "part", "bot_grpo", 2, "run.save_every=2", *updates)
     train(part, pool=pool)
-    part.run.steps = 6
+    part.run.steps = 4
     resumed = train(part, resume=True, pool=pool)
 
     def strip(records: list[dict]) -> list[dict]:
         return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in records]
 
-    assert [r["step"] for r in resumed.metrics] == [1, 2, 3, 4, 5, 6]
+    assert [r["step"] for r in resumed.metrics] == [1, 2, 3, 4]
     assert strip(resumed.metrics) == strip(full.metrics)
     assert all(r["update/steps"] == (4 if "algo.epochs=2" in updates else 1) for r in full.metrics)
     final_a, final_b = _final_weights(full.run_dir), _final_weights(resumed.run_dir)
     assert all(torch.equal(final_a[k], final_b[k]) for k in final_a)
-    assert [p.name for p in sorted((resumed.run_dir / "checkpoints").iterdir())] == ["step-000003", "step-000006"]
+    assert [p.name for p in sorted((resumed.run_dir / "checkpoints").iterdir())] == ["step-000002", "step-000004"]
 
 
 def test_span_noise_changes_token_rewards_and_never_scores(model_dir, pool, tmp_path):

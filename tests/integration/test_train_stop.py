@@ -27,11 +27,8 @@ SMALL = ["rollout.prompts_per_step=2", "rollout.group_size=4", "rollout.max_new_
 
 
 @pytest.fixture(scope="module")
-def pool():
-    from botgrpo_cli.reward_client import RewardPool
-
-    with RewardPool("react", workers=1) as running:
-        yield running
+def pool(react_pool):
+    return react_pool  # one react service for the session (starting Node + TypeScript costs seconds)
 
 
 def _cfg(model_dir: Path, out: Path, *extra: str):
