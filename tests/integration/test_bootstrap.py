@@ -114,24 +114,18 @@ def test_cli_unknown_task_is_one_line_listing_tasks(capsys):
     assert err.count("error:") == 1 and "unknown task 'nope'" in err and "arith_synth" in err and "react_synth" in err
 
 
-def test_math_service_agrees_with_the_arith_corpus():
+def test_math_service_agrees_with_the_arith_corpus(math_backend):
     from botgrpo_rewards.protocol import ScoreRequest
-    from botgrpo_rewards.registry import load_backend
 
     task = get_task("arith_synth")
-    backend = load_backend("math")
-    backend.start()
-    try:
-        for i, it in enumerate(task.corpus_items(60)):
-            req = ScoreRequest(id=str(i), completion=it.completion, prompt=it.prompt,
-                               reference={"answer": str(it.problem.answer())}, options=task.service_options)
-            m = backend.score(req, time.monotonic() + 30).metrics
-            if it.slips:
-                assert m["steps_wrong"] >= len(it.slips), (it.completion, m)
-            else:
-                assert m["correct"] == 1.0 and m["steps_wrong"] == 0.0, (it.completion, m)
-    finally:
-        backend.close()
+    for i, it in enumerate(task.corpus_items(60)):
+        req = ScoreRequest(id=str(i), completion=it.completion, prompt=it.prompt,
+                           reference={"answer": str(it.problem.answer())}, options=task.service_options)
+        m = math_backend.score(req, time.monotonic() + 30).metrics
+        if it.slips:
+            assert m["steps_wrong"] >= len(it.slips), (it.completion, m)
+        else:
+            assert m["correct"] == 1.0 and m["steps_wrong"] == 0.0, (it.completion, m)
 
 
 def test_out_refuses_a_directory_that_is_not_a_build(tmp_path):

@@ -82,16 +82,10 @@ def test_react_truncated_reasoning_is_no_attempt(react):
     assert res.score == -1.0  # the prompt opened the reasoning and it never closed
 
 
-def test_render_reads_code_after_the_reasoning_only():
-    from botgrpo_rewards.render.service import RenderBackend
-
-    b = RenderBackend(pages=1)
-    b.start()
-    try:
-        cut = b.score(_request(f"<think>\n{F}tsx\n{GOOD}{F}\n", judge="none"), time.monotonic() + 30)
-        assert cut.metrics["rendered"] == 0.0 and "reasoning" in cut.info["render_error"] and cut.score == -1.0
-        done = b.score(_request(f"<think>\n{F}tsx\n{BROKEN}{F}\n</think>\n{F}tsx\n{GOOD}{F}\n", judge="none"),
-                       time.monotonic() + 30)
-        assert done.metrics["rendered"] == 1.0
-    finally:
-        b.close()
+def test_render_reads_code_after_the_reasoning_only(render_backend):
+    b = render_backend
+    cut = b.score(_request(f"<think>\n{F}tsx\n{GOOD}{F}\n", judge="none"), time.monotonic() + 30)
+    assert cut.metrics["rendered"] == 0.0 and "reasoning" in cut.info["render_error"] and cut.score == -1.0
+    done = b.score(_request(f"<think>\n{F}tsx\n{BROKEN}{F}\n</think>\n{F}tsx\n{GOOD}{F}\n", judge="none"),
+                   time.monotonic() + 30)
+    assert done.metrics["rendered"] == 1.0
