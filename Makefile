@@ -42,11 +42,11 @@ tiny-models: setup
 	BOTGRPO_CACHE=$(CURDIR)/.cache/botgrpo $(VENV)/bin/botgrpo bootstrap --task react_synth
 	BOTGRPO_CACHE=$(CURDIR)/.cache/botgrpo $(VENV)/bin/botgrpo bootstrap --task arith_synth
 
-# Everything: unit and integration tests, real services and real models (about ten minutes on 2 cores).
+# Everything: unit and integration tests, real services and real models (budget: ten minutes on 2 cores).
 test: tiny-models
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
-# The edit loop's tier: the unit tests, under two minutes on 2 cores.
+# The edit loop's tier: the unit tests (budget: two minutes on 2 cores).
 test-unit: tiny-models
 	$(PY) -m pytest -q tests/unit $(PYTEST_ARGS)
 
