@@ -13,7 +13,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.real_model
+# A couple of minutes on a busy 2-core machine; the limit leaves room for one much busier.
+pytestmark = [pytest.mark.real_model, pytest.mark.timeout(1500)]
 
 
 def test_the_replication_script_runs_one_step_on_cpu(smollm2_gguf, tmp_path):

@@ -30,6 +30,9 @@ from botgrpo_cli.config import load_config
 from botgrpo_cli.trainer import train
 from adamw_steps import adamw_max_move, assert_same_steps
 
+# Two launches of two processes each: minutes on a busy 2-core machine; the limit leaves room for one much busier.
+pytestmark = pytest.mark.timeout(1500)
+
 # token_mean normalises by the global token count (ranks hold different counts); micro-batches of 3
 # over 4 rows per rank (8 in one process) make the accumulation uneven on purpose. Two off-policy
 # updates per batch (rows dealt k, k+2, ...): each process's k-th mini-batch is its half of the
