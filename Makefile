@@ -46,9 +46,9 @@ tiny-models: setup
 test: tiny-models
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
-# The edit loop's tier: the unit tests (budget: two minutes on 2 cores).
+# The edit loop's tier: the unit tests but those marked slow (budget: two minutes on 2 cores).
 test-unit: tiny-models
-	$(PY) -m pytest -q tests/unit $(PYTEST_ARGS)
+	$(PY) -m pytest -q tests/unit -m "not slow" $(PYTEST_ARGS)
 
 # `make test` recorded for docs/test-suite-time.md: RECORD.xml (per-test durations), RECORD.commit,
 # RECORD.load (uptime at start and end); scripts/suite_time_table.py makes the table from two records.

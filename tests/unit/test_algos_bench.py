@@ -3,6 +3,7 @@
 import subprocess
 import sys
 
+import pytest
 import torch
 from typer.testing import CliRunner
 
@@ -19,6 +20,7 @@ def test_loop_baseline_matches_bot_grpo():
     torch.testing.assert_close(loop_bot_grpo(b.rewards, b.mask, b.group_ids), want, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.slow  # a fresh Python with torch: seconds; in make test, not make test-unit
 def test_peak_extra_sees_a_large_allocation():
     # In a fresh process, as the benchmark measures: inside the test session other threads left by
     # earlier tests may free memory during the window and hide the allocation from the RSS peak.
@@ -29,6 +31,7 @@ def test_peak_extra_sees_a_large_allocation():
     assert got == "None" or 2.5 <= float(got) <= 4.0
 
 
+@pytest.mark.slow  # a fresh Python with torch: seconds; in make test, not make test-unit
 def test_peak_extra_sees_an_allocation_after_timed_runs_freed_large_blocks():
     # As in the benchmark: repeated large tensors first (glibc then raises its mmap threshold and
     # keeps their freed memory in the heap, resident), then the measured allocation of the same size.

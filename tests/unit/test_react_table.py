@@ -226,6 +226,7 @@ def test_lone_surrogates(react_backend):
     assert r.metrics["types_ok"] == 0.0 and completion[r.spans[0].start:r.spans[0].end] == "n"
 
 
+@pytest.mark.slow  # a Node restart: seconds; in make test, not make test-unit
 def test_overrun_is_a_timeout_and_node_restarts(react_backend):
     slow = fenced("const s0: string = 'a';\n" * 60_000 + COUNTER)  # ~1.4 MB: the checker needs many seconds
     before = react_backend.restarts
@@ -234,6 +235,7 @@ def test_overrun_is_a_timeout_and_node_restarts(react_backend):
     assert score(react_backend, COUNTER).score == 1.0  # the new Node process warms up and answers
 
 
+@pytest.mark.slow  # a Node restart: seconds; in make test, not make test-unit
 def test_a_check_queued_behind_an_overrunning_batch_times_out_by_its_own_deadline(react_backend):
     """The deadline counts from when the service starts the request, and a check waiting for Node is
     started (README "Deadlines and the batch queue"): behind a batch that runs to its deadline, a
@@ -259,6 +261,7 @@ def test_a_check_queued_behind_an_overrunning_batch_times_out_by_its_own_deadlin
     assert score(react_backend, COUNTER).score == 1.0
 
 
+@pytest.mark.slow  # a Node restart: seconds; in make test, not make test-unit
 def test_node_death_is_an_error_then_node_restarts(react_backend):
     os.kill(react_backend._checker.pid, signal.SIGKILL)
     before = react_backend.restarts
