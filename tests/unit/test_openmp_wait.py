@@ -23,6 +23,7 @@ def _spin_count(**env: str) -> str:
     return line.split("=")[1].strip().strip("'")
 
 
+@pytest.mark.slow  # a fresh Python with torch per case: seconds; in make test, not make test-unit
 @pytest.mark.parametrize(("env", "expected"), [
     ({}, "1000"),  # ours: a short spin, then sleep
     ({"OMP_WAIT_POLICY": "PASSIVE"}, "0"),  # the user's choice is kept
