@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
 from botgrpo_cli.reward_client.pool import score_all
-from botgrpo_rewards.protocol.functions import NOT_SCORABLE
+from botgrpo_rewards.protocol import NOT_SCORABLE
 from botgrpo_rewards.protocol import ErrorInfo, ScoreRequest, ScoreResponse, Span, error_response, request_from_json
 
 

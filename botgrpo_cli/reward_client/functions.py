@@ -35,8 +35,8 @@ from concurrent.futures import Future
 from typing import Any, Callable, Iterable, Sequence
 
 from botgrpo_cli.reward_client.pool import score_all
-from botgrpo_rewards.protocol.batcher import Batcher, Item
-from botgrpo_rewards.protocol.functions import (
+from botgrpo_rewards.protocol import Batcher, Item
+from botgrpo_rewards.protocol import (
     DEFAULT_MEMORY_MB,
     NOT_SCORABLE,
     FunctionProcess,

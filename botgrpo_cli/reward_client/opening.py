@@ -17,7 +17,7 @@ from typing import Any
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.reward_client.combined import CombinedPool, ServiceSpec, parse_services
 from botgrpo_cli.reward_client.functions import FunctionPool
-from botgrpo_rewards.protocol.functions import DEFAULT_MEMORY_MB
+from botgrpo_rewards.protocol import DEFAULT_MEMORY_MB
 from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS, ScoreResponse
 
 NO_REWARD = ("this task scores with the reward you name: a Python function (reward.function=my_reward.py:NAME; "

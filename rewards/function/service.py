@@ -17,8 +17,8 @@ import time
 from typing import Any
 
 from botgrpo_rewards.backend import Backend, BackendError, BackendTimeout, ScoreResult
-from botgrpo_rewards.protocol.batcher import Batcher, Item
-from botgrpo_rewards.protocol.functions import (
+from botgrpo_rewards.protocol import Batcher, Item
+from botgrpo_rewards.protocol import (
     NOT_SCORABLE,
     FunctionProcess,
     WorkerFailed,

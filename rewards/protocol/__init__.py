@@ -9,9 +9,9 @@ behind it split the work by job and are not an interface of their own:
 - child.py: the stdio transport's other end, a child process speaking lines (LineChild), which
   the client's service pool and the services' own helpers (checkers, compilers) all run on, as do
   the trainer's ranks and a benchmark's runs (stdout inherited or to a file; terminate_all);
-- functions.py, forked.py, batcher.py: reward function workers, the second line format (a batch of
-  completions in, one item per completion out), which the client's FunctionPool and the `function`
-  service share; imported from those modules, not from here.
+- functions.py, forked.py, batcher.py, function_loader.py, function_worker.py: reward function
+  workers, the second line format (a batch of completions in, one item per completion out), which
+  the client's FunctionPool and the `function` service share.
 
 Transport: one JSON object per line (UTF-8) over stdin/stdout, or the same objects over HTTP.
 See PROTOCOL.md beside this package for the prose version with worked examples.
@@ -37,10 +37,22 @@ from botgrpo_rewards.protocol.codec import (
     request_from_json,
     response_from_json,
 )
+from botgrpo_rewards.protocol.batcher import Batcher, Item
+from botgrpo_rewards.protocol.functions import (
+    NOT_SCORABLE,
+    FunctionProcess,
+    WorkerFailed,
+    WorkerTimeout,
+    batch_line,
+    callable_name,
+    read_item,
+    split_spec,
+)
 from botgrpo_rewards.protocol.thinking import DEFAULT_TAGS, Reasoning, opens_reasoning, split_reasoning
 from botgrpo_rewards.protocol.wire import (
     CAPABILITY_DETERMINISTIC,
     DEFAULT_DEADLINE_MS,
+    DEFAULT_MEMORY_MB,
     MAX_COMPLETION_CHARS,
     MAX_DEADLINE_MS,
     MAX_LINE_BYTES,
@@ -67,6 +79,8 @@ from botgrpo_rewards.protocol.wire import (
 )
 
 __all__ = [
+    "Batcher", "DEFAULT_MEMORY_MB", "FunctionProcess", "Item", "NOT_SCORABLE", "WorkerFailed", "WorkerTimeout",
+    "batch_line", "callable_name", "read_item", "split_spec",
     "CAPABILITY_DETERMINISTIC", "DEFAULT_TAGS", "Reasoning", "opens_reasoning", "split_reasoning",
     "ChildExited", "DEFAULT_DEADLINE_MS", "ErrorInfo", "Hello", "LineChild", "MAX_COMPLETION_CHARS",
     "MAX_DEADLINE_MS", "MAX_LINE_BYTES", "MAX_PROMPT_CHARS", "Message", "Ping", "Pong", "ProtocolError",

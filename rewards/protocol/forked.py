@@ -41,7 +41,7 @@ class ForkedChild:
     """The worker for `fn`, forked now (see the module docstring)."""
 
     def __init__(self, fn: Callable[..., Any], name: str, memory_mb: int):
-        from botgrpo_rewards.function.worker import serve
+        from botgrpo_rewards.protocol.function_worker import serve
 
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()

@@ -1,10 +1,10 @@
 """Reward function workers, the client's and the `function` service's shared transport: a user's
-Python function in a child process (worker.py in rewards/function/, or a fork of the caller for a
+Python function in a child process (function_worker.py, or a fork of the caller for a
 Python callable, forked.py), one JSON batch line in, one JSON answer line out (never pickle).
 
 FunctionProcess starts the child (again after a crash or a hang) and calls it; batch_line makes
 a batch; read_item reads one returned item as a response. What a batch and an answer hold is
-rewards/function/worker.py's docstring. The client's FunctionPool (TRL's whole batches and its
+rewards/protocol/function_worker.py's docstring. The client's FunctionPool (TRL's whole batches and its
 combination of several functions) and the `function` service (one function behind protocol v1)
 both run functions through here, so a function is called the same way on every path.
 """
@@ -19,31 +19,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from botgrpo_rewards.protocol.child import ChildExited, LineChild
-from botgrpo_rewards.protocol.wire import ErrorInfo, ScoreResponse, Span
+from botgrpo_rewards.protocol.function_loader import SPEC_HINT, SpecError, is_file_spec, split_spec
+from botgrpo_rewards.protocol.wire import DEFAULT_MEMORY_MB, ErrorInfo, ScoreResponse, Span
 
 STARTUP_TIMEOUT_S = 120.0
-DEFAULT_MEMORY_MB = 8192  # how far a worker may grow past its size once the function is loaded
 NOT_SCORABLE = "not_scorable"  # the error type of a completion a function gave no score (None)
 RESULT_KEYS = ("score", "spans", "metrics", "info")
-
-
-SPEC_HINT = "give MODULE:NAME (an importable module) or path/to/file.py:NAME"
-
-
-class SpecError(ValueError):
-    """A reward function spec that is not MODULE:NAME or path/to/file.py:NAME; one line saying so."""
-
-
-def split_spec(spec: str) -> tuple[str, str]:
-    """(module or file, function name) of a spec; SpecError when it is not one."""
-    where, sep, name = spec.rpartition(":")
-    if not sep or not where or not name.isidentifier():
-        raise SpecError(f"reward function {spec!r} is not MODULE:NAME; {SPEC_HINT}")
-    return where, name
-
-
-def is_file_spec(where: str) -> bool:
-    return where.endswith(".py") or "/" in where or "\\" in where
 
 
 def absolute_spec(spec: str) -> str:
@@ -106,7 +87,7 @@ class FunctionProcess:
 
             child: Any = ForkedChild(self.fn, self.name, self.memory_mb)
         else:
-            child = LineChild([sys.executable, "-m", "botgrpo_rewards.function.worker", self.label, self.name,
+            child = LineChild([sys.executable, "-m", "botgrpo_rewards.protocol.function_worker", self.label, self.name,
                                str(self.memory_mb)], f"reward-function-{self.name}", ready=_is_ready,
                               stderr="inherit")
         try:
@@ -130,7 +111,7 @@ class FunctionProcess:
             self._child.kill()
 
     def call(self, batch: dict, timeout_s: float) -> dict:
-        """The worker's answer to one batch line (worker.py's docstring): {"ok": True, "result",
+        """The worker's answer to one batch line (function_worker.py's docstring): {"ok": True, "result",
         "logged"} or {"ok": False, "error"}. BackendError / BackendTimeout when the child died or
         hung (it is started again before this returns)."""
         line = json.dumps(batch, ensure_ascii=True)

@@ -15,6 +15,7 @@ VERSION = 1
 MAX_COMPLETION_CHARS = 2_000_000
 MAX_PROMPT_CHARS = 2_000_000
 MAX_LINE_BYTES = 16_000_000
+DEFAULT_MEMORY_MB = 8192  # how far a reward function worker may grow past its size once the function is loaded
 DEFAULT_DEADLINE_MS = 10_000
 TOKEN_ENV = "BOTGRPO_REWARD_TOKEN"  # the bearer token of an HTTP service (server and clients read it)
 MAX_DEADLINE_MS = 600_000

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from botgrpo_rewards.function.loader import FunctionLoadError, call_batch, load_function, split_spec
+from botgrpo_rewards.protocol.function_loader import FunctionLoadError, call_batch, load_function, split_spec
 
 
 def test_trl_call_passes_columns_as_keyword_lists():

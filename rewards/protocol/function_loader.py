@@ -11,8 +11,24 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from botgrpo_rewards.protocol.functions import SPEC_HINT, SpecError, is_file_spec
-from botgrpo_rewards.protocol.functions import split_spec as protocol_split_spec
+SPEC_HINT = "give MODULE:NAME (an importable module) or path/to/file.py:NAME"
+
+
+class SpecError(ValueError):
+    """A reward function spec that is not MODULE:NAME or path/to/file.py:NAME; one line saying so."""
+
+
+def spec_parts(spec: str) -> tuple[str, str]:
+    """(module or file, function name) of a spec; SpecError when it is not one."""
+    where, sep, name = spec.rpartition(":")
+    if not sep or not where or not name.isidentifier():
+        raise SpecError(f"reward function {spec!r} is not MODULE:NAME; {SPEC_HINT}")
+    return where, name
+
+
+def is_file_spec(where: str) -> bool:
+    return where.endswith(".py") or "/" in where or "\\" in where
+
 
 HINT = SPEC_HINT
 
@@ -24,7 +40,7 @@ class FunctionLoadError(SpecError):
 def split_spec(spec: str) -> tuple[str, str]:
     """(module or file, function name) of a spec; FunctionLoadError when it is not one."""
     try:
-        return protocol_split_spec(spec)
+        return spec_parts(spec)
     except SpecError as err:
         raise FunctionLoadError(str(err)) from None
 

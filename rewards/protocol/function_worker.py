@@ -1,7 +1,7 @@
 """The child process that runs a user's reward function: one JSON batch per stdin line, one
 JSON result per stdout line (JSON both ways, never pickle).
 
-Started by FunctionProcess (rewards/protocol/functions.py) as `python -m botgrpo_rewards.function.worker
+Started by FunctionProcess (rewards/protocol/functions.py) as `python -m botgrpo_rewards.protocol.function_worker
 SPEC [NAME [MEMORY_MB]]`, or forked from the caller for a Python callable (protocol/forked.py), both
 running `serve`. Its first line is
 `{"ok": true, "result": "ready"}` once the function imported, or `{"ok": false, "error": ...}`
@@ -28,8 +28,8 @@ import traceback
 import types
 from typing import Any, Callable, TextIO
 
-from botgrpo_rewards.function.loader import FunctionLoadError, call_batch, first_line, load_function
-from botgrpo_rewards.protocol.functions import DEFAULT_MEMORY_MB
+from botgrpo_rewards.protocol.function_loader import FunctionLoadError, call_batch, first_line, load_function
+from botgrpo_rewards.protocol.wire import DEFAULT_MEMORY_MB
 
 
 def plain(item: Any) -> Any:
