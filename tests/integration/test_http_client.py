@@ -98,7 +98,8 @@ def test_a_server_that_went_away_is_one_clear_error_not_a_retry_loop(connects):
     start = time.monotonic()
     with pytest.raises(UserError, match="cannot reach the reward service"):
         client.score(_requests(1))
-    assert time.monotonic() - start < 5 and len(connects) == 2  # the stale one, then one fresh try
+    # the stale connection, then one fresh try (the time bound only catches a retry loop, with room for a busy machine)
+    assert len(connects) == 2 and time.monotonic() - start < 60
 
 
 @pytest.mark.parametrize("url", ["localhost:8100", "http://", "http://127.0.0.1:notaport", "ftp://h:1"])

@@ -239,7 +239,8 @@ def test_a_request_trickled_one_byte_at_a_time_is_cut_off_at_the_timeout(server)
                 closed = True
                 break
         took = time.monotonic() - start
-        assert closed and 0.9 < took < 3.5, (what, took)
+        assert closed and took > 0.9, (what, took)  # never before the 1 s deadline
+        assert took < 15, (what, took)  # and it ended: a per-receive timeout would trickle on for ~27 s (the whole payload)
         sock.close()
     assert any("request head incomplete" in line for line in server.stderr)
     assert any("request body incomplete" in line for line in server.stderr)
