@@ -12,6 +12,8 @@ from botgrpo_cli.errors import UserError
 from botgrpo_cli.rollout.offsets import OffsetDecoder, cut_at_stop, truncate
 
 OnDone = Callable[[int, str], None]  # (row, final text): called once per row the moment it ends
+Prompts = list[str] | list[list[int]]  # prompt texts (templated), or their token ids (used as they are)
+Turns = list[list[tuple[int, int]]]  # per row: [start, end) token columns of each model turn
 
 
 @dataclass(frozen=True)
@@ -41,10 +43,21 @@ class RolloutBatch:
     finished: Tensor  # (B,) bool; ended by EOS or a stop string (not the length limit)
     logp_old: Tensor | None = None  # (B, T) behaviour log-probs when the engine has them
     prompts: list[str] = field(default_factory=list)  # (B,) prompt text of each row
+    # Multi-turn rollouts (rollout/turns.py): the completion is the whole transcript after the first
+    # prompt, tool and environment messages included. loss_mask (B, T) bool marks the tokens the
+    # model generated, the only ones trained on (None: every generated token, i.e. == mask); turns
+    # gives each row's model turns as token column ranges (None: one turn, the completion).
+    loss_mask: Tensor | None = None
+    turns: Turns | None = None
 
     @property
     def lengths(self) -> Tensor:
         return self.mask.sum(1)  # (B,)
+
+    @property
+    def trained(self) -> Tensor:
+        """(B, T) bool: the tokens the loss and the advantages see (the model's own)."""
+        return self.mask if self.loss_mask is None else self.loss_mask & self.mask
 
     def select(self, rows: Tensor) -> "RolloutBatch":
         """The sub-batch of `rows` (long indices), keeping group ids."""
@@ -54,7 +67,9 @@ class RolloutBatch:
             mask=self.mask[rows], texts=[self.texts[i] for i in idx], offsets=[self.offsets[i] for i in idx],
             group_ids=self.group_ids[rows], finished=self.finished[rows],
             logp_old=None if self.logp_old is None else self.logp_old[rows],
-            prompts=[self.prompts[i] for i in idx])
+            prompts=[self.prompts[i] for i in idx],
+            loss_mask=None if self.loss_mask is None else self.loss_mask[rows],
+            turns=None if self.turns is None else [self.turns[i] for i in idx])
 
 
 def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
@@ -65,6 +80,7 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
         return torch.nn.functional.pad(x, (0, width - x.shape[1]), value=value)
 
     logps = [b.logp_old for b in batches]
+    multi = any(b.loss_mask is not None or b.turns is not None for b in batches)
     return RolloutBatch(
         prompt_ids=[p for b in batches for p in b.prompt_ids],
         completion_ids=torch.cat([pad(b.completion_ids, pad_id) for b in batches]),
@@ -72,7 +88,43 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
         texts=[t for b in batches for t in b.texts], offsets=[o for b in batches for o in b.offsets],
         group_ids=torch.cat([b.group_ids for b in batches]), finished=torch.cat([b.finished for b in batches]),
         logp_old=None if any(x is None for x in logps) else torch.cat([pad(x, 0.0) for x in logps]),
-        prompts=[p for b in batches for p in b.prompts])
+        prompts=[p for b in batches for p in b.prompts],
+        loss_mask=torch.cat([pad(b.trained, False) for b in batches]) if multi else None,
+        turns=[t for b in batches for t in whole_turns(b)] if multi else None)
+
+
+def whole_turns(batch: RolloutBatch) -> Turns:
+    """The batch's turns, a single-turn batch's being one turn over each row's completion."""
+    if batch.turns is not None:
+        return batch.turns
+    return [[(0, n)] if n else [] for n in batch.lengths.tolist()]
+
+
+def prompt_ids_of(tokenizer: Any, prompts: Prompts) -> list[list[int]]:
+    """Token ids of each prompt: ids pass through untouched (a multi-turn prefix must keep the very
+    tokens sampled; re-tokenising its text could merge them differently); texts arrive fully
+    formatted (chat template included), so no special tokens are added, as TRL does."""
+    if is_token_prompts(prompts):
+        return [list(p) for p in prompts]
+    return tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
+
+
+def is_token_prompts(prompts: Prompts) -> bool:
+    """True when the prompts are token id lists (each one a list of ints), False for texts."""
+    if not prompts:
+        return False
+    if all(isinstance(p, str) for p in prompts):
+        return False
+    if all(isinstance(p, (list, tuple)) and all(isinstance(t, int) for t in p) for p in prompts):
+        return True
+    raise TypeError("prompts must all be strings or all be lists of token ids")
+
+
+def prompt_texts_of(tokenizer: Any, prompts: Prompts) -> list[str]:
+    """The prompts as text (token ids decoded with their special tokens) for the batch's record."""
+    if not is_token_prompts(prompts):
+        return list(prompts)
+    return tokenizer.batch_decode([list(p) for p in prompts], skip_special_tokens=False)
 
 
 class Engine(Protocol):
@@ -82,9 +134,11 @@ class Engine(Protocol):
 
     pad_id: int  # the id padding completion_ids (and prompts in the trainer's forward pass)
 
-    def generate(self, prompts: list[str], n: int, params: SamplingParams,
+    def generate(self, prompts: Prompts, n: int, params: SamplingParams,
                  on_done: OnDone | None = None) -> RolloutBatch:
         """n completions of each prompt; rows i*n .. i*n+n-1 belong to prompt i (group id i).
+        prompts are texts (templated, tokenised without special tokens) or token id lists, which the
+        engine feeds as they are, never re-tokenising (multi-turn continuations: rollout/turns.py).
         on_done(row, text) is called once per row ended by EOS or a stop string, with the text the
         batch will hold (rows cut by the length limit are not reported)."""
         ...

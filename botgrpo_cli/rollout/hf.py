@@ -8,8 +8,8 @@ import torch
 from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
 
 from botgrpo_cli.console import console
-from botgrpo_cli.rollout.base import (RolloutBatch, SamplingParams, check_context, context_limit, eos_ids, finish_row,
-                                      pad_id_of)
+from botgrpo_cli.rollout.base import (Prompts, RolloutBatch, SamplingParams, check_context, context_limit, eos_ids,
+                                      finish_row, pad_id_of, prompt_ids_of, prompt_texts_of)
 from botgrpo_cli.rollout.offsets import OffsetDecoder
 from botgrpo_cli.rollout.thinking import thinking_budget
 
@@ -39,6 +39,18 @@ class _RowWatcher(StoppingCriteria):
         return done
 
 
+def left_padded(rows: list[list[int]], pad_id: int) -> dict[str, torch.Tensor]:
+    """Token id rows -> input_ids and attention_mask (b, P), padded on the left as generate wants."""
+    width = max(1, max((len(r) for r in rows), default=0))
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    attn = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        if r:
+            ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
+            attn[i, width - len(r):] = 1
+    return {"input_ids": ids, "attention_mask": attn}
+
+
 class HFEngine:
     """Samples from the trainer's own model object, so weights are always current."""
 
@@ -54,21 +66,21 @@ class HFEngine:
     def sync_weights(self) -> None:
         """Nothing to do: generation uses the training model itself."""
 
-    def generate(self, prompts: list[str], n: int, params: SamplingParams,
+    def generate(self, prompts: Prompts, n: int, params: SamplingParams,
                  on_done: Callable[[int, str], None] | None = None) -> RolloutBatch:
-        """n completions of each prompt; rows i*n .. i*n+n-1 belong to prompt i (group id i).
-        on_done(row, text) is called once per row as soon as it ends (EOS or stop), before the batch
-        is complete, with the text the batch will hold; rows cut by the length limit are not reported."""
-        self.tok.padding_side = "left"
-        # Prompts arrive fully formatted (chat template included), so no special tokens are added: as TRL does.
-        enc = self.tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        """n completions of each prompt (texts, or token ids fed as they are); rows i*n .. i*n+n-1
+        belong to prompt i (group id i). on_done(row, text) is called once per row as soon as it ends
+        (EOS or stop), before the batch is complete, with the text the batch will hold; rows cut by
+        the length limit are not reported."""
+        enc = left_padded(prompt_ids_of(self.tok, prompts), self.pad_id)
+        texts = prompt_texts_of(self.tok, prompts)
         warning = check_context(int(enc["attention_mask"].sum(1).max()), params.max_new_tokens, self.context)
         if warning and not self.warned_context:
             console.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
             self.warned_context = True
         ids = enc["input_ids"].repeat_interleave(n, 0)  # (B, P)
         attn = enc["attention_mask"].repeat_interleave(n, 0)  # (B, P)
-        budget = thinking_budget(self.tok, params, prompts, n)  # None unless params.thinking_budget is set
+        budget = thinking_budget(self.tok, params, texts, n)  # None unless params.thinking_budget is set
         self._reported = {}
         out = self._sample(ids, attn, params, on_done, n, budget)[:, ids.shape[1]:]  # (B, T) generated part
         rows = [self._reported.pop(i, None) or self._row(out[i].tolist(), params.stop) for i in range(out.shape[0])]
@@ -83,7 +95,7 @@ class HFEngine:
             prompt_ids=prompt_ids, completion_ids=completion, mask=mask, texts=[r[1] for r in rows],
             offsets=[r[2] for r in rows], group_ids=torch.arange(len(prompts)).repeat_interleave(n),
             finished=torch.tensor([r[3] for r in rows], dtype=torch.bool),
-            prompts=[p for p in prompts for _ in range(n)])
+            prompts=[p for p in texts for _ in range(n)])
 
     @torch.no_grad()
     def _sample(self, ids: torch.Tensor, attn: torch.Tensor, params: SamplingParams,

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from botgrpo_cli.trainer.packing import pack
+from botgrpo_cli.trainer.packing import pack, used_width
 from botgrpo_cli.trainer.shared_prompt import completion_logits, runs_of_equal_prompts, why_not_shared
 
 
@@ -44,7 +44,7 @@ def batch_logps(model: Any, prompt_ids: list[list[int]], completion_ids: Tensor,
     out = torch.zeros(completion_ids.shape, dtype=torch.float32)
     for lo in range(0, completion_ids.shape[0], micro_batch):
         hi = lo + micro_batch
-        width = max(1, int(mask[lo:hi].sum(1).max()))
+        width = used_width(mask[lo:hi])
         logp, _ = forward_logps(model, prompt_ids[lo:hi], completion_ids[lo:hi, :width], pad_id, temperature)
         out[lo:hi, :width] = logp.float().cpu() * mask[lo:hi, :width]
     model.train(was_training)

@@ -184,7 +184,8 @@ def train_step(s: Session, step: int, page: SamplesPage | None, phase: Callable[
     phase("waiting for the reward service")
     scored = ro.wait()  # scores + spans; failed rows come back with ok = False
     t_rew = time.perf_counter()
-    tr = to_token_rewards(scored, b.offsets, b.mask, cfg.reward.lambda_seq, cfg.reward.lambda_tok,
+    # only the model's own tokens are trained: tool and environment tokens get no reward nor advantage
+    tr = to_token_rewards(scored, b.offsets, b.trained, cfg.reward.lambda_seq, cfg.reward.lambda_tok,
                           shaping=score_shaping(b.lengths, a, s.params.max_new_tokens),  # failed rows: masked, counted
                           span_noise=s.span_noise, noise_key=(cfg.run.seed, step, s.dist.rank))
     scores, mask, rho, r = tr.scores, tr.mask, tr.rho, tr.r  # (B,), (B, T), (B, T), (B, T)
@@ -206,7 +207,7 @@ def train_step(s: Session, step: int, page: SamplesPage | None, phase: Callable[
     metrics = step_metrics(ro, scored, scores, mask, r, adv, upd, times, s.task.success_metric,
                            restarts=counters.get("restarts", 0), counters=counters)
     if b.logp_old is not None:  # the engine's own behaviour log-probs (vLLM) against the trainer's
-        metrics["rollout/logp_abs_diff"] = float(masked_mean((b.logp_old - logp_old).abs(), b.mask))
+        metrics["rollout/logp_abs_diff"] = float(masked_mean((b.logp_old - logp_old).abs(), b.trained))
     return metrics
 
 

@@ -19,3 +19,12 @@ def pack(prompt_ids: list[list[int]], completion_ids: Tensor, pad_id: int) -> tu
     attn[:, width:] = 1  # padding after a completion only affects positions nobody reads
     positions = (attn.cumsum(1) - 1).clamp(min=0)  # (b, P + T), as generate numbers left-padded rows
     return torch.cat([prompts, completion_ids], 1), attn, positions
+
+
+def used_width(mask: Tensor) -> int:
+    """Columns a forward over completions needs: through each row's last True column (at least 1).
+    A multi-turn row's trained tokens need not be a prefix (tool tokens lie between its turns)."""
+    if mask.numel() == 0 or not bool(mask.any()):
+        return 1
+    cols = torch.arange(1, mask.shape[1] + 1, device=mask.device)
+    return int((mask.bool() * cols).amax())

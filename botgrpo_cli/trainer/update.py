@@ -17,13 +17,14 @@ from botgrpo_cli.trainer.defaults import MAX_AUTO_MICRO_BATCH
 from botgrpo_cli.trainer.distributed import Dist, loss_weights
 from botgrpo_cli.trainer.logprobs import forward_logps
 from botgrpo_cli.trainer.minibatches import plan, units
+from botgrpo_cli.trainer.packing import used_width
 
 
 @dataclass
 class UpdateInputs:
     prompt_ids: list[list[int]]
     completion_ids: Tensor  # (B, T)
-    mask: Tensor  # (B, T) bool; rows whose reward failed are all False
+    mask: Tensor  # (B, T) bool: the trained tokens (the model's own); rows whose reward failed are all False
     advantages: Tensor  # (B, T)
     logp_old: Tensor | None  # (B, T); None: the policy sampled these rows itself, so logp_old = logp.detach()
     logp_ref: Tensor | None  # (B, T) when beta > 0
@@ -93,7 +94,7 @@ def _optimizer_step(model: Any, opt: torch.optim.Optimizer, inp: UpdateInputs, c
     micro = [slice(lo, lo + mb) for lo in range(0, inp.mask.shape[0], mb)]
     weights = loss_weights(a.loss_agg, [inp.mask[rows] for rows in micro], dist, tokens_per_step)
     for k, (rows, weight) in enumerate(zip(micro, weights)):
-        width = max(1, int(inp.mask[rows].sum(1).max()))
+        width = used_width(inp.mask[rows])
         cols = (rows, slice(0, width))
         with dist.no_sync(model, last=k == len(micro) - 1):
             logp, entropy = forward_logps(model, inp.prompt_ids[rows], inp.completion_ids[cols], pad_id,

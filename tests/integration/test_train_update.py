@@ -200,3 +200,33 @@ def test_dapo_is_trls_each_step_divided_by_the_batch_tokens_over_the_steps():
     # AdamW moves each weight ~2e-2 here; micro-batching's summation order leaves ~5e-6, token_mean ~1e-3
     torch.testing.assert_close(after["dapo"], _params(ref), rtol=0, atol=5e-5)
     assert float((after["dapo"] - after["token_mean"]).abs().max()) > 5e-4
+
+
+@pytest.mark.parametrize("algo", ["grpo", "gspo"])
+def test_trained_tokens_with_holes_train_only_themselves(algo):
+    """A multi-turn row trains its model turns only: tool tokens between them are a hole in the mask.
+    The update equals the objective over the trained tokens through each row's last one (a width
+    counted from the mask's sum would cut the last turn), and an advantage on a hole changes nothing."""
+    inp = _inputs(_model())
+    holes = torch.zeros_like(inp.mask)
+    holes[:, 1:3] = True  # columns 1-2: a tool's answer inside each row that reaches past it
+    trained = inp.mask & ~holes
+    cfg = load_config(None, algo=algo, sets=["optim.micro_batch_size=16", "optim.grad_clip=0", "optim.lr=1e-2",
+                                                 "algo.mini_batches=1"])
+
+    def stepped(advantages: torch.Tensor) -> tuple[torch.Tensor, dict]:
+        model = _model()
+        opt, sched = make_optimizer(model, cfg)
+        metrics = update(model, opt, sched, UpdateInputs(inp.prompt_ids, inp.completion_ids, trained, advantages,
+                                                         inp.logp_old, None, GROUPS), cfg, pad_id=0, max_len=7)
+        return _params(model), metrics
+
+    params, metrics = stepped(inp.advantages * trained)
+    other, _ = stepped(inp.advantages * trained + 5.0 * holes)
+    assert torch.equal(params, other)
+    ref = _model()
+    logp, _ = forward_logps(ref, inp.prompt_ids, inp.completion_ids, 0, 1.0)
+    a = cfg.algo
+    loss, _ = policy_loss(a.loss, logp=logp, logp_old=inp.logp_old, advantages=inp.advantages * trained,
+                          mask=trained, loss_agg=a.loss_agg, max_completion_length=7, **a.loss_options)
+    assert metrics["loss"] == pytest.approx(float(loss.detach()), rel=1e-4, abs=1e-6)

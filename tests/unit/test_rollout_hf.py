@@ -91,3 +91,21 @@ def test_reported_rows_are_reused_and_equal_a_fresh_decode(engine):
         tokens = batch.completion_ids[i][batch.mask[i]].tolist()
         _, text, offsets, finished = engine._row(tokens, params.stop)
         assert (text, offsets, finished) == (batch.texts[i], batch.offsets[i], bool(batch.finished[i]))
+
+
+def test_token_id_prompts_are_fed_as_they_are(engine):
+    """Id prompts give the batch text prompts give, and ids no tokenisation of their text would
+    produce (split differently from the BPE's merge) reach the model untouched."""
+    p = SamplingParams(max_new_tokens=8, seed=4)
+    ids = [engine.tok(q, add_special_tokens=False)["input_ids"] for q in PROMPTS]
+    by_text, by_ids = engine.generate(PROMPTS, 2, p), engine.generate(ids, 2, p)
+    assert torch.equal(by_text.completion_ids, by_ids.completion_ids) and by_text.texts == by_ids.texts
+    assert by_ids.prompt_ids == [q for q in ids for _ in range(2)] and by_ids.prompts == by_text.prompts
+    split = [engine.tok.convert_tokens_to_ids(list(engine.tok.convert_ids_to_tokens(ids[0])[0])) + ids[0][1:]]
+    assert split[0] != ids[0]  # the same text as other tokens
+    assert engine.generate(split, 1, p).prompt_ids == split
+
+
+def test_mixed_prompts_are_refused(engine):
+    with pytest.raises(TypeError, match="all be strings or all be lists"):
+        engine.generate(["text", [1, 2]], 1, SamplingParams(max_new_tokens=2))
