@@ -1,0 +1,273 @@
+"""Multi-turn rollouts over any engine: the model answers, its tool calls run (turns/tools.py) or the
+environment answers (turns/environment.py), their messages are appended through the chat template
+(turns/render.py), and the model goes on from the very token ids it sampled, until it answers
+without a call (or the environment says done) or `max_turns` model turns are spent.
+
+The batch it returns is a trajectory per row: the completion is everything after the first prompt
+(model turns, tool and environment messages); `mask` covers all of it, `loss_mask` only the model's
+own tokens (the only ones trained), `turns` gives each model turn's token columns, and texts and
+offsets run over the whole transcript, so spans in transcript coordinates reach every turn's tokens.
+Turn k > 0 of every live row is sampled in one engine call seeded mix_seed(seed, k): the same seed
+and engine numerics give the same trajectories. The engine sees each continuation as a fresh
+prompt (the lean loop does not keep its KV cache across turns).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from botgrpo_cli.rollout.base import OnDone, RolloutBatch, SamplingParams, prompt_ids_of
+from botgrpo_cli.rollout.offsets import OffsetDecoder
+from botgrpo_cli.rollout.seeds import mix_seed
+from botgrpo_cli.turns.environment import (EnvironmentFailed, Transcript, as_messages, as_response,
+                                           call_with_deadline, failed_response)
+from botgrpo_cli.turns.render import appended_text, first_prompt
+from botgrpo_cli.turns.tool_calls import parse_tool_calls
+from botgrpo_cli.turns.tools import Toolbox
+from botgrpo_rewards.protocol.wire import ScoreResponse
+
+
+@dataclass
+class TurnSettings:
+    max_turns: int = 1  # model turns per trajectory
+    tools: Toolbox | None = None
+    environment: Callable[[], Any] | None = None  # the class: one instance per trajectory
+    environment_deadline_s: float = 30.0
+    template_kwargs: dict[str, Any] = field(default_factory=dict)  # the run's chat template arguments
+    system_prompt: str | None = None  # put before an environment's first messages
+
+    @property
+    def schemas(self) -> list[dict] | None:
+        return self.tools.schemas if self.tools is not None else None
+
+
+@dataclass
+class _Trajectory:
+    row: dict[str, Any]
+    messages: list[dict]
+    env: Any = None
+    ids: list[int] = field(default_factory=list)  # completion so far (model and appended tokens)
+    trained: list[bool] = field(default_factory=list)
+    logps: list[float] = field(default_factory=list)
+    turns: list[tuple[int, int]] = field(default_factory=list)
+    done: bool = False
+    finished: bool = False
+    tool_calls: int = 0
+    tool_errors: int = 0
+    env_errors: int = 0
+    error: str | None = None  # why an environment call ended the trajectory early
+    transcript: Transcript | None = None  # set when it ends
+
+
+def row_of(example: Any) -> dict[str, Any]:
+    """A dataset example as the row an environment's reset gets: id, prompt and reference columns."""
+    if isinstance(example, dict):
+        return dict(example)
+    return {**dict(getattr(example, "reference", {}) or {}), "id": getattr(example, "id", None),
+            "prompt": getattr(example, "prompt", None)}
+
+
+class MultiTurn:
+    """Multi-turn rollouts over `engine` (see the module docstring). After each `generate`,
+    `stats` holds the call's counts and `scores` the environment's rewards by row."""
+
+    def __init__(self, engine: Any, tokenizer: Any, settings: TurnSettings):
+        self.engine, self.tok, self.settings = engine, tokenizer, settings
+        self.pad_id = engine.pad_id
+        self.decoder = getattr(engine, "decoder", None) or OffsetDecoder(tokenizer)
+        self.eos_ids = list(getattr(engine, "eos_ids", None) or [tokenizer.eos_token_id])
+        self.stats: dict[str, float] = {}
+        self.scores: dict[int, ScoreResponse] = {}
+        self.transcripts: list[Transcript] = []
+
+    def sync_weights(self) -> None:
+        self.engine.sync_weights()
+
+    # ---------------------------------------------------------------- the loop
+
+    def generate(self, prompts: list[str], n: int, params: SamplingParams, on_done: OnDone | None = None,
+                 rows: list[Any] | None = None) -> RolloutBatch:
+        """n trajectories per prompt (rows i*n .. i*n+n-1 from prompts[i], group id i). With an
+        environment, each trajectory's first prompt is its reset(row) (rows[i]: prompt i's example);
+        on_done(row, transcript text) is called as each trajectory ends."""
+        s = self.settings
+        examples = [row_of(r) for r in (rows if rows is not None else [{"prompt": p} for p in prompts])]
+        trajectories = [_Trajectory(row=examples[i // n], messages=[]) for i in range(len(prompts) * n)]
+        self.scores, self.stats = {}, {}
+        first = self._first_prompts(prompts, n, trajectories)
+        if all(first[i * n + k] == first[i * n] for i in range(len(prompts)) for k in range(n)):
+            batch = self.engine.generate(first[::n], n, params)  # a group shares its prompt: one prefill
+        else:
+            batch = self.engine.generate(first, 1, params)
+        prompt_ids, group_ids, prompt_texts = batch.prompt_ids, torch.arange(len(prompts)).repeat_interleave(n), batch.prompts
+        live = list(range(len(trajectories)))
+        has_logps = batch.logp_old is not None
+        for turn in range(s.max_turns):
+            if turn:
+                prefixes = [prompt_ids[i] + trajectories[i].ids for i in live]
+                batch = self.engine.generate(prefixes, 1, dataclasses.replace(params, seed=mix_seed(params.seed, turn)))
+                has_logps = has_logps and batch.logp_old is not None
+            for k, i in enumerate(live):
+                self._add_model_turn(trajectories[i], batch, k)
+            last = turn == s.max_turns - 1
+            self._continue(trajectories, live, params, last, [len(prompt_ids[i]) for i in live])
+            for i in live:
+                if trajectories[i].done:
+                    self._end(i, trajectories[i], on_done)
+            live = [i for i in live if not trajectories[i].done]
+            if not live:
+                break
+        return self._batch(trajectories, prompt_ids, prompt_texts, group_ids, has_logps)
+
+    def _first_prompts(self, prompts: list[str], n: int, trajectories: list[_Trajectory]) -> list:
+        """Each trajectory's first prompt: the task's, or its environment's reset."""
+        s = self.settings
+        out = []
+        for i, t in enumerate(trajectories):
+            if s.environment is None:
+                t.messages = [{"role": "user", "content": str(t.row.get("prompt", ""))}]
+                out.append(prompts[i // n])
+                continue
+            t.env = s.environment()
+            try:
+                first = as_messages(call_with_deadline(t.env.reset, s.environment_deadline_s, dict(t.row)), "reset")
+            except EnvironmentFailed as err:  # the trajectory runs on the task's prompt, and is scored failed
+                t.env_errors, t.error = 1, f"environment: {err}"
+                first = None
+            if not first:
+                t.messages = [{"role": "user", "content": str(t.row.get("prompt", ""))}]
+                out.append(prompts[i // n])
+                continue
+            system = [{"role": "system", "content": s.system_prompt}] if s.system_prompt is not None else []
+            t.messages = [*system, *first]
+            out.append(first_prompt(self.tok, t.messages, s.schemas, s.template_kwargs))
+        return out
+
+    def _add_model_turn(self, t: _Trajectory, batch: RolloutBatch, k: int) -> None:
+        n = int(batch.mask[k].sum())
+        tokens = batch.completion_ids[k, :n].tolist()
+        t.turns.append((len(t.ids), len(t.ids) + n))
+        t.ids += tokens
+        t.trained += [True] * n
+        t.logps += batch.logp_old[k, :n].tolist() if batch.logp_old is not None else [0.0] * n
+        t.finished = bool(batch.finished[k])
+        t.messages.append({"role": "assistant", "content": batch.texts[k]})
+
+    def _continue(self, trajectories: list[_Trajectory], live: list[int], params: SamplingParams, last: bool,
+                  prompt_lengths: list[int]) -> None:
+        """Decide each live trajectory's next messages (tool results, the environment's answer) and
+        append their tokens; mark the ones that are done."""
+        s = self.settings
+        calls = {i: parse_tool_calls(trajectories[i].messages[-1]["content"]) if s.tools is not None else []
+                 for i in live}
+        pending = [(i, c) for i in live for c in calls[i]] if not last else []
+        results = s.tools.run([c for _, c in pending]) if pending and s.tools is not None else []
+        by_row: dict[int, list] = {}
+        for (i, call), result in zip(pending, results):
+            by_row.setdefault(i, []).append((call, result))
+        limit = getattr(self.engine, "context", None)
+        for i, length in zip(live, prompt_lengths):
+            t = trajectories[i]
+            t.tool_calls += len(calls[i])
+            if calls[i]:
+                t.messages[-1]["tool_calls"] = [c.as_message() for c in calls[i]]
+            if last:
+                t.done = True
+                continue
+            if calls[i]:
+                answered = by_row.get(i, [])
+                t.tool_errors += sum(r.error is not None for _, r in answered)
+                new = [{"role": "tool", "name": r.name, "content": r.content} for _, r in answered]
+            elif t.env is not None and t.error is None:
+                new = self._environment_step(t)
+            else:
+                new = None
+            if not new:
+                t.done = True
+                continue
+            ended_by = self.tok.decode([t.ids[-1]]) if t.ids and t.ids[-1] in self.eos_ids else None
+            text = appended_text(self.tok, new, s.schemas, s.template_kwargs, ended_by)
+            ids = prompt_ids_of(self.tok, [text])[0]
+            t.ids += ids
+            t.trained += [False] * len(ids)
+            t.logps += [0.0] * len(ids)
+            t.messages += new
+            if limit is not None and length + len(t.ids) + 1 >= limit:  # no room left for another turn
+                t.done = True
+
+    def _environment_step(self, t: _Trajectory) -> list[dict] | None:
+        try:
+            return as_messages(call_with_deadline(t.env.step, self.settings.environment_deadline_s,
+                                                  self._transcript(t)), "step")
+        except EnvironmentFailed as err:
+            t.env_errors += 1
+            t.error = f"environment: {err}"
+            return None
+
+    # ---------------------------------------------------------------- results
+
+    def _transcript(self, t: _Trajectory) -> Transcript:
+        text, offsets = self.decoder.decode(t.ids)
+        turns = [(offsets[a][0], offsets[b - 1][1]) if b > a else (0, 0) for a, b in t.turns]
+        return Transcript(row=dict(t.row), messages=[dict(m) for m in t.messages], text=text, turns=turns)
+
+    def _end(self, i: int, t: _Trajectory, on_done: OnDone | None) -> None:
+        """Trajectory i is over: its transcript, the environment's reward, and the caller told."""
+        t.transcript = self._transcript(t)
+        self._score(i, t, t.transcript)
+        if on_done is not None:
+            on_done(i, t.transcript.text)
+
+    def _batch(self, trajectories: list[_Trajectory], prompt_ids: list[list[int]], prompt_texts: list[str],
+               group_ids: torch.Tensor, has_logps: bool) -> RolloutBatch:
+        b = len(trajectories)
+        width = max(1, max(len(t.ids) for t in trajectories))
+        completion = torch.full((b, width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((b, width), dtype=torch.bool)
+        loss_mask = torch.zeros((b, width), dtype=torch.bool)
+        logp = torch.zeros((b, width), dtype=torch.float32)
+        texts, offsets, self.transcripts = [], [], []
+        for i, t in enumerate(trajectories):
+            n = len(t.ids)
+            completion[i, :n] = torch.tensor(t.ids, dtype=torch.long)
+            mask[i, :n] = True
+            loss_mask[i, :n] = torch.tensor(t.trained, dtype=torch.bool)
+            logp[i, :n] = torch.tensor(t.logps, dtype=torch.float32)
+            assert t.transcript is not None, "every trajectory ends before the batch is made"
+            self.transcripts.append(t.transcript)
+            texts.append(t.transcript.text)
+            offsets.append(self.decoder.decode(t.ids)[1])
+        self.stats = {
+            "turns/mean": sum(len(t.turns) for t in trajectories) / max(1, b),
+            "turns/tool_calls": float(sum(t.tool_calls for t in trajectories)),
+            "turns/tool_errors": float(sum(t.tool_errors for t in trajectories)),
+            "turns/env_errors": float(sum(t.env_errors for t in trajectories)),
+            "turns/masked_tokens": float(int(mask.sum()) - int((loss_mask & mask).sum())),
+        }
+        return RolloutBatch(prompt_ids=prompt_ids, completion_ids=completion, mask=mask, texts=texts, offsets=offsets,
+                            group_ids=group_ids, finished=torch.tensor([t.finished for t in trajectories]),
+                            logp_old=logp if has_logps else None, prompts=prompt_texts, loss_mask=loss_mask,
+                            turns=[list(t.turns) for t in trajectories])
+
+    def _score(self, i: int, t: _Trajectory, transcript: Transcript) -> None:
+        """The environment's reward for trajectory i, when it gives one (kept in self.scores)."""
+        rid = f"env-{i}"
+        if t.error is not None:
+            self.scores[i] = failed_response(rid, t.error)
+            return
+        reward = getattr(t.env, "reward", None) if t.env is not None else None
+        if reward is None:
+            return
+        try:
+            value = call_with_deadline(reward, self.settings.environment_deadline_s, transcript)
+        except EnvironmentFailed as err:
+            t.env_errors += 1
+            self.scores[i] = failed_response(rid, f"environment: {err}")
+            return
+        response = as_response(value, rid, len(transcript.text))
+        if response is not None:
+            self.scores[i] = response

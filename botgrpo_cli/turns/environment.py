@@ -1,0 +1,122 @@
+"""Environments (`run.environment: FILE.py:NAME` or `MODULE:NAME`): what a tool list cannot express
+(a game, a simulator, a user simulator, a grader that talks back).
+
+The class named is instantiated once per trajectory (no arguments) and may keep state:
+
+    class MyEnv:
+        def reset(self, row: dict) -> list[dict] | str:
+            '''The first messages for a dataset row (its `prompt`, `id` and reference columns);
+            a string is one user message.'''
+        def step(self, transcript: Transcript) -> list[dict] | str | None:
+            '''After each model turn that called no tool: the next messages (a string is one user
+            message), or None when the episode is over.'''
+        def reward(self, transcript: Transcript) -> float | tuple[float, list] | dict | None:
+            '''Optional. The trajectory's score, with optional spans (start, end, reward) in
+            transcript coordinates (code points of transcript.text); a dict may hold score, spans
+            and metrics. None (or no method): the task's reward scores the transcript.'''
+
+Each call runs with a deadline (`rollout.environment_deadline_s`). A call that raises or runs past
+it ends that trajectory (counted as an environment error; a reward that fails marks the row as a
+failed scoring: masked and counted), never the run. A call past its deadline is left running on a
+daemon thread, since Python cannot stop a thread: an environment that may hang for good belongs
+behind a tool or a reward service, which run in processes that are killed.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from botgrpo_cli.errors import UserError
+from botgrpo_rewards.function.loader import FunctionLoadError, absolute_spec, first_line, load_function
+from botgrpo_rewards.protocol.wire import ErrorInfo, ScoreResponse, Span
+
+
+@dataclass
+class Transcript:
+    """A trajectory as an environment (or a reward on transcripts) sees it."""
+
+    row: dict[str, Any]  # the dataset row: prompt, id and reference columns
+    messages: list[dict]  # the whole conversation: first messages, assistant turns, tool and environment messages
+    text: str  # everything after the first prompt, as decoded from its tokens (the completion the reward sees)
+    turns: list[tuple[int, int]] = field(default_factory=list)  # code points of each model turn in text
+
+
+class EnvironmentFailed(RuntimeError):
+    """An environment call raised or ran past its deadline (the message says which)."""
+
+
+def load_environment(spec: str) -> Callable[[], Any]:
+    """The environment class a spec names, checked for reset and step (UserError otherwise)."""
+    try:
+        cls = load_function(absolute_spec(spec))
+    except FunctionLoadError as err:
+        raise UserError(str(err).replace("reward function", "environment", 1)) from None
+    missing = [m for m in ("reset", "step") if not callable(getattr(cls, m, None))]
+    if not inspect.isclass(cls) or missing:
+        raise UserError(f"environment {spec}: needs a class with reset(row) and step(transcript) methods"
+                        + (f" (missing: {', '.join(missing)})" if missing else ""))
+    return cls
+
+
+def call_with_deadline(fn: Callable[..., Any], deadline_s: float, *args: Any) -> Any:
+    """fn(*args) on a daemon thread; EnvironmentFailed when it raises or is not back within deadline_s."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn(*args)
+        except BaseException as err:  # reported to the caller, whatever it was
+            box["error"] = err
+
+    thread = threading.Thread(target=target, name="environment-call", daemon=True)
+    thread.start()
+    thread.join(deadline_s)
+    if thread.is_alive():
+        raise EnvironmentFailed(f"{getattr(fn, '__qualname__', fn)} did not return within {deadline_s:g} s")
+    if "error" in box:
+        err = box["error"]
+        raise EnvironmentFailed(f"{getattr(fn, '__qualname__', fn)} raised {type(err).__name__}: {first_line(err)}")
+    return box.get("value")
+
+
+def as_messages(value: Any, what: str) -> list[dict] | None:
+    """An environment's answer -> messages (None: done). A string is one user message."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [{"role": "user", "content": value}]
+    if isinstance(value, dict):
+        value = [value]
+    if isinstance(value, (list, tuple)) and all(isinstance(m, dict) and "role" in m for m in value):
+        return [{**m, "content": str(m.get("content", ""))} for m in value]
+    raise EnvironmentFailed(f"{what} returned {type(value).__name__}; return a string, a list of "
+                            f"{{'role', 'content'}} messages, or None")
+
+
+def as_response(value: Any, rid: str, text_length: int) -> ScoreResponse | None:
+    """An environment's reward -> a ScoreResponse (None: the task's reward decides)."""
+    if value is None:
+        return None
+    score, spans, metrics = value, [], {}
+    if isinstance(value, dict):
+        score, spans, metrics = value.get("score"), value.get("spans", []), value.get("metrics", {})
+    elif isinstance(value, (tuple, list)):
+        score, spans = value
+    try:
+        score = float(score)
+        spans = sorted((int(s), int(e), float(r)) for s, e, r in spans)
+        metrics = {str(k): float(v) for k, v in dict(metrics).items()}
+    except (TypeError, ValueError) as err:
+        return failed_response(rid, f"the environment's reward is not a score with (start, end, reward) spans: {err}")
+    if any(not 0 <= s <= e <= text_length for s, e, _ in spans):
+        return failed_response(rid, f"the environment's reward has a span outside the transcript (0..{text_length})")
+    return ScoreResponse(id=rid, status="ok", score=score, spans=[Span(s, e, r) for s, e, r in spans],
+                         metrics=metrics)
+
+
+def failed_response(rid: str, message: str) -> ScoreResponse:
+    """A failed scoring (masked and counted) that says why."""
+    return ScoreResponse(id=rid, status="error", error=ErrorInfo(type="backend", message=message))

@@ -1,0 +1,54 @@
+"""The child process that runs tools: `python -m botgrpo_cli.turns.tool_worker SPEC...`, one JSON
+call per stdin line ({"name", "arguments"}), one JSON answer per stdout line ({"ok": true, "result":
+text} or {"ok": false, "error": text}); JSON both ways, never pickle. Its first line is
+{"ok": true, "result": "ready"} once every tool imported, or {"ok": false, "error": ...} (then it exits).
+What the tools print goes to stderr. A tool that hangs is the parent's to kill (tools.Toolbox)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Callable
+
+from botgrpo_rewards.function.loader import FunctionLoadError, first_line, load_function
+from botgrpo_rewards.function.worker import _protocol_stdout, where_raised
+
+
+def as_text(result: Any) -> str:
+    """A tool's return value as the message the model reads: strings as they are, else JSON (or str)."""
+    if isinstance(result, str):
+        return result
+    try:
+        return json.dumps(result, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(result)
+
+
+def handle(tools: dict[str, Callable[..., Any]], line: str) -> dict:
+    try:
+        call = json.loads(line)
+        fn = tools[call["name"]]
+        return {"ok": True, "result": as_text(fn(**call["arguments"]))}
+    except Exception as err:  # the tool's bug (or a bad call) costs this call, never the worker
+        return {"ok": False, "error": f"{type(err).__name__}: {first_line(err)}{where_raised(err)}"}
+
+
+def main() -> int:
+    out = _protocol_stdout()
+    try:
+        tools = {spec.rpartition(":")[2]: load_function(spec) for spec in sys.argv[1:]}
+    except FunctionLoadError as err:
+        out.write(json.dumps({"ok": False, "error": str(err)}) + "\n")
+        out.flush()
+        return 1
+    out.write('{"ok": true, "result": "ready"}\n')
+    out.flush()
+    for line in sys.stdin:
+        if line.strip():
+            out.write(json.dumps(handle(tools, line), ensure_ascii=True) + "\n")
+            out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
