@@ -83,6 +83,15 @@ class RolloutConfig:
     stop: Optional[list] = opt(None, "stop strings (kept in the text); None = the task's")
     per_prompt_seed: bool = opt(False, "seed each prompt's group from its text: a completion does not depend on the "
                                        "batch or the process sampling it (one HF generate call per prompt)")
+    max_turns: Optional[int] = opt(None, "model turns per trajectory: after each turn the tool calls run (run.tools) or "
+                                         "the environment answers (run.environment) and the model goes on, until it "
+                                         "answers without a call or the environment is done; None = 1, or 4 with "
+                                         "run.tools or run.environment")
+    tool_deadline_s: float = opt(10.0, "seconds a tool call may take; past it the call is an error for the model "
+                                       "(counted) and its worker process is started again")
+    tool_workers: int = opt(2, "worker processes running tool calls side by side")
+    environment_deadline_s: float = opt(30.0, "seconds an environment's reset, step or reward may take; past it (or "
+                                              "when it raises) that trajectory ends and is counted as a failed scoring")
     vllm_gpu_memory_utilization: float = opt(0.3, "vllm: share of the GPU vLLM takes for weights and KV cache")
     vllm_tensor_parallel_size: int = opt(1, "vllm: GPUs (training processes) one vLLM engine spans")
     vllm_sleep_mode: bool = opt(False, "vllm: free vLLM's GPU memory while the trainer updates (sleep / wake_up)")
@@ -177,6 +186,11 @@ class RunConfig:
                                      "(lists of messages) always, plain-text prompts when the task says so (the "
                                      "built-in tasks do; task prompts and in-memory datasets do not, as in TRL); "
                                      "always; never (messages joined by blank lines)", CHAT_TEMPLATE)
+    tools: list = opt([], "tools the model may call: FILE.py:NAME, MODULE:NAME or a built-in (calculator); plain "
+                          "functions with type hints and a docstring, offered through the chat template's tool "
+                          "schemas and run in worker processes (docs/multi-turn.md)")
+    environment: Optional[str] = opt(None, "an environment class, FILE.py:NAME or MODULE:NAME, with reset(row), "
+                                           "step(transcript) and optionally reward(transcript) (docs/multi-turn.md)")
     steps: int = opt(20, "training steps")
     seed: int = opt(0, "seed for sampling, data order and initialisation")
     out_dir: Optional[str] = opt(None, "run directory; None = runs/<task>-<algo>-<time>")

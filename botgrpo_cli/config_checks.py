@@ -17,7 +17,8 @@ if TYPE_CHECKING:  # config.py imports this module: only the type names, never a
 _POSITIVE = ["rollout.group_size", "rollout.prompts_per_step", "rollout.vllm_tensor_parallel_size", "algo.max_rounds",
              "algo.mini_batches", "algo.epochs", "optim.micro_batch_size", "run.keep_last", "run.eval_prompts",
              "log.every", "optim.lr", "reward.workers", "reward.deadline_ms", "optim.micro_batch_memory_gb",
-             "rollout.thinking_budget"]
+             "rollout.thinking_budget", "rollout.max_turns", "rollout.tool_deadline_s", "rollout.tool_workers",
+             "rollout.environment_deadline_s"]
 _NON_NEGATIVE = ["run.steps", "run.save_every", "run.eval_every", "log.samples_every", "optim.warmup_steps",
                  "optim.grad_clip", "algo.beta", "algo.entropy_coef", "model.lora_r",
                  "optim.weight_decay", "algo.overlong_cache", "run.threads", "rollout.temperature",

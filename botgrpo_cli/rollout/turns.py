@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import torch
 
-from botgrpo_cli.rollout.base import OnDone, RolloutBatch, SamplingParams, prompt_ids_of
+from botgrpo_cli.rollout.base import RolloutBatch, SamplingParams, prompt_ids_of
 from botgrpo_cli.rollout.offsets import OffsetDecoder
 from botgrpo_cli.rollout.seeds import mix_seed
 from botgrpo_cli.turns.environment import (EnvironmentFailed, Transcript, as_messages, as_response,
@@ -29,6 +29,9 @@ from botgrpo_cli.turns.render import appended_text, first_prompt
 from botgrpo_cli.turns.tool_calls import parse_tool_calls
 from botgrpo_cli.turns.tools import Toolbox
 from botgrpo_rewards.protocol.wire import ScoreResponse
+
+Ended = Callable[[int, str, "ScoreResponse | None"], None]  # (row, transcript text, environment's reward)
+STATS = ("turns", "trajectories", "tool_calls", "tool_errors", "env_errors", "masked_tokens", "trained_tokens")
 
 
 @dataclass
@@ -43,6 +46,17 @@ class TurnSettings:
     @property
     def schemas(self) -> list[dict] | None:
         return self.tools.schemas if self.tools is not None else None
+
+
+def max_turns_of(rollout: Any, run: Any) -> int:
+    """rollout.max_turns, or its default: 1, or 4 when the model has tools or an environment."""
+    if rollout.max_turns is not None:
+        return rollout.max_turns
+    return 4 if run.tools or run.environment else 1
+
+
+def is_multi_turn(rollout: Any, run: Any) -> bool:
+    return bool(run.tools or run.environment) or max_turns_of(rollout, run) > 1
 
 
 @dataclass
@@ -73,14 +87,15 @@ def row_of(example: Any) -> dict[str, Any]:
 
 class MultiTurn:
     """Multi-turn rollouts over `engine` (see the module docstring). After each `generate`,
-    `stats` holds the call's counts and `scores` the environment's rewards by row."""
+    `scores` holds the environment's rewards by row and `transcripts` the trajectories;
+    take_stats() the counts so far."""
 
     def __init__(self, engine: Any, tokenizer: Any, settings: TurnSettings):
         self.engine, self.tok, self.settings = engine, tokenizer, settings
         self.pad_id = engine.pad_id
         self.decoder = getattr(engine, "decoder", None) or OffsetDecoder(tokenizer)
         self.eos_ids = list(getattr(engine, "eos_ids", None) or [tokenizer.eos_token_id])
-        self.stats: dict[str, float] = {}
+        self._counts = dict.fromkeys(STATS, 0)
         self.scores: dict[int, ScoreResponse] = {}
         self.transcripts: list[Transcript] = []
 
@@ -89,15 +104,16 @@ class MultiTurn:
 
     # ---------------------------------------------------------------- the loop
 
-    def generate(self, prompts: list[str], n: int, params: SamplingParams, on_done: OnDone | None = None,
+    def generate(self, prompts: list[str], n: int, params: SamplingParams, on_done: Ended | None = None,
                  rows: list[Any] | None = None) -> RolloutBatch:
         """n trajectories per prompt (rows i*n .. i*n+n-1 from prompts[i], group id i). With an
-        environment, each trajectory's first prompt is its reset(row) (rows[i]: prompt i's example);
-        on_done(row, transcript text) is called as each trajectory ends."""
+        environment, each trajectory's first prompt is its reset(row) (rows[i]: prompt i's example).
+        on_done(row, transcript text, response) is called as each trajectory ends; response is the
+        environment's reward as a ScoreResponse, or None when the task's reward is to score the text."""
         s = self.settings
         examples = [row_of(r) for r in (rows if rows is not None else [{"prompt": p} for p in prompts])]
         trajectories = [_Trajectory(row=examples[i // n], messages=[]) for i in range(len(prompts) * n)]
-        self.scores, self.stats = {}, {}
+        self.scores = {}
         first = self._first_prompts(prompts, n, trajectories)
         if all(first[i * n + k] == first[i * n] for i in range(len(prompts)) for k in range(n)):
             batch = self.engine.generate(first[::n], n, params)  # a group shares its prompt: one prefill
@@ -215,12 +231,19 @@ class MultiTurn:
         turns = [(offsets[a][0], offsets[b - 1][1]) if b > a else (0, 0) for a, b in t.turns]
         return Transcript(row=dict(t.row), messages=[dict(m) for m in t.messages], text=text, turns=turns)
 
-    def _end(self, i: int, t: _Trajectory, on_done: OnDone | None) -> None:
+    def _end(self, i: int, t: _Trajectory, on_done: Ended | None) -> None:
         """Trajectory i is over: its transcript, the environment's reward, and the caller told."""
         t.transcript = self._transcript(t)
         self._score(i, t, t.transcript)
         if on_done is not None:
-            on_done(i, t.transcript.text)
+            on_done(i, t.transcript.text, self.scores.get(i))
+
+    def take_stats(self) -> dict[str, float]:
+        """Counts since the last call (a training step's): turns/mean, tool calls and errors, masked tokens."""
+        c, self._counts = self._counts, dict.fromkeys(STATS, 0)
+        return {"turns/mean": c["turns"] / max(1, c["trajectories"]), "turns/tool_calls": float(c["tool_calls"]),
+                "turns/tool_errors": float(c["tool_errors"]), "turns/env_errors": float(c["env_errors"]),
+                "turns/masked_tokens": float(c["masked_tokens"]), "turns/trained_tokens": float(c["trained_tokens"])}
 
     def _batch(self, trajectories: list[_Trajectory], prompt_ids: list[list[int]], prompt_texts: list[str],
                group_ids: torch.Tensor, has_logps: bool) -> RolloutBatch:
@@ -241,13 +264,13 @@ class MultiTurn:
             self.transcripts.append(t.transcript)
             texts.append(t.transcript.text)
             offsets.append(self.decoder.decode(t.ids)[1])
-        self.stats = {
-            "turns/mean": sum(len(t.turns) for t in trajectories) / max(1, b),
-            "turns/tool_calls": float(sum(t.tool_calls for t in trajectories)),
-            "turns/tool_errors": float(sum(t.tool_errors for t in trajectories)),
-            "turns/env_errors": float(sum(t.env_errors for t in trajectories)),
-            "turns/masked_tokens": float(int(mask.sum()) - int((loss_mask & mask).sum())),
-        }
+        for name, value in (("turns", sum(len(t.turns) for t in trajectories)), ("trajectories", b),
+                            ("tool_calls", sum(t.tool_calls for t in trajectories)),
+                            ("tool_errors", sum(t.tool_errors for t in trajectories)),
+                            ("env_errors", sum(t.env_errors for t in trajectories)),
+                            ("trained_tokens", int(loss_mask.sum())),
+                            ("masked_tokens", int(mask.sum()) - int(loss_mask.sum()))):
+            self._counts[name] += value
         return RolloutBatch(prompt_ids=prompt_ids, completion_ids=completion, mask=mask, texts=texts, offsets=offsets,
                             group_ids=group_ids, finished=torch.tensor([t.finished for t in trajectories]),
                             logp_old=logp if has_logps else None, prompts=prompt_texts, loss_mask=loss_mask,

@@ -206,6 +206,8 @@ def train_step(s: Session, step: int, page: SamplesPage | None, phase: Callable[
     counters = s.pool.stats
     metrics = step_metrics(ro, scored, scores, mask, r, adv, upd, times, s.task.success_metric,
                            restarts=counters.get("restarts", 0), counters=counters)
+    if s.turns is not None:  # turns, tool calls and errors, masked (tool and environment) tokens
+        metrics.update(s.turns.take_stats())
     if b.logp_old is not None:  # the engine's own behaviour log-probs (vLLM) against the trainer's
         metrics["rollout/logp_abs_diff"] = float(masked_mean((b.logp_old - logp_old).abs(), b.trained))
     return metrics

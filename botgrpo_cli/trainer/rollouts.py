@@ -19,6 +19,8 @@ from botgrpo_cli.reward_client.scored import Scored, collect, score_request
 from botgrpo_cli.rollout import Engine, RolloutBatch, SamplingParams, concat
 from botgrpo_cli.rollout.base import OnDone
 from botgrpo_cli.rollout.seeds import mix_seed, text_digest
+from botgrpo_cli.rollout.turns import MultiTurn
+from botgrpo_rewards.protocol.wire import ScoreResponse
 from botgrpo_cli.trainer.distributed import shard
 
 
@@ -41,17 +43,25 @@ def prompt_seed(seed: int, prompt: str) -> int:
     return mix_seed(seed, text_digest(prompt))
 
 
-def _generate(engine: Engine, rollout: RolloutConfig, prompts: list[str], params: SamplingParams,
-              on_done: OnDone | None) -> RolloutBatch:
+def _generate(engine: Engine | MultiTurn, rollout: RolloutConfig, prompts: list[str], params: SamplingParams,
+              on_done: OnDone | None, examples: list | None = None) -> RolloutBatch:
     """All groups in one engine call, or (rollout.per_prompt_seed) one call per prompt, each seeded
-    from its prompt, so a row's tokens do not depend on where it is sampled."""
+    from its prompt, so a row's tokens do not depend on where it is sampled. A multi-turn driver
+    also gets each prompt's example (an environment's reset reads it)."""
     g = rollout.group_size
+
+    def call(part: list[str], rows: list | None, p: SamplingParams, done: Callable | None) -> RolloutBatch:
+        if isinstance(engine, MultiTurn):
+            return engine.generate(part, g, p, on_done=done, rows=rows)
+        return engine.generate(part, g, p, on_done=done)
+
     if not rollout.per_prompt_seed:
-        return engine.generate(prompts, g, params, on_done=on_done)
+        return call(prompts, examples, params, on_done)
     parts = []
     for k, prompt in enumerate(prompts):
-        part = engine.generate([prompt], g, dataclasses.replace(params, seed=prompt_seed(params.seed, prompt)),
-                               on_done=None if on_done is None else lambda i, text, first=k * g: on_done(first + i, text))
+        part = call([prompt], None if examples is None else examples[k:k + 1],
+                    dataclasses.replace(params, seed=prompt_seed(params.seed, prompt)),
+                    None if on_done is None else lambda i, *rest, first=k * g: on_done(first + i, *rest))
         part.group_ids += k
         parts.append(part)
     return concat(parts, engine.pad_id)
@@ -97,11 +107,24 @@ def _round(s, step: int, round_: int) -> tuple[RolloutBatch, list, list]:
                                                  s.cfg.reward.deadline_ms))
 
     whole = getattr(s.pool, "takes_batches", False)  # reward functions: one call per generation batch, as TRL
-    batch = _generate(s.engine, s.cfg.rollout, prompts, params, send if _streams(s) and not whole else None)
+    if s.turns is None:
+        batch = _generate(s.engine, s.cfg.rollout, prompts, params, send if _streams(s) and not whole else None)
+    else:
+        streams = _streams(s) and not whole
+
+        def ended(i: int, text: str, response: ScoreResponse | None) -> None:
+            if response is not None:  # the environment's own reward
+                futures[i] = Future()
+                futures[i].set_result(response)
+            elif streams:
+                send(i, text)
+
+        batch = _generate(s.turns, s.cfg.rollout, prompts, params, ended, examples)
     if whole:
         requests = [score_request(f"s{step}r{round_}-{i}", text, rows[i], options[i // cfg.group_size],
                                   s.cfg.reward.deadline_ms) for i, text in enumerate(batch.texts)]
-        futures = dict(enumerate(s.pool.submit_batch(requests, trl_extras(s, step, rows, batch))))
+        by_environment = dict(futures)  # an environment's own rewards stand
+        futures = {**dict(enumerate(s.pool.submit_batch(requests, trl_extras(s, step, rows, batch)))), **by_environment}
     for i, text in enumerate(batch.texts):  # rows not yet sent (all of them unless streamed)
         if i not in futures:
             send(i, text)

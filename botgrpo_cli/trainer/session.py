@@ -17,6 +17,7 @@ from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.reward_client.span_noise import SpanNoise, parse_span_noise
 from botgrpo_cli.rollout import Engine, FastEngine, HFEngine, SamplingParams
+from botgrpo_cli.rollout.turns import MultiTurn, TurnSettings, is_multi_turn, max_turns_of
 from botgrpo_cli.trainer import checkpoint, defaults
 from botgrpo_cli.trainer.checkpoint import TrainState
 from botgrpo_cli.trainer.degenerate import check_settings
@@ -53,6 +54,7 @@ class Session:
     service_options: dict
     dist: Dist = Dist()
     bf16: bool = False  # bf16 autocast around generation, log-probs and the update (models/precision.py)
+    turns: MultiTurn | None = None  # multi-turn rollouts over `engine` (run.tools, run.environment, rollout.max_turns)
 
     def precision(self) -> ContextManager:
         return autocast(self.bf16)
@@ -71,8 +73,15 @@ class Session:
     def prompt_texts(self, examples: list) -> list[str]:
         """The formatted prompts, with the run's system prompt and chat-template arguments."""
         run = self.cfg.run
-        return [self.task.format_prompt(ex, self.tok, run.system_prompt, run.chat_template_kwargs, run.chat_template)
+        return [self.task.format_prompt(ex, self.tok, run.system_prompt, self.template_kwargs, run.chat_template)
                 for ex in examples]
+
+    @property
+    def template_kwargs(self) -> dict:
+        """run.chat_template_kwargs, plus the tools' schemas when the model has tools."""
+        if self.turns is None or self.turns.settings.tools is None:
+            return dict(self.cfg.run.chat_template_kwargs)
+        return {**self.cfg.run.chat_template_kwargs, "tools": self.turns.settings.schemas}
 
     def request_options(self, prompt_texts: list[str]) -> list[dict]:
         """Per-prompt request options: the reasoning ones (does this formatted prompt open the
@@ -108,6 +117,22 @@ def _engine(cfg: Config, model: Any, tok: Any, path: str) -> Engine:
     engine = VLLMEngine(model, tok, path, VLLMOptions.from_config(cfg.rollout, cfg.model.dtype), seed=cfg.run.seed)
     engine.sync_weights()  # a resumed or LoRA policy differs from the files vLLM loaded
     return engine
+
+
+def _turn_settings(cfg: Config) -> TurnSettings | None:
+    """The multi-turn settings (tools imported, the environment class found), or None for single turns."""
+    if not is_multi_turn(cfg.rollout, cfg.run):
+        return None
+    from botgrpo_cli.turns.environment import load_environment
+    from botgrpo_cli.turns.tools import Toolbox
+
+    r = cfg.rollout
+    return TurnSettings(
+        max_turns=max_turns_of(r, cfg.run),
+        tools=Toolbox(list(cfg.run.tools), r.tool_workers, r.tool_deadline_s) if cfg.run.tools else None,
+        environment=load_environment(cfg.run.environment) if cfg.run.environment else None,
+        environment_deadline_s=r.environment_deadline_s, template_kwargs=dict(cfg.run.chat_template_kwargs),
+        system_prompt=cfg.run.system_prompt)
 
 
 def _distributed(cfg: Config) -> Dist:
@@ -195,6 +220,7 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     task = _task(cfg)
     if shared_pool is None:
         require_reward(cfg.reward, task.service)  # before any model loads
+    settings = _turn_settings(cfg)  # a tool or environment that does not import fails here, before any model loads
     base = resolve_model_path(cfg.model, cfg.run.task, cfg.run.task_options)  # an offline hub id fails here, at once
     dist = _distributed(cfg)
     run_dir, loaded = _run_dir(cfg, resume, dist.main)
@@ -237,8 +263,13 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
         engine = _engine(cfg, getattr(model, "module", model), tok, base)
         if dist.main:
             console.print(f"precision: {why}")
+        turns = None if settings is None else MultiTurn(engine, tok, settings)
+        if settings is not None and settings.tools is not None:
+            settings.tools.start()
         yield Session(cfg, task, tok, model, ref, engine, pool, opt, sched, stream, state, run_dir,
-                      params, {**task.service_options, **cfg.reward.options}, dist, bf16)
+                      params, {**task.service_options, **cfg.reward.options}, dist, bf16, turns)
     finally:
+        if settings is not None and settings.tools is not None:
+            settings.tools.close()
         if shared_pool is None:
             pool.close()
