@@ -78,6 +78,30 @@ def solution(problem: Problem, slips: frozenset[int] = frozenset()) -> str:
     return "\n\n".join(paras + [f"\\boxed{{{problem.steps(slips)[-1][1]}}}"])
 
 
+# The calculator variant (task option calculator=true): most corpus solutions first ask the built-in
+# calculator tool for the product, as a model turn of its own, and then write the steps with the
+# product it returned (so the tool call cures the product slip). The text is the transcript the
+# multi-turn driver builds for a tokenizer without a chat template: the model's call, the
+# bootstrapped tokenizer's end token, then the tool's answer as plain text (botgrpo_cli/turns/render.py).
+TURN_END = "<|endoftext|>"  # the bootstrapped tokenizer's EOS
+CALL_RATE = 0.75  # corpus solutions that call the tool (the rest answer at once: groups differ)
+
+
+def calculator_call(expression: str) -> str:
+    return f'<tool_call>\n{{"name": "calculator", "arguments": {{"expression": "{expression}"}}}}\n</tool_call>'
+
+
+def tool_answer(result: str) -> str:
+    return f"\n\n<tool_response>\n{result}\n</tool_response>\n\n"
+
+
+def with_calculator(problem: Problem, slips: frozenset[int]) -> str:
+    """A solution whose first turn asks the calculator for the product, and which then uses it."""
+    product = problem.steps()[0][0]
+    return (calculator_call(f"{product.a} * {product.b}") + TURN_END + tool_answer(str(product.value()))
+            + solution(problem, slips - {0}))
+
+
 def sample_problem(rng: random.Random) -> Problem:
     """A product, then alternating gains and losses. The fixed order and small numbers (totals stay
     under 40) keep the problems within reach of a tiny model; the slips make them hard."""
@@ -151,7 +175,8 @@ class CorpusItem:
 
 
 class ArithSynthTask(SyntheticTask):
-    """Options: n_train (default 2000), n_eval (256), slip_scale (multiplies SLIP_RATES, 1.0)."""
+    """Options: n_train (default 2000), n_eval (256), slip_scale (multiplies SLIP_RATES, 1.0),
+    calculator (false; true: the warm start learns to call the calculator tool, for run.tools=[calculator])."""
 
     name = "arith_synth"
     service = "math"
@@ -177,9 +202,11 @@ class ArithSynthTask(SyntheticTask):
         scale = float(self.options.get("slip_scale", 1.0))
         rng = random.Random(f"arith_synth/corpus/{seed}")
         items = []
+        calls = bool(self.options.get("calculator", False))
         for p in draw_problems(seed, n, "train"):
             slips = draw_slips(rng, p, scale)
-            items.append(CorpusItem(p, slips, prompt(p), solution(p, slips)))
+            called = calls and rng.random() < CALL_RATE
+            items.append(CorpusItem(p, slips, prompt(p), with_calculator(p, slips) if called else solution(p, slips)))
         return items
 
     def corpus(self, n: int, seed: int = 0) -> list[tuple[str, str]]:

@@ -31,7 +31,8 @@ from botgrpo_cli.turns.tools import Toolbox
 from botgrpo_rewards.protocol.wire import ScoreResponse
 
 Ended = Callable[[int, str, "ScoreResponse | None"], None]  # (row, transcript text, environment's reward)
-STATS = ("turns", "trajectories", "tool_calls", "tool_errors", "env_errors", "masked_tokens", "trained_tokens")
+STATS = ("turns", "trajectories", "tool_calls", "tool_errors", "tool_timeouts", "env_errors", "masked_tokens",
+         "trained_tokens")
 
 
 @dataclass
@@ -71,7 +72,8 @@ class _Trajectory:
     done: bool = False
     finished: bool = False
     tool_calls: int = 0
-    tool_errors: int = 0
+    tool_errors: int = 0  # calls answered with an error (raised, bad call, timed out, crashed)
+    tool_timeouts: int = 0
     env_errors: int = 0
     error: str | None = None  # why an environment call ended the trajectory early
     transcript: Transcript | None = None  # set when it ends
@@ -197,6 +199,7 @@ class MultiTurn:
             if calls[i]:
                 answered = by_row.get(i, [])
                 t.tool_errors += sum(r.error is not None for _, r in answered)
+                t.tool_timeouts += sum(r.error == "timeout" for _, r in answered)
                 new = [{"role": "tool", "name": r.name, "content": r.content} for _, r in answered]
             elif t.env is not None and t.error is None:
                 new = self._environment_step(t)
@@ -242,7 +245,8 @@ class MultiTurn:
         """Counts since the last call (a training step's): turns/mean, tool calls and errors, masked tokens."""
         c, self._counts = self._counts, dict.fromkeys(STATS, 0)
         return {"turns/mean": c["turns"] / max(1, c["trajectories"]), "turns/tool_calls": float(c["tool_calls"]),
-                "turns/tool_errors": float(c["tool_errors"]), "turns/env_errors": float(c["env_errors"]),
+                "turns/tool_errors": float(c["tool_errors"]), "turns/tool_timeouts": float(c["tool_timeouts"]),
+                "turns/env_errors": float(c["env_errors"]),
                 "turns/masked_tokens": float(c["masked_tokens"]), "turns/trained_tokens": float(c["trained_tokens"])}
 
     def _batch(self, trajectories: list[_Trajectory], prompt_ids: list[list[int]], prompt_texts: list[str],
@@ -267,6 +271,7 @@ class MultiTurn:
         for name, value in (("turns", sum(len(t.turns) for t in trajectories)), ("trajectories", b),
                             ("tool_calls", sum(t.tool_calls for t in trajectories)),
                             ("tool_errors", sum(t.tool_errors for t in trajectories)),
+                            ("tool_timeouts", sum(t.tool_timeouts for t in trajectories)),
                             ("env_errors", sum(t.env_errors for t in trajectories)),
                             ("trained_tokens", int(loss_mask.sum())),
                             ("masked_tokens", int(mask.sum()) - int(loss_mask.sum()))):
