@@ -1,0 +1,222 @@
+"""Multi-turn rollouts on the tiny arith_synth model whose warm start learned to call the calculator
+(task option calculator=true): tools from the user's files, hanging and raising tools, an
+environment class with spans on one turn, conversational prompts; the real math service scores."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from botgrpo_cli.config import load_config
+from botgrpo_cli.rollout import FastEngine, HFEngine, SamplingParams
+from botgrpo_cli.rollout.turns import MultiTurn, TurnSettings
+from botgrpo_cli.trainer import loop, train
+from botgrpo_cli.turns.tools import Toolbox
+
+SMALL = ["rollout.prompts_per_step=2", "rollout.group_size=4", "rollout.max_new_tokens=48", "run.threads=1",
+         "optim.micro_batch_size=8", "log.tensorboard=false", "run.save_every=0", "run.steps=2"]
+CALCULATOR = {"calculator": True}
+
+USER_TOOLS = '''
+import os, time
+
+def calculator(expression: str) -> str:
+    """Multiply two whole numbers written as "a * b".
+
+    Args:
+        expression: the product to compute
+    """
+    a, b = expression.split("*")
+    return str(int(a) * int(b))
+
+def flaky(expression: str) -> str:
+    """The first call anywhere hangs; every later one raises.
+
+    Args:
+        expression: ignored
+    """
+    marker = os.path.join(os.path.dirname(__file__), "hung")
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        time.sleep(600)
+    raise RuntimeError("the tool broke")
+'''
+
+USER_ENV = '''
+class AskTwice:
+    """Asks the model to check its answer once; rewards the last turn, and marks the first turn bad."""
+
+    def reset(self, row):
+        self.asked = False
+        return row["prompt"]
+
+    def step(self, transcript):
+        if self.asked:
+            return None
+        self.asked = True
+        return "Check your answer again, step by step."
+
+    def reward(self, transcript):
+        (first_start, first_end), (last_start, last_end) = transcript.turns[0], transcript.turns[-1]
+        score = 1.0 if "\\\\boxed" in transcript.text[last_start:last_end] else -1.0
+        return score, [(first_start, first_end, -0.5)]
+'''
+
+
+@pytest.fixture(scope="module")
+def model_dir(botgrpo_cache) -> Path:
+    from botgrpo_cli.bootstrap import bootstrap
+    from botgrpo_tasks import get_task
+
+    return bootstrap(get_task("arith_synth", **CALCULATOR))
+
+
+@pytest.fixture(scope="module")
+def user_dir(tmp_path_factory) -> Path:
+    """A user's folder outside the package: tools, an environment, chat prompts."""
+    from botgrpo_tasks import get_task
+
+    home = tmp_path_factory.mktemp("user")
+    (home / "my_tools.py").write_text(USER_TOOLS)
+    (home / "my_env.py").write_text(USER_ENV)
+    rows = [{"prompt": [{"role": "user", "content": ex.prompt}], "answer": ex.reference["answer"]}
+            for ex in get_task("arith_synth").train_examples()[:20]]
+    (home / "chats.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (home / "rewards.py").write_text("def answered(completions, **kw):\n"
+                                     "    return [1.0 if '\\\\boxed' in c else 0.0 for c in completions]\n")
+    return home
+
+
+@pytest.fixture(scope="module")
+def pool():
+    from botgrpo_cli.reward_client import RewardPool
+
+    with RewardPool("math", workers=1) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def engines(model_dir):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    yield tok, {"fast": FastEngine(model, tok), "hf": HFEngine(model, tok)}
+    torch.set_num_threads(threads)
+
+
+def _cfg(model_dir: Path, out: Path, *extra: str, algo: str = "grpo"):
+    cfg = load_config(None, algo=algo, sets=[*SMALL, "run.task=arith_synth", *extra])
+    cfg.model.name_or_path, cfg.run.out_dir = str(model_dir), str(out)
+    cfg.run.task_options = dict(CALCULATOR)
+    return cfg
+
+
+def test_tool_turns_greedy_equal_on_both_engines_and_only_model_tokens_trained(engines):
+    from botgrpo_tasks import get_task
+
+    tok, by_name = engines
+    task = get_task("arith_synth", **CALCULATOR)
+    examples = task.train_examples()[:3]
+    prompts = [task.format_prompt(ex, tok) for ex in examples]
+    with Toolbox(["calculator"], workers=1) as tools:
+        batches = {name: MultiTurn(engine, tok, TurnSettings(max_turns=3, tools=tools)).generate(
+            prompts, 2, SamplingParams(max_new_tokens=48, temperature=0.0), rows=examples)
+            for name, engine in by_name.items()}
+    fast, hf = batches["fast"], batches["hf"]
+    assert fast.texts == hf.texts and torch.equal(fast.completion_ids, hf.completion_ids)
+    assert torch.equal(fast.loss_mask, hf.loss_mask) and fast.turns == hf.turns
+    assert any(len(t) == 2 for t in fast.turns)  # the warm start calls the calculator
+    for i, turns in enumerate(fast.turns):
+        n = int(fast.mask[i].sum())
+        in_turns = torch.zeros(n, dtype=torch.bool)
+        for a, b in turns:
+            in_turns[a:b] = True
+        assert torch.equal(fast.loss_mask[i, :n], in_turns)  # trained == the model's turns, nothing else
+        text, offsets = fast.texts[i], fast.offsets[i]
+        if len(turns) == 2:
+            gap = fast.completion_ids[i, turns[0][1]:turns[1][0]].tolist()
+            assert tok.decode(gap) == "\n\n<tool_response>\n" + str(eval_product(text)) + "\n</tool_response>\n\n"
+            start = text.index("<tool_response>")
+            owner = next(t for t, (s, e) in enumerate(offsets) if s <= start < e)
+            assert not fast.loss_mask[i, owner]  # the tool's answer is in transcript coordinates, untrained
+
+
+def eval_product(text: str) -> int:
+    """The product the transcript's call asked for (read back from the call's JSON, not evaluated)."""
+    expression = json.loads(text[text.index("{"):text.index("</tool_call>")])["arguments"]["expression"]
+    a, b = expression.split("*")
+    return int(a) * int(b)
+
+
+def test_a_users_tool_from_a_file_trains(model_dir, user_dir, pool, tmp_path):
+    result = train(_cfg(model_dir, tmp_path / "run", f"run.tools=[{user_dir}/my_tools.py:calculator]"), pool=pool)
+    assert [m["step"] for m in result.metrics] == [1, 2]
+    for m in result.metrics:
+        assert m["turns/tool_calls"] > 0 and m["turns/mean"] > 1.0 and m["turns/tool_errors"] == 0
+        assert m["turns/masked_tokens"] > 0 and m["turns/trained_tokens"] > 0
+
+
+def test_a_hanging_and_a_raising_tool_are_counted_and_the_run_finishes(model_dir, user_dir, pool, tmp_path):
+    tool = user_dir / "flaky_tools.py"
+    tool.write_text(USER_TOOLS.replace("def calculator(", "def exact(").replace("def flaky(", "def calculator("))
+    result = train(_cfg(model_dir, tmp_path / "run", f"run.tools=[{tool}:calculator]",
+                        "rollout.tool_deadline_s=2"), pool=pool)
+    assert [m["step"] for m in result.metrics] == [1, 2]
+    calls = sum(m["turns/tool_calls"] for m in result.metrics)
+    assert sum(m["turns/tool_timeouts"] for m in result.metrics) == 1  # the hang, cut at the deadline
+    assert sum(m["turns/tool_errors"] for m in result.metrics) == calls >= 2  # every other call raised
+
+
+@pytest.fixture
+def seen(monkeypatch):
+    """Each step's batch and (mask, advantages), as the trainer computed them."""
+    out: dict[str, list] = {"batches": [], "advantages": []}
+    collect, advantages = loop.collect_rollouts, loop.compute_advantages
+
+    def keep_batch(s, step):
+        ro = collect(s, step)
+        out["batches"].append(ro.batch)
+        return ro
+
+    def keep_advantages(name, **kwargs):
+        adv = advantages(name, **kwargs)
+        out["advantages"].append((kwargs["mask"].clone(), adv.clone()))
+        return adv
+
+    monkeypatch.setattr(loop, "collect_rollouts", keep_batch)
+    monkeypatch.setattr(loop, "compute_advantages", keep_advantages)
+    return out
+
+
+def test_an_environment_trains_and_its_span_reaches_only_its_turn(model_dir, user_dir, pool, tmp_path, seen):
+    result = train(_cfg(model_dir, tmp_path / "run", f"run.environment={user_dir}/my_env.py:AskTwice",
+                        "rollout.max_turns=2", algo="bot_grpo"), pool=pool)
+    assert [m["step"] for m in result.metrics] == [1, 2]
+    for m in result.metrics:
+        assert m["turns/mean"] >= 2 and m["turns/masked_tokens"] > 0 and m["reward/masked"] == 0
+    for batch, (mask, adv) in zip(seen["batches"], seen["advantages"]):
+        assert torch.equal(mask, batch.trained)  # the environment's tokens are not trained
+        assert bool((adv[~mask] == 0).all())
+        for i, ((a0, b0), (a1, b1)) in enumerate(batch.turns):
+            chars = torch.tensor([e > s for s, e in batch.offsets[i]])  # an end token has none: no span reaches it
+            first, last = adv[i, a0:b0][chars[a0:b0]], adv[i, a1:b1][chars[a1:b1]]
+            assert torch.allclose(first, first[0]) and torch.allclose(last, last[0])
+            if bool(last[0] != 0):  # a degenerate group gives 0 everywhere
+                assert float(first[0]) < float(last[0])  # the span's -0.5 lands on the first turn only
+
+
+def test_conversational_prompts_with_a_tool_and_an_environment(model_dir, user_dir, tmp_path):
+    chats = ["run.task=prompts", f"reward.function={user_dir}/rewards.py:answered", "run.tools=[calculator]",
+             f"run.environment={user_dir}/my_env.py:AskTwice", "rollout.max_turns=3"]
+    cfg = load_config(None, sets=[*SMALL, *chats])
+    cfg.model.name_or_path, cfg.run.out_dir = str(model_dir), str(tmp_path / "run")
+    cfg.run.task_options = {"path": str(user_dir / "chats.jsonl")}
+    result = train(cfg)
+    for m in result.metrics:
+        assert m["turns/mean"] >= 2 and m["turns/tool_calls"] > 0 and m["turns/env_errors"] == 0
