@@ -160,6 +160,9 @@ def sample_rows(ro, scored: Scored, r: Tensor, adv: Tensor, k: int) -> list[dict
                      "score": float(scored.scores[i]), "status": resp.status,
                      "by_function": by_function(resp), "metrics": dict(resp.metrics) if resp.usable else {},
                      "info": {k: v for k, v in resp.info.items() if k != "services"}})
+        if ro.batch.loss_mask is not None:  # a multi-turn transcript: which tokens are the model's
+            rows[-1]["trained"] = ro.batch.trained[i, :n].tolist()
+            rows[-1]["turns"] = ro.batch.turns[i] if ro.batch.turns is not None else None
     return rows
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 _STYLE = """<style>body{font-family:sans-serif;margin:2em;max-width:75em}pre{white-space:pre-wrap;font-size:13px;
 line-height:1.7;background:#fafafa;padding:.4em}span.t{border-radius:2px}h2{margin-top:2em}.meta{color:#555}
-details{margin:.3em 0}summary{cursor:pointer;color:#555}</style>"""
+details{margin:.3em 0}summary{cursor:pointer;color:#555}span.m{color:#666;background:#e8ecf4;font-style:italic}</style>"""
 
 
 _MARK = "<!-- steps -->"
@@ -29,7 +29,9 @@ _LEGEND = ("<p class='meta'><b>Colours.</b> Green: value &gt; 0, red: &lt; 0. Ea
            "λ_seq = λ_tok = 1 a token's reward lies in [-2, 2] (e.g. -1.5: a failed completion, score -1, with a "
            "-0.5 span over the token); a reward function's score may have any size (the weighted sum of its "
            "functions' scores, shown beside it). <b>Advantage</b>: what the estimator made of those rewards, the signal the update "
-           "follows.</p>")
+           "follows.</p><p class='meta'><b>Multi-turn transcripts</b>: tool results and environment messages are "
+           "shown <span class='m'>in grey italics</span>, uncoloured: they are not the model's tokens and are "
+           "never trained.</p>")
 FLOOR, TOP, DECADES = 0.12, 0.7, 2  # opacity of the smallest visible value and of the row's largest
 ZERO = 1e-6  # |values| below this (relative to the row's largest) are drawn as zero
 
@@ -54,14 +56,22 @@ def _colour(value: float, scale: float) -> str:
     return f"rgba({rgb},{alpha(value, scale):.2f})"
 
 
-def render_completion(text: str, offsets: list[tuple[int, int]], values: list[float]) -> str:
-    """The text with one span per token, tinted by `values` (tokens without characters skipped)."""
-    scale = max((abs(v) for v in values), default=0.0)
+def render_completion(text: str, offsets: list[tuple[int, int]], values: list[float],
+                      trained: list[bool] | None = None) -> str:
+    """The text with one span per token, tinted by `values` (tokens without characters skipped).
+    A multi-turn transcript's untrained tokens (tool results, environment messages: trained[t]
+    False) are drawn in grey, untinted: the colours are on the model's own tokens only."""
+    keep = trained if trained is not None else [True] * len(offsets)
+    scale = max((abs(v) for v, k in zip(values, keep) if k), default=0.0)
     parts = []
-    for (start, end), v in zip(offsets, values):
-        if end > start:
-            parts.append(f'<span class="t" style="background:{_colour(v, scale)}" title="{v:+.4f}">'
-                         f"{html.escape(text[start:end])}</span>")
+    for (start, end), v, k in zip(offsets, values, keep):
+        if end <= start:
+            continue
+        piece = html.escape(text[start:end])
+        if k:
+            parts.append(f'<span class="t" style="background:{_colour(v, scale)}" title="{v:+.4f}">{piece}</span>')
+        else:
+            parts.append(f'<span class="m" title="not the model\'s: not trained">{piece}</span>')
     return "".join(parts)
 
 
@@ -106,10 +116,15 @@ def _row(r: dict) -> list[str]:
             f"<details><summary>as the model saw it (chat template applied)</summary><pre>"
             f"{html.escape(r['prompt'])}</pre></details>",
             _reference(r.get("reference") or {}),
-            f"<b>token reward</b> {_range(r['rewards'])}<pre>"
-            + render_completion(r["text"], r["offsets"], r["rewards"]) + "</pre>",
+            f"<b>token reward</b> {_range(r['rewards'])}{_turns(r)}<pre>"
+            + render_completion(r["text"], r["offsets"], r["rewards"], r.get("trained")) + "</pre>",
             f"<b>advantage</b> {_range(r['advantages'])}<pre>"
-            + render_completion(r["text"], r["offsets"], r["advantages"]) + "</pre>"]
+            + render_completion(r["text"], r["offsets"], r["advantages"], r.get("trained")) + "</pre>"]
+
+
+def _turns(r: dict) -> str:
+    turns = r.get("turns")
+    return f" <span class='meta'>({len(turns)} model turns)</span>" if turns and len(turns) > 1 else ""
 
 
 class SamplesPage:

@@ -200,6 +200,8 @@ def test_an_environment_trains_and_its_span_reaches_only_its_turn(model_dir, use
     assert [m["step"] for m in result.metrics] == [1, 2]
     for m in result.metrics:
         assert m["turns/mean"] >= 2 and m["turns/masked_tokens"] > 0 and m["reward/masked"] == 0
+    page = (result.run_dir / "samples.html").read_text()
+    assert page.count('<span class="m"') > 0 and "2 model turns" in page  # the environment's words, untinted
     for batch, (mask, adv) in zip(seen["batches"], seen["advantages"]):
         assert torch.equal(mask, batch.trained)  # the environment's tokens are not trained
         assert bool((adv[~mask] == 0).all())

@@ -95,3 +95,12 @@ def test_environment_calls_that_raise_or_hang_fail_with_a_reason():
     with pytest.raises(EnvironmentFailed, match="raised ZeroDivisionError"):
         call_with_deadline(lambda: 1 / 0, 1.0)
     assert call_with_deadline(lambda x: x + 1, 1.0, 1) == 2
+
+
+def test_samples_page_tints_only_the_model_tokens():
+    from botgrpo_cli.trainer.samples import render_completion
+
+    html = render_completion("ab<r>c", [(0, 1), (1, 2), (2, 5), (5, 6)], [1.0, -1.0, 9.0, 0.5],
+                             [True, True, False, True])
+    assert html.count('class="t"') == 3 and '<span class="m"' in html and "&lt;r&gt;" in html
+    assert "+9.0000" not in html  # the untrained token's value neither shows nor sets the row's scale
