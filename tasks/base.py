@@ -45,6 +45,9 @@ class Task:
     # chat_template auto puts plain-text prompts through the chat template too: the built-in tasks write
     # instructions for a chat model; a user's own data follows TRL (only conversations are templated)
     templates_plain_prompts: bool = True
+    # With rollout.max_turns > 1: after a failed attempt the service's diagnostic comes back as the
+    # next user message and the model revises (botgrpo_cli/turns/feedback.py); the last attempt decides.
+    revises: bool = False
 
     def __init__(self, seed: int = 0, think_tags: Any = DEFAULT_TAGS, **options: Any):
         self.seed = seed

@@ -24,7 +24,7 @@ from botgrpo_cli.rollout.base import RolloutBatch, SamplingParams, prompt_ids_of
 from botgrpo_cli.rollout.offsets import OffsetDecoder
 from botgrpo_cli.rollout.seeds import mix_seed
 from botgrpo_cli.turns.environment import (EnvironmentFailed, Transcript, as_messages, as_response,
-                                           call_with_deadline, failed_response)
+                                           call_with_deadline, calls_with_deadline, failed_response)
 from botgrpo_cli.turns.render import appended_text, first_prompt
 from botgrpo_cli.turns.tool_calls import parse_tool_calls
 from botgrpo_cli.turns.tools import Toolbox
@@ -133,9 +133,7 @@ class MultiTurn:
                 self._add_model_turn(trajectories[i], batch, k)
             last = turn == s.max_turns - 1
             self._continue(trajectories, live, params, last, [len(prompt_ids[i]) for i in live])
-            for i in live:
-                if trajectories[i].done:
-                    self._end(i, trajectories[i], on_done)
+            self._end([i for i in live if trajectories[i].done], trajectories, on_done)
             live = [i for i in live if not trajectories[i].done]
             if not live:
                 break
@@ -188,6 +186,9 @@ class MultiTurn:
         for (i, call), result in zip(pending, results):
             by_row.setdefault(i, []).append((call, result))
         limit = getattr(self.engine, "context", None)
+        asking = [i for i in live if not last and not calls[i] and trajectories[i].env is not None
+                  and trajectories[i].error is None]
+        stepped = dict(zip(asking, self._environment_steps([trajectories[i] for i in asking])))
         for i, length in zip(live, prompt_lengths):
             t = trajectories[i]
             t.tool_calls += len(calls[i])
@@ -202,7 +203,7 @@ class MultiTurn:
                 t.tool_timeouts += sum(r.error == "timeout" for _, r in answered)
                 new = [{"role": "tool", "name": r.name, "content": r.content} for _, r in answered]
             elif t.env is not None and t.error is None:
-                new = self._environment_step(t)
+                new = stepped.get(i)
             else:
                 new = None
             if not new:
@@ -218,14 +219,21 @@ class MultiTurn:
             if limit is not None and length + len(t.ids) + 1 >= limit:  # no room left for another turn
                 t.done = True
 
-    def _environment_step(self, t: _Trajectory) -> list[dict] | None:
-        try:
-            return as_messages(call_with_deadline(t.env.step, self.settings.environment_deadline_s,
-                                                  self._transcript(t)), "step")
-        except EnvironmentFailed as err:
-            t.env_errors += 1
-            t.error = f"environment: {err}"
-            return None
+    def _environment_steps(self, trajectories: list[_Trajectory]) -> list[list[dict] | None]:
+        """Each trajectory's environment asked for its next messages, side by side."""
+        answers = calls_with_deadline([(t.env.step, (self._transcript(t),)) for t in trajectories],
+                                      self.settings.environment_deadline_s)
+        out = []
+        for t, answer in zip(trajectories, answers):
+            try:
+                if isinstance(answer, EnvironmentFailed):
+                    raise answer
+                out.append(as_messages(answer, "step"))
+            except EnvironmentFailed as err:
+                t.env_errors += 1
+                t.error = f"environment: {err}"
+                out.append(None)
+        return out
 
     # ---------------------------------------------------------------- results
 
@@ -234,12 +242,15 @@ class MultiTurn:
         turns = [(offsets[a][0], offsets[b - 1][1]) if b > a else (0, 0) for a, b in t.turns]
         return Transcript(row=dict(t.row), messages=[dict(m) for m in t.messages], text=text, turns=turns)
 
-    def _end(self, i: int, t: _Trajectory, on_done: Ended | None) -> None:
-        """Trajectory i is over: its transcript, the environment's reward, and the caller told."""
-        t.transcript = self._transcript(t)
-        self._score(i, t, t.transcript)
+    def _end(self, rows: list[int], trajectories: list[_Trajectory], on_done: Ended | None) -> None:
+        """These trajectories are over: their transcripts, the environment's rewards (asked side by
+        side), and the caller told."""
+        for i in rows:
+            trajectories[i].transcript = self._transcript(trajectories[i])
+        self._score(rows, trajectories)
         if on_done is not None:
-            on_done(i, t.transcript.text, self.scores.get(i))
+            for i in rows:
+                on_done(i, trajectories[i].transcript.text, self.scores.get(i))
 
     def take_stats(self) -> dict[str, float]:
         """Counts since the last call (a training step's): turns/mean, tool calls and errors, masked tokens."""
@@ -281,21 +292,23 @@ class MultiTurn:
                             logp_old=logp if has_logps else None, prompts=prompt_texts, loss_mask=loss_mask,
                             turns=[list(t.turns) for t in trajectories])
 
-    def _score(self, i: int, t: _Trajectory, transcript: Transcript) -> None:
-        """The environment's reward for trajectory i, when it gives one (kept in self.scores)."""
-        rid = f"env-{i}"
-        if t.error is not None:
-            self.scores[i] = failed_response(rid, t.error)
-            return
-        reward = getattr(t.env, "reward", None) if t.env is not None else None
-        if reward is None:
-            return
-        try:
-            value = call_with_deadline(reward, self.settings.environment_deadline_s, transcript)
-        except EnvironmentFailed as err:
-            t.env_errors += 1
-            self.scores[i] = failed_response(rid, f"environment: {err}")
-            return
-        response = as_response(value, rid, len(transcript.text))
-        if response is not None:
-            self.scores[i] = response
+    def _score(self, rows: list[int], trajectories: list[_Trajectory]) -> None:
+        """The environment's rewards of these trajectories, when it gives them (kept in self.scores)."""
+        asked = []
+        for i in rows:
+            t = trajectories[i]
+            if t.error is not None:
+                self.scores[i] = failed_response(f"env-{i}", t.error)
+            elif t.env is not None and callable(getattr(t.env, "reward", None)):
+                asked.append(i)
+        values = calls_with_deadline([(trajectories[i].env.reward, (trajectories[i].transcript,)) for i in asked],
+                                     self.settings.environment_deadline_s)
+        for i, value in zip(asked, values):
+            t = trajectories[i]
+            if isinstance(value, EnvironmentFailed):
+                t.env_errors += 1
+                self.scores[i] = failed_response(f"env-{i}", f"environment: {value}")
+                continue
+            response = as_response(value, f"env-{i}", len(t.transcript.text))
+            if response is not None:
+                self.scores[i] = response

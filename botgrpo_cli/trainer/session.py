@@ -119,10 +119,15 @@ def _engine(cfg: Config, model: Any, tok: Any, path: str) -> Engine:
     return engine
 
 
-def _turn_settings(cfg: Config) -> TurnSettings | None:
-    """The multi-turn settings (tools imported, the environment class found), or None for single turns."""
+def _turn_settings(cfg: Config, task: Any) -> TurnSettings | None:
+    """The multi-turn settings (tools imported, the environment class found), or None for single turns.
+    A task that revises (react, react_synth) gets its service as the environment once the pool runs."""
     if not is_multi_turn(cfg.rollout, cfg.run):
         return None
+    if not (cfg.run.tools or cfg.run.environment or getattr(task, "revises", False)):
+        raise UserError(f"rollout.max_turns={cfg.rollout.max_turns} needs something to answer the model between "
+                        f"turns: run.tools, run.environment, or a task that revises (react, react_synth); "
+                        f"task {task.name} does not")
     from botgrpo_cli.turns.environment import load_environment
     from botgrpo_cli.turns.tools import Toolbox
 
@@ -133,6 +138,15 @@ def _turn_settings(cfg: Config) -> TurnSettings | None:
         environment=load_environment(cfg.run.environment) if cfg.run.environment else None,
         environment_deadline_s=r.environment_deadline_s, template_kwargs=dict(cfg.run.chat_template_kwargs),
         system_prompt=cfg.run.system_prompt)
+
+
+def _revise_with(settings: TurnSettings, pool: Any, task: Any, cfg: Config) -> None:
+    """Repair turns: the task's service checks each attempt and its diagnostic asks for a revision."""
+    from botgrpo_cli.turns.feedback import service_feedback
+
+    settings.environment = service_feedback(pool, {**task.service_options, **cfg.reward.options},
+                                            cfg.reward.deadline_ms, task.success_metric)
+    settings.environment_deadline_s = max(settings.environment_deadline_s, cfg.reward.deadline_ms / 1000 + 5)
 
 
 def _distributed(cfg: Config) -> Dist:
@@ -220,7 +234,7 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     task = _task(cfg)
     if shared_pool is None:
         require_reward(cfg.reward, task.service)  # before any model loads
-    settings = _turn_settings(cfg)  # a tool or environment that does not import fails here, before any model loads
+    settings = _turn_settings(cfg, task)  # a tool or environment that does not import fails here, before any model loads
     base = resolve_model_path(cfg.model, cfg.run.task, cfg.run.task_options)  # an offline hub id fails here, at once
     dist = _distributed(cfg)
     run_dir, loaded = _run_dir(cfg, resume, dist.main)
@@ -263,6 +277,8 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
         engine = _engine(cfg, getattr(model, "module", model), tok, base)
         if dist.main:
             console.print(f"precision: {why}")
+        if settings is not None and settings.environment is None and not cfg.run.tools:
+            _revise_with(settings, pool, task, cfg)
         turns = None if settings is None else MultiTurn(engine, tok, settings)
         if settings is not None and settings.tools is not None:
             settings.tools.start()

@@ -24,8 +24,10 @@ behind a tool or a reward service, which run in processes that are killed.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -63,23 +65,40 @@ def load_environment(spec: str) -> Callable[[], Any]:
 
 def call_with_deadline(fn: Callable[..., Any], deadline_s: float, *args: Any) -> Any:
     """fn(*args) on a daemon thread; EnvironmentFailed when it raises or is not back within deadline_s."""
-    box: dict[str, Any] = {}
+    result = calls_with_deadline([(fn, args)], deadline_s)[0]
+    if isinstance(result, EnvironmentFailed):
+        raise result
+    return result
 
-    def target() -> None:
+
+def calls_with_deadline(calls: list[tuple[Callable[..., Any], tuple]], deadline_s: float) -> list[Any]:
+    """Each fn(*args) on a daemon thread of its own, side by side (an environment that asks a
+    service waits in parallel); per call its value, or an EnvironmentFailed saying why not."""
+    boxes: list[dict[str, Any]] = [{} for _ in calls]
+
+    def target(fn: Callable[..., Any], args: tuple, box: dict[str, Any]) -> None:
         try:
             box["value"] = fn(*args)
         except BaseException as err:  # reported to the caller, whatever it was
             box["error"] = err
 
-    thread = threading.Thread(target=target, name="environment-call", daemon=True)
-    thread.start()
-    thread.join(deadline_s)
-    if thread.is_alive():
-        raise EnvironmentFailed(f"{getattr(fn, '__qualname__', fn)} did not return within {deadline_s:g} s")
-    if "error" in box:
-        err = box["error"]
-        raise EnvironmentFailed(f"{getattr(fn, '__qualname__', fn)} raised {type(err).__name__}: {first_line(err)}")
-    return box.get("value")
+    threads = [threading.Thread(target=target, args=(fn, args, box), name="environment-call", daemon=True)
+               for (fn, args), box in zip(calls, boxes)]
+    for thread in threads:
+        thread.start()
+    until = time.monotonic() + deadline_s
+    out = []
+    for (fn, _), thread, box in zip(calls, threads, boxes):
+        thread.join(max(0.0, until - time.monotonic()))
+        name = getattr(fn, "__qualname__", fn)
+        if thread.is_alive():
+            out.append(EnvironmentFailed(f"{name} did not return within {deadline_s:g} s"))
+        elif "error" in box:
+            err = box["error"]
+            out.append(EnvironmentFailed(f"{name} raised {type(err).__name__}: {first_line(err)}"))
+        else:
+            out.append(box.get("value"))
+    return out
 
 
 def as_messages(value: Any, what: str) -> list[dict] | None:
@@ -100,6 +119,8 @@ def as_response(value: Any, rid: str, text_length: int) -> ScoreResponse | None:
     """An environment's reward -> a ScoreResponse (None: the task's reward decides)."""
     if value is None:
         return None
+    if isinstance(value, ScoreResponse):  # a service's own answer, passed on
+        return dataclasses.replace(value, id=rid)
     score, spans, metrics = value, [], {}
     if isinstance(value, dict):
         score, spans, metrics = value.get("score"), value.get("spans", []), value.get("metrics", {})
