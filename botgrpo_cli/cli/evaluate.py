@@ -33,7 +33,8 @@ MIRRORS = {"temperature": "rollout.temperature", "top_p": "rollout.top_p", "top_
            "min_p": "rollout.min_p", "repetition_penalty": "rollout.repetition_penalty", "max_new_tokens": "rollout.max_new_tokens",
            "system_prompt": "run.system_prompt", "chat_template_kwarg": "run.chat_template_kwargs",
            "chat_template": "run.chat_template",
-           "thinking_budget": "rollout.thinking_budget", "autocast": "model.autocast"}
+           "thinking_budget": "rollout.thinking_budget", "autocast": "model.autocast", "tool": "run.tools",
+           "environment": "run.environment", "max_turns": "rollout.max_turns"}
 # the registries whose names the help of these options lists
 EVAL_CHOICES = listing_choices(MIRRORS, task="botgrpo_tasks:list_tasks", split="botgrpo_cli.evaluation.runner:SPLITS",
                                judge="botgrpo_cli.evaluation.pairwise:JUDGES",
@@ -90,6 +91,10 @@ def register(app: typer.Typer) -> None:
                                                          "$BOTGRPO_REWARD_TOKEN) instead of a local one.")] = None,
         service: Annotated[Optional[str], typer.Option("--service", help="Score with this reward service instead of "
                                                        "the task's (e.g. math for task prompts).")] = None,
+        tool: Annotated[Optional[list[str]], typer.Option("--tool", help=f"{CONFIG_HELP}; here one per flag, "
+                                                          "repeatable")] = None,
+        environment: Annotated[Optional[str], typer.Option("--environment", help=CONFIG_HELP)] = None,
+        max_turns: Annotated[Optional[int], typer.Option("--max-turns", help=CONFIG_HELP)] = None,
     ) -> None:
         """Evaluate a model on a task: unbiased Pass@k, compile/render rates, judged win rate."""
         from botgrpo_cli.console import out as stdout
@@ -108,7 +113,8 @@ def register(app: typer.Typer) -> None:
                            render=render, batch_size=batch_size, system_prompt=system_prompt,
                            chat_template_kwargs=parse_task_options(chat_template_kwarg or [], "--chat-template-kwarg"),
                            chat_template=chat_template, thinking_budget=thinking_budget, autocast=autocast, reward_function=function,
-                           reward_url=list(url or []), reward_service=service)
+                           reward_url=list(url or []), reward_service=service, tools=list(tool or []),
+                           environment=environment, max_turns=max_turns)
         result = run_eval(opts)
         summary = (out / "eval.md").read_text(encoding="utf-8").split("\n## Per problem")[0].rstrip()
         stdout.print(summary, markup=False, soft_wrap=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from botgrpo_cli.algos import pass_at_k
-from botgrpo_cli.evaluation.results import Problem
+from botgrpo_cli.evaluation.results import Problem, Sample
 
 
 def parse_ks(text: str) -> list[int]:
@@ -95,5 +95,18 @@ def aggregate(problems: Sequence[Problem], ks: Sequence[int], metric_names: Sequ
         **_failed_renders(samples),
         "problems": float(len(problems)),
         "samples": float(len(samples)),
+        **_turn_figures(samples),
     }
     return figures
+
+
+def _turn_figures(samples: Sequence[Sample]) -> dict[str, float]:
+    """Multi-turn samples: model turns per sample, tool calls per sample, and the share of tool calls
+    that ran (valid JSON, a known tool, arguments it takes, no error or timeout); {} for single turns."""
+    if all(s.turns <= 1 and not s.tool_calls for s in samples):
+        return {}
+    calls = sum(s.tool_calls for s in samples)
+    out = {"turns_mean": sum(s.turns for s in samples) / len(samples), "tool_calls_mean": calls / len(samples)}
+    if calls:
+        out["tool_calls_valid"] = 1.0 - sum(s.tool_errors for s in samples) / calls
+    return out

@@ -28,6 +28,9 @@ LABELS = {  # figure -> what the Markdown table calls it
     "failed_render": "failed renders",
     "problems": "problems",
     "samples": "samples",
+    "turns_mean": "model turns (mean)",
+    "tool_calls_mean": "tool calls per sample",
+    "tool_calls_valid": "tool calls that ran",
 }
 
 

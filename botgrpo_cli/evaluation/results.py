@@ -21,6 +21,9 @@ class Sample:
     screenshot: str | None = None  # PNG path relative to the eval folder (react tasks)
     render_status: str | None = None  # the render pass's status (react tasks), None without one
     render_error: str | None = None  # why the render pass failed, when it did
+    turns: int = 1  # model turns (multi-turn rollouts; text is then the whole transcript)
+    tool_calls: int = 0
+    tool_errors: int = 0  # calls answered with an error (raised, bad call, timed out)
 
 
 @dataclass

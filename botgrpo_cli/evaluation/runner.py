@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from botgrpo_cli.config import AUTOCAST_SETTINGS, ModelConfig, RolloutConfig, RunConfig
 from botgrpo_tasks.base import CHAT_TEMPLATE
@@ -18,6 +18,7 @@ from botgrpo_cli.evaluation.metrics import aggregate, success_defined, without_s
 from botgrpo_cli.evaluation.results import Problem
 from botgrpo_cli.redact import redact
 from botgrpo_cli.evaluation.sampling import Scoring, evaluate
+from botgrpo_cli.rollout.turns import MultiTurn
 from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
 
 SPLITS = ("eval", "train", "all")  # all: every problem the task has (for aime: the whole file)
@@ -59,6 +60,9 @@ class EvalOptions:
     reward_function: str | None = None  # score with this Python function instead of the task's service
     reward_url: list[str] = field(default_factory=list)  # score on these endpoints (`reward serve NAME --http`)
     reward_service: str | None = None  # score with this service instead of the task's
+    tools: list[str] = field(default_factory=list)  # multi-turn: tools the model may call (run.tools)
+    environment: str | None = RunConfig.environment  # multi-turn: an environment class (run.environment)
+    max_turns: int | None = RolloutConfig.max_turns  # model turns per sample (rollout.max_turns)
 
 
 def check(opts: EvalOptions) -> None:
@@ -171,13 +175,12 @@ def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOption
                             repetition_penalty=opts.repetition_penalty, stop=tuple(task.stop), seed=opts.seed,
                             thinking_budget=opts.thinking_budget, think_tags=task.think_tags)
     shots = shots_root / target.label / "png" if shots_root is not None else None
-    prompts = [task.format_prompt(ex, tok, opts.system_prompt, opts.chat_template_kwargs, opts.chat_template)
-               for ex in examples]
     per_call = max(1, opts.batch_size // opts.n)  # problems per generate call: bounded rows, whole problems
     tick = progress_ticker(progress, target.label, len(examples))
-    with autocast(bf16):
-        problems = evaluate(FastEngine(model, tok), examples, prompts, opts.n, params, scoring, per_call, shots,
-                            opts.out, tick=tick)
+    with autocast(bf16), _turns(FastEngine(model, tok), tok, task, opts, scoring) as engine:
+        kwargs = engine.template_kwargs if isinstance(engine, MultiTurn) else opts.chat_template_kwargs
+        prompts = [task.format_prompt(ex, tok, opts.system_prompt, kwargs, opts.chat_template) for ex in examples]
+        problems = evaluate(engine, examples, prompts, opts.n, params, scoring, per_call, shots, opts.out, tick=tick)
     figures = aggregate(problems, opts.ks, _figure_names(task, problems))
     if task.service is None and not success_defined(problems, task.success_metric):
         figures = without_success(figures)  # shown as n/a: the user's reward has no success rule
@@ -187,6 +190,24 @@ def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOption
     if shots is not None:
         entry["contact_sheet"] = sheets.write(problems, shots.parent, opts.out, f"{opts.task}: {target.label}")
     return entry, problems
+
+
+@contextmanager
+def _turns(engine: Any, tok: Any, task: Any, opts: EvalOptions, scoring: Scoring) -> Iterator[Any]:
+    """The engine, or multi-turn rollouts over it (tools started for the evaluation, closed after)."""
+    from botgrpo_cli.rollout.turns import build_settings, revise_with
+
+    settings = build_settings(opts.tools, opts.environment, opts.max_turns, task, opts.chat_template_kwargs,
+                              opts.system_prompt)
+    if settings is None:
+        yield engine
+        return
+    revise_with(settings, task, scoring.pool, scoring.options, opts.deadline_ms)
+    try:
+        yield MultiTurn(engine, tok, settings)
+    finally:
+        if settings.tools is not None:
+            settings.tools.close()
 
 
 def progress_ticker(progress: Any, label: str, total: int) -> Callable[[int], None]:

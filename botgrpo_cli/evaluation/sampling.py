@@ -21,6 +21,7 @@ from botgrpo_cli.algos.metrics import succeeded
 from botgrpo_cli.evaluation.results import Problem, Sample
 from botgrpo_cli.reward_client.scored import response_of, score_request
 from botgrpo_cli.rollout import Engine, SamplingParams
+from botgrpo_cli.rollout.turns import MultiTurn
 from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS, ScoreRequest
 
 @dataclass
@@ -58,6 +59,7 @@ class Pending:
     render: Future | None
     render_request: ScoreRequest | None
     render_note: str | None = None  # why the render pass fell back to no judge
+    counts: dict[str, int] = dataclasses.field(default_factory=dict)  # multi-turn: turns, tool_calls, tool_errors
 
 
 def _render_options(example: Any, save_group: dict) -> dict:
@@ -71,7 +73,7 @@ def _save_group(shots: Path | None, root: Path | None) -> dict:
     return {"save_group": shots.relative_to(root).as_posix()} if shots is not None and root is not None else {}
 
 
-def submit_all(engine: Engine, examples: list, prompts: list[str], n: int, params: SamplingParams,
+def submit_all(engine: Engine | MultiTurn, examples: list, prompts: list[str], n: int, params: SamplingParams,
                scoring: Scoring, shots: Path | None, batch_size: int,
                tick: Callable[[int], None] = lambda k: None) -> list[Pending]:
     """Generate chunk by chunk (chunk c uses seed params.seed + c) and send every completion to the
@@ -81,8 +83,11 @@ def submit_all(engine: Engine, examples: list, prompts: list[str], n: int, param
     group = _save_group(shots, scoring.save_root)
     for c, lo in enumerate(range(0, len(examples), batch_size)):
         chunk = examples[lo:lo + batch_size]
-        batch = engine.generate(prompts[lo:lo + batch_size], n, dataclasses.replace(params, seed=params.seed + c))
-        lengths = batch.lengths.tolist()
+        chunk_params = dataclasses.replace(params, seed=params.seed + c)
+        multi = isinstance(engine, MultiTurn)
+        batch = (engine.generate(prompts[lo:lo + batch_size], n, chunk_params, rows=chunk) if multi
+                 else engine.generate(prompts[lo:lo + batch_size], n, chunk_params))
+        lengths = batch.trained.sum(1).tolist()  # the model's own tokens (a transcript's tool tokens are not)
         requests, shown_requests = [], []
         for i, text in enumerate(batch.texts):
             p = lo + i // n
@@ -94,10 +99,13 @@ def submit_all(engine: Engine, examples: list, prompts: list[str], n: int, param
             if scoring.render_pool is not None and not in_task:
                 shown = score_request(rid, text, ex, {**think, **_render_options(ex, group)}, scoring.deadline_ms)
             shown_requests.append(shown)
-        futures = _submit_chunk(scoring, requests, examples, lo, n, batch)
+        futures = _submit_chunk(scoring, requests, examples, lo, n, batch)  # transcripts, in rollouts.jsonl too
         for i, (future, shown) in enumerate(zip(futures, shown_requests)):
-            rows.append(Pending(lo + i // n, batch.texts[i], int(lengths[i]), bool(batch.finished[i]), future,
-                                scoring.render_pool.submit(shown) if shown else None, shown))
+            by_environment = engine.scores.get(i) if multi else None  # an environment's own reward stands
+            rows.append(Pending(lo + i // n, batch.texts[i], int(lengths[i]), bool(batch.finished[i]),
+                                future if by_environment is None else _done(by_environment),
+                                scoring.render_pool.submit(shown) if shown else None, shown,
+                                counts=engine.row_counts[i] if multi else {}))
         tick(len(chunk))
     return rows
 
@@ -110,6 +118,12 @@ def _submit_chunk(scoring: Scoring, requests: list, examples: list, lo: int, n: 
     ids = [row[keep].tolist() for row, keep in zip(batch.completion_ids, batch.mask)]
     messages = [scoring.messages(examples[lo + i // n]) for i in range(len(requests))]
     return scoring.pool.submit_batch(requests, {"messages": messages, "completion_ids": ids})
+
+
+def _done(response: Any) -> Future:
+    future: Future = Future()
+    future.set_result(response)
+    return future
 
 
 def _relative(path: Any, root: Path | None) -> str | None:
@@ -136,7 +150,7 @@ def _sample(row: Pending, success_metric: str, root: Path | None) -> Sample:
     return Sample(text=row.text, status=status, score=float(resp.score) if ok else None,
                   success=ok and succeeded(metrics, success_metric), metrics=metrics, tokens=row.tokens,
                   finished=row.finished, error=error, screenshot=_relative(shot, root), render_status=render_status,
-                  render_error=render_error)
+                  render_error=render_error, **row.counts)
 
 
 def rerender_unjudged(rows: list[Pending], pool: Any) -> None:
@@ -162,7 +176,7 @@ def collect(rows: list[Pending], examples: list, success_metric: str, root: Path
     return problems
 
 
-def evaluate(engine: Engine, examples: list, prompts: list[str], n: int, params: SamplingParams, scoring: Scoring,
+def evaluate(engine: Engine | MultiTurn, examples: list, prompts: list[str], n: int, params: SamplingParams, scoring: Scoring,
              batch_size: int = 8, shots: Path | None = None, root: Path | None = None,
              tick: Callable[[int], None] = lambda k: None) -> list[Problem]:
     """Sample n completions of each example (prompts[i] is examples[i] as the model sees it) and
@@ -174,7 +188,7 @@ def evaluate(engine: Engine, examples: list, prompts: list[str], n: int, params:
     return collect(rows, examples, scoring.success_metric, root)
 
 
-def held_out(engine: Engine, tok: Any, task: Any, scoring: Scoring, params: SamplingParams, prompts: int,
+def held_out(engine: Engine | MultiTurn, tok: Any, task: Any, scoring: Scoring, params: SamplingParams, prompts: int,
              samples: int = 1, batch_size: int = 8, tick: Callable[[int], None] = lambda k: None,
              system_prompt: str | None = None, template_kwargs: dict | None = None,
              chat_template: str = "auto") -> list[Problem]:

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import torch
 
+from botgrpo_cli.errors import UserError
 from botgrpo_cli.rollout.base import RolloutBatch, SamplingParams, prompt_ids_of
 from botgrpo_cli.rollout.offsets import OffsetDecoder
 from botgrpo_cli.rollout.seeds import mix_seed
@@ -48,16 +49,47 @@ class TurnSettings:
     def schemas(self) -> list[dict] | None:
         return self.tools.schemas if self.tools is not None else None
 
+    @property
+    def prompt_kwargs(self) -> dict[str, Any]:
+        """The chat template's arguments for first prompts: the run's, plus the tools' schemas."""
+        return {**self.template_kwargs, "tools": self.schemas} if self.tools is not None else dict(self.template_kwargs)
 
-def max_turns_of(rollout: Any, run: Any) -> int:
+
+def max_turns_of(max_turns: int | None, tools: list, environment: str | None) -> int:
     """rollout.max_turns, or its default: 1, or 4 when the model has tools or an environment."""
-    if rollout.max_turns is not None:
-        return rollout.max_turns
-    return 4 if run.tools or run.environment else 1
+    if max_turns is not None:
+        return max_turns
+    return 4 if tools or environment else 1
 
 
-def is_multi_turn(rollout: Any, run: Any) -> bool:
-    return bool(run.tools or run.environment) or max_turns_of(rollout, run) > 1
+def build_settings(tools: list[str], environment: str | None, max_turns: int | None, task: Any,
+                   template_kwargs: dict, system_prompt: str | None, tool_workers: int = 2,
+                   tool_deadline_s: float = 10.0, environment_deadline_s: float = 30.0) -> TurnSettings | None:
+    """The multi-turn settings (tools imported, not started; the environment class found), or None
+    for single turns. UserError when more turns are asked with nothing to answer between them."""
+    turns = max_turns_of(max_turns, tools, environment)
+    if not (tools or environment or turns > 1):
+        return None
+    if not (tools or environment or getattr(task, "revises", False)):
+        raise UserError(f"rollout.max_turns={turns} needs something to answer the model between turns: run.tools, "
+                        f"run.environment, or a task that revises (react, react_synth); task {task.name} does not")
+    from botgrpo_cli.turns.environment import load_environment
+
+    return TurnSettings(max_turns=turns, tools=Toolbox(list(tools), tool_workers, tool_deadline_s) if tools else None,
+                        environment=load_environment(environment) if environment else None,
+                        environment_deadline_s=environment_deadline_s, template_kwargs=dict(template_kwargs),
+                        system_prompt=system_prompt)
+
+
+def revise_with(settings: TurnSettings, task: Any, pool: Any, options: dict, deadline_ms: int) -> None:
+    """Repair turns for a task that revises and has no tools or environment of the user's: its
+    service checks each attempt and its diagnostic asks for a revision (turns/feedback.py)."""
+    if settings.environment is not None or settings.tools is not None or not getattr(task, "revises", False):
+        return
+    from botgrpo_cli.turns.feedback import service_feedback
+
+    settings.environment = service_feedback(pool, options, deadline_ms, task.success_metric)
+    settings.environment_deadline_s = max(settings.environment_deadline_s, deadline_ms / 1000 + 5)
 
 
 @dataclass
@@ -100,9 +132,14 @@ class MultiTurn:
         self._counts = dict.fromkeys(STATS, 0)
         self.scores: dict[int, ScoreResponse] = {}
         self.transcripts: list[Transcript] = []
+        self.row_counts: list[dict[str, int]] = []  # per row of the last call: turns, tool_calls, tool_errors
 
     def sync_weights(self) -> None:
         self.engine.sync_weights()
+
+    @property
+    def template_kwargs(self) -> dict[str, Any]:
+        return self.settings.prompt_kwargs
 
     # ---------------------------------------------------------------- the loop
 
@@ -269,6 +306,8 @@ class MultiTurn:
         loss_mask = torch.zeros((b, width), dtype=torch.bool)
         logp = torch.zeros((b, width), dtype=torch.float32)
         texts, offsets, self.transcripts = [], [], []
+        self.row_counts = [{"turns": len(t.turns), "tool_calls": t.tool_calls, "tool_errors": t.tool_errors}
+                           for t in trajectories]
         for i, t in enumerate(trajectories):
             n = len(t.ids)
             completion[i, :n] = torch.tensor(t.ids, dtype=torch.long)

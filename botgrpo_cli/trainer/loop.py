@@ -19,6 +19,7 @@ from botgrpo_cli.evaluation.metrics import failed_scorings, success_defined, suc
 from botgrpo_cli.evaluation.sampling import Scoring, held_out
 from botgrpo_cli.reward_client.scored import to_token_rewards
 from botgrpo_cli.rollout import Engine, RolloutBatch, SamplingParams
+from botgrpo_cli.rollout.turns import MultiTurn
 from botgrpo_cli.rundir import read_metrics
 from botgrpo_cli.trainer import checkpoint
 from botgrpo_cli.trainer.distributed import reduce_metrics
@@ -131,24 +132,30 @@ def _held_out(s: Session, seed: int) -> dict[str, float]:
     scoring = Scoring(s.pool, s.service_options, s.task.success_metric, deadline_ms=s.cfg.reward.deadline_ms,
                       prompt_options=s.task.think_options, messages=s.task.messages)
     chunk = s.cfg.rollout.prompts_per_step * s.cfg.rollout.group_size  # prompts per engine call
-    return held_out_success(s.engine, s.tok, s.task, scoring, dataclasses.replace(s.params, seed=seed),
-                            s.cfg.run.eval_prompts, chunk, s.cfg.run.system_prompt, s.cfg.run.chat_template_kwargs,
-                            s.cfg.run.chat_template)
+    figures = held_out_success(s.turns or s.engine, s.tok, s.task, scoring, dataclasses.replace(s.params, seed=seed),
+                               s.cfg.run.eval_prompts, chunk, s.cfg.run.system_prompt, s.template_kwargs,
+                               s.cfg.run.chat_template)
+    if s.turns is not None:
+        s.turns.take_stats()  # the evaluation's turns and calls are not the next training step's
+    return figures
 
 
-def held_out_success(engine: Engine, tok: Any, task: Any, scoring: Scoring, params: SamplingParams, n_prompts: int,
+def held_out_success(engine: Engine | MultiTurn, tok: Any, task: Any, scoring: Scoring, params: SamplingParams, n_prompts: int,
                      batch_size: int, system_prompt: str | None = None,
                      template_kwargs: dict | None = None, chat_template: str = "auto") -> dict[str, float]:
     """eval/success (and eval/score, the mean score) through the evaluation path (evaluation/sampling.py) with the run's engine, pool,
     prompt formatting and sampling settings, one completion per prompt; failed scorings count as failures."""
     problems = held_out(engine, tok, task, scoring, params, n_prompts, batch_size=batch_size,
                         system_prompt=system_prompt, template_kwargs=template_kwargs, chat_template=chat_template)
-    scores = [smp.score for p in problems for smp in p.samples if smp.score is not None]
+    samples = [smp for p in problems for smp in p.samples]
+    scores = [smp.score for smp in samples if smp.score is not None]
     figures = {"eval/success": success_rate(problems), "eval/failed_scoring": float(failed_scorings(problems)),
                "eval/prompts": float(len(problems)),
                "eval/score": sum(scores) / len(scores) if scores else float("nan")}  # mean score of the scored ones
     if task.service is None and not success_defined(problems, task.success_metric):
         del figures["eval/success"]  # the user's reward has no success rule: n/a, not 0
+    if isinstance(engine, MultiTurn) and samples:
+        figures["eval/turns"] = sum(smp.turns for smp in samples) / len(samples)
     return figures
 
 

@@ -17,7 +17,7 @@ from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.reward_client.span_noise import SpanNoise, parse_span_noise
 from botgrpo_cli.rollout import Engine, FastEngine, HFEngine, SamplingParams
-from botgrpo_cli.rollout.turns import MultiTurn, TurnSettings, is_multi_turn, max_turns_of
+from botgrpo_cli.rollout.turns import MultiTurn, TurnSettings, build_settings, revise_with
 from botgrpo_cli.trainer import checkpoint, defaults
 from botgrpo_cli.trainer.checkpoint import TrainState
 from botgrpo_cli.trainer.degenerate import check_settings
@@ -79,9 +79,7 @@ class Session:
     @property
     def template_kwargs(self) -> dict:
         """run.chat_template_kwargs, plus the tools' schemas when the model has tools."""
-        if self.turns is None or self.turns.settings.tools is None:
-            return dict(self.cfg.run.chat_template_kwargs)
-        return {**self.cfg.run.chat_template_kwargs, "tools": self.turns.settings.schemas}
+        return dict(self.cfg.run.chat_template_kwargs) if self.turns is None else self.turns.template_kwargs
 
     def request_options(self, prompt_texts: list[str]) -> list[dict]:
         """Per-prompt request options: the reasoning ones (does this formatted prompt open the
@@ -120,33 +118,9 @@ def _engine(cfg: Config, model: Any, tok: Any, path: str) -> Engine:
 
 
 def _turn_settings(cfg: Config, task: Any) -> TurnSettings | None:
-    """The multi-turn settings (tools imported, the environment class found), or None for single turns.
-    A task that revises (react, react_synth) gets its service as the environment once the pool runs."""
-    if not is_multi_turn(cfg.rollout, cfg.run):
-        return None
-    if not (cfg.run.tools or cfg.run.environment or getattr(task, "revises", False)):
-        raise UserError(f"rollout.max_turns={cfg.rollout.max_turns} needs something to answer the model between "
-                        f"turns: run.tools, run.environment, or a task that revises (react, react_synth); "
-                        f"task {task.name} does not")
-    from botgrpo_cli.turns.environment import load_environment
-    from botgrpo_cli.turns.tools import Toolbox
-
-    r = cfg.rollout
-    return TurnSettings(
-        max_turns=max_turns_of(r, cfg.run),
-        tools=Toolbox(list(cfg.run.tools), r.tool_workers, r.tool_deadline_s) if cfg.run.tools else None,
-        environment=load_environment(cfg.run.environment) if cfg.run.environment else None,
-        environment_deadline_s=r.environment_deadline_s, template_kwargs=dict(cfg.run.chat_template_kwargs),
-        system_prompt=cfg.run.system_prompt)
-
-
-def _revise_with(settings: TurnSettings, pool: Any, task: Any, cfg: Config) -> None:
-    """Repair turns: the task's service checks each attempt and its diagnostic asks for a revision."""
-    from botgrpo_cli.turns.feedback import service_feedback
-
-    settings.environment = service_feedback(pool, {**task.service_options, **cfg.reward.options},
-                                            cfg.reward.deadline_ms, task.success_metric)
-    settings.environment_deadline_s = max(settings.environment_deadline_s, cfg.reward.deadline_ms / 1000 + 5)
+    r, run = cfg.rollout, cfg.run
+    return build_settings(list(run.tools), run.environment, r.max_turns, task, run.chat_template_kwargs,
+                          run.system_prompt, r.tool_workers, r.tool_deadline_s, r.environment_deadline_s)
 
 
 def _distributed(cfg: Config) -> Dist:
@@ -277,8 +251,8 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
         engine = _engine(cfg, getattr(model, "module", model), tok, base)
         if dist.main:
             console.print(f"precision: {why}")
-        if settings is not None and settings.environment is None and not cfg.run.tools:
-            _revise_with(settings, pool, task, cfg)
+        if settings is not None:
+            revise_with(settings, task, pool, {**task.service_options, **cfg.reward.options}, cfg.reward.deadline_ms)
         turns = None if settings is None else MultiTurn(engine, tok, settings)
         if settings is not None and settings.tools is not None:
             settings.tools.start()

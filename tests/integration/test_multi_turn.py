@@ -155,11 +155,30 @@ def eval_product(text: str) -> int:
 
 
 def test_a_users_tool_from_a_file_trains(model_dir, user_dir, pool, tmp_path):
-    result = train(_cfg(model_dir, tmp_path / "run", f"run.tools=[{user_dir}/my_tools.py:calculator]"), pool=pool)
+    result = train(_cfg(model_dir, tmp_path / "run", f"run.tools=[{user_dir}/my_tools.py:calculator]",
+                        "run.eval_every=2", "run.eval_prompts=4"), pool=pool)
     assert [m["step"] for m in result.metrics] == [1, 2]
     for m in result.metrics:
         assert m["turns/tool_calls"] > 0 and m["turns/mean"] > 1.0 and m["turns/tool_errors"] == 0
         assert m["turns/masked_tokens"] > 0 and m["turns/trained_tokens"] > 0
+    assert result.metrics[-1]["eval/turns"] > 1.0  # the held-out evaluation runs the turns too
+
+
+def test_eval_reports_turns_and_tool_calls_and_keeps_transcripts(model_dir, tmp_path):
+    from typer.testing import CliRunner
+
+    from botgrpo_cli.cli import app
+
+    out = tmp_path / "eval"
+    result = CliRunner().invoke(app, ["eval", "--task", "arith_synth", "--task-option", "calculator=true", "--model",
+                                      str(model_dir), "--out", str(out), "--n", "2", "--limit", "4", "--tool",
+                                      "calculator", "--max-turns", "2", "--max-new-tokens", "48", "--threads", "1"])
+    assert result.exit_code == 0, result.output
+    figures = json.loads((out / "eval.json").read_text())["evaluations"][0]["aggregates"]
+    assert figures["turns_mean"] > 1.0 and figures["tool_calls_mean"] > 0 and figures["tool_calls_valid"] == 1.0
+    assert "model turns (mean)" in (out / "eval.md").read_text()
+    lines = [json.loads(line) for line in (out / "rollouts.jsonl").read_text().splitlines()]
+    assert any("<tool_response>" in line["completion"] for line in lines)  # scored as whole transcripts
 
 
 def test_a_hanging_and_a_raising_tool_are_counted_and_the_run_finishes(model_dir, user_dir, pool, tmp_path):

@@ -237,7 +237,7 @@ def test_eval_flags_take_help_from_the_config_and_defaults_agree_with_eval_optio
 
     params = {p.name: p for p in typer.main.get_command(app).commands["eval"].params}
     fields = {f.name: f for f in dataclasses.fields(EvalOptions)}
-    renamed = {"chat_template_kwarg": "chat_template_kwargs", "k": "ks", "task_option": "task_options"}
+    renamed = {"chat_template_kwarg": "chat_template_kwargs", "k": "ks", "task_option": "task_options", "tool": "tools"}
     cfg = Config()
     for flag, dotted in MIRRORS.items():
         section, key = dotted.split(".")
