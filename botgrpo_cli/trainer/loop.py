@@ -193,7 +193,7 @@ def train_step(s: Session, step: int, page: SamplesPage | None, phase: Callable[
     t_rew = time.perf_counter()
     # only the model's own tokens are trained: tool and environment tokens get no reward nor advantage
     tr = to_token_rewards(scored, b.offsets, b.trained, cfg.reward.lambda_seq, cfg.reward.lambda_tok,
-                          shaping=score_shaping(b.lengths, a, s.params.max_new_tokens),  # failed rows: masked, counted
+                          shaping=score_shaping(b.trained.sum(1), a, s.trained_limit),  # failed rows: masked, counted
                           span_noise=s.span_noise, noise_key=(cfg.run.seed, step, s.dist.rank))
     scores, mask, rho, r = tr.scores, tr.mask, tr.rho, tr.r  # (B,), (B, T), (B, T), (B, T)
     gids = isolate_failed(b.group_ids, scored.ok)  # (B,)
@@ -203,7 +203,7 @@ def train_step(s: Session, step: int, page: SamplesPage | None, phase: Callable[
     before_update()
     upd = update(s.model, s.opt, s.sched, UpdateInputs(b.prompt_ids, b.completion_ids, mask, adv, logp_old,
                                                        logp_ref, b.group_ids), cfg, s.engine.pad_id,
-                 s.params.max_new_tokens, s.dist)
+                 s.trained_limit, s.dist)
     s.engine.sync_weights()
     t_end = time.perf_counter()
     times = {"step": t_end - t0, "generate": t_gen - t0, "logp": t_logp - t_gen, "reward": t_rew - t_logp,

@@ -167,7 +167,7 @@ def collect_rollouts(s, step: int) -> Rollouts:
         batch, rows, futures = _round(s, step, round_)
         scored = collect(futures, batch.texts)
         gids = isolate_failed(batch.group_ids, scored.ok)
-        scores = shaped_scores(scored, batch.lengths, s.cfg.algo, s.params.max_new_tokens)  # (B,)
+        scores = shaped_scores(scored, batch.trained.sum(1), s.cfg.algo, s.trained_limit)  # (B,)
         keep = scored.ok & ~zero_variance_groups(scores, gids)  # (B,)
         idx = keep.nonzero().squeeze(1)
         room = share - n_groups

@@ -77,6 +77,12 @@ class Session:
                 for ex in examples]
 
     @property
+    def trained_limit(self) -> int:
+        """The most tokens a completion can train: the generation limit per model turn times the turns
+        (DAPO's overlong shaping and Dr. GRPO's normaliser count a trajectory's trained tokens)."""
+        return self.params.max_new_tokens * (1 if self.turns is None else self.turns.settings.max_turns)
+
+    @property
     def template_kwargs(self) -> dict:
         """run.chat_template_kwargs, plus the tools' schemas when the model has tools."""
         return dict(self.cfg.run.chat_template_kwargs) if self.turns is None else self.turns.template_kwargs
