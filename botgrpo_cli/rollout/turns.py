@@ -20,13 +20,14 @@ from typing import Any, Callable
 
 import torch
 
+from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.rollout.base import RolloutBatch, SamplingParams, prompt_ids_of
 from botgrpo_cli.rollout.offsets import OffsetDecoder
 from botgrpo_cli.rollout.seeds import mix_seed
 from botgrpo_cli.turns.environment import (EnvironmentFailed, Transcript, as_messages, as_response,
                                            call_with_deadline, calls_with_deadline, failed_response)
-from botgrpo_cli.turns.render import appended_text, first_prompt
+from botgrpo_cli.turns.render import appended_text, first_prompt, shows_tools
 from botgrpo_cli.turns.tool_calls import parse_tool_calls
 from botgrpo_cli.turns.tools import Toolbox
 from botgrpo_rewards.protocol.wire import ScoreResponse
@@ -132,6 +133,10 @@ class MultiTurn:
         self._counts = dict.fromkeys(STATS, 0)
         self.scores: dict[int, ScoreResponse] = {}
         self.transcripts: list[Transcript] = []
+        if settings.tools is not None and not shows_tools(tokenizer, settings.tools.schemas):
+            console.print("[yellow]warning:[/] the model's chat template does not show tool schemas (or it has no "
+                          "template): the model is not told which tools it has, only a warm start or fine-tune "
+                          "that taught it the calls can make them; see docs/multi-turn.md", soft_wrap=True)
         self.row_counts: list[dict[str, int]] = []  # per row of the last call: turns, tool_calls, tool_errors
 
     def sync_weights(self) -> None:

@@ -56,3 +56,12 @@ def appended_text(tok: Any, messages: list[dict], tools: list[dict] | None,
     if ended_by and tail.startswith(ended_by):
         tail = tail[len(ended_by):]
     return tail
+
+
+def shows_tools(tok: Any, tools: list[dict]) -> bool:
+    """Whether the chat template puts the tool schemas in the prompt (some, e.g. SmolLM2's, ignore them)."""
+    if not has_template(tok):
+        return False
+    chat = [{"role": "user", "content": "."}]
+    plain = tok.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+    return tok.apply_chat_template(chat, tools=tools, tokenize=False, add_generation_prompt=True) != plain

@@ -54,6 +54,16 @@ def test_appended_text_is_the_template_between_two_model_turns(chat_tok):
     assert whole == first_prompt(chat_tok, [{"role": "user", "content": "q"}], None, None) + "a" + cut
 
 
+def test_a_template_that_ignores_tools_is_noticed(chat_tok):
+    from botgrpo_cli.turns.render import shows_tools
+
+    schema = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
+    assert not shows_tools(chat_tok, schema)  # CHATML never reads `tools`
+    showing = tokenizer()
+    showing.chat_template = "{% if tools %}TOOLS {{ tools | tojson }}\n{% endif %}" + CHATML
+    assert shows_tools(showing, schema)
+
+
 def test_without_a_template_messages_are_plain_paragraphs():
     tok = tokenizer()
     assert appended_text(tok, [{"role": "tool", "content": "12"}, {"role": "user", "content": "More?"}], None,
