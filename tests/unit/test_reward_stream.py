@@ -60,7 +60,7 @@ def _session(stream: str, log: list):
         return done
 
     return types.SimpleNamespace(
-        cfg=cfg, dist=Dist(), engine=_Engine(log), params=SamplingParams(max_new_tokens=2),
+        cfg=cfg, dist=Dist(), engine=_Engine(log), turns=None, params=SamplingParams(max_new_tokens=2),
         stream=types.SimpleNamespace(take=lambda n: examples[:n]), pool=types.SimpleNamespace(submit=submit),
         prompt_texts=lambda exs: [ex.prompt for ex in exs], request_options=lambda prompts: [{} for _ in prompts])
 
