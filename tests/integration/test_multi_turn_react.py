@@ -69,3 +69,23 @@ def test_repair_turns_train(tiny_model_dir, pool, tmp_path, engine):
     for m in result.metrics:
         assert m["turns/mean"] > 1 and m["reward/masked"] == 0 and m["turns/masked_tokens"] > 0
         assert m["reward/attempts"] > 1
+
+
+def test_repair_turns_evaluate(tiny_model_dir, tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from botgrpo_cli.cli import app
+
+    out = tmp_path / "eval"
+    result = CliRunner().invoke(app, ["eval", "--task", "react_synth", "--model", str(tiny_model_dir), "--out", str(out),
+                                      "--n", "2", "--limit", "3", "--max-turns", "2", "--no-render",
+                                      "--max-new-tokens", "48", "--threads", "1"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "eval.json").read_text())
+    figures = report["evaluations"][0]["aggregates"]
+    assert figures["turns_mean"] > 1.0 and figures["failed_scoring"] == 0
+    samples = [s for p in report["evaluations"][0]["problems"] for s in p["samples"]]
+    assert any(s["turns"] == 2 and "The checker rejected it" in s["text"] for s in samples)
+    assert all(s["metrics"]["attempts"] == s["turns"] for s in samples)
