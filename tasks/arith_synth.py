@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from botgrpo_tasks.base import Example, SyntheticTask
+from botgrpo_tasks.base import TURN_END, Example, SyntheticTask, between_turns
 
 NAMES = ("Mia", "Tom", "Zoë", "José", "Ana", "Jürgen", "Lena", "Omar", "Renée", "Kai")
 ITEMS = ("apples", "pens", "stickers", "coins", "marbles", "cards", "shells", "books")
@@ -80,10 +80,7 @@ def solution(problem: Problem, slips: frozenset[int] = frozenset()) -> str:
 
 # The calculator variant (task option calculator=true): most corpus solutions first ask the built-in
 # calculator tool for the product, as a model turn of its own, and then write the steps with the
-# product it returned (so the tool call cures the product slip). The text is the transcript the
-# multi-turn driver builds for a tokenizer without a chat template: the model's call, the
-# bootstrapped tokenizer's end token, then the tool's answer as plain text (botgrpo_cli/turns/render.py).
-TURN_END = "<|endoftext|>"  # the bootstrapped tokenizer's EOS
+# product it returned (so the tool call cures the product slip), as one transcript (base.TURN_END).
 CALL_RATE = 0.75  # corpus solutions that call the tool (the rest answer at once: groups differ)
 
 
@@ -92,7 +89,7 @@ def calculator_call(expression: str) -> str:
 
 
 def tool_answer(result: str) -> str:
-    return f"\n\n<tool_response>\n{result}\n</tool_response>\n\n"
+    return between_turns(f"<tool_response>\n{result}\n</tool_response>")
 
 
 def with_calculator(problem: Problem, slips: frozenset[int]) -> str:

@@ -21,6 +21,18 @@ class Example:
     reference: dict[str, Any] = field(default_factory=dict)  # sent as the request's `reference`
 
 
+# Multi-turn warm starts (arith_synth calculator=true, react_synth revise=true) write whole
+# transcripts as the multi-turn driver builds them for a tokenizer without a chat template: a model
+# turn ends with the bootstrapped tokenizer's end token, and each message between turns is a
+# paragraph of its own (botgrpo_cli/turns/render.py).
+TURN_END = "<|endoftext|>"  # the bootstrapped tokenizer's EOS
+
+
+def between_turns(message: str) -> str:
+    """A message between two model turns, as plain text (a tool's answer comes wrapped, see arith_synth)."""
+    return f"\n\n{message}\n\n"
+
+
 class Task:
     """Base class. Subclasses set the attributes and implement the example lists.
 

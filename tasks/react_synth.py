@@ -20,7 +20,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from botgrpo_tasks.base import Example, SyntheticTask
+from botgrpo_tasks.base import TURN_END, Example, SyntheticTask, between_turns
 from botgrpo_tasks.errors import TaskError
 from botgrpo_tasks.react_synth_grammar import (FAULTS, Spec, constructs, first_text_child, render, requirements,
                                                sample_spec)
@@ -86,7 +86,8 @@ def draw_faults(rng: random.Random, spec: Spec, rates: dict[str, float]) -> froz
 
 class ReactSynthTask(SyntheticTask):
     """Options: n_train (default 2000), n_eval (256), fault_scale (multiplies FAULT_RATES, 1.0),
-    sites (0 = the syntax faults; 1-4 = that many spec sites instead), site_rate (see above)."""
+    sites (0 = the syntax faults; 1-4 = that many spec sites instead), site_rate (see above),
+    revise (false; true: the warm start learns repair turns, for rollout.max_turns > 1: see REVISE_RATE)."""
 
     name = "react_synth"
     service = "react"
@@ -130,11 +131,28 @@ class ReactSynthTask(SyntheticTask):
                 faults = frozenset(site for site in SITES[: self.sites] if rng.random() < self.site_rate)
             else:
                 faults = draw_faults(rng, spec, rates)
-            items.append(CorpusItem(spec, faults, spec.prompt(), render(spec, faults)))
+            completion = render(spec, faults)
+            if faults and self.options.get("revise", False) and rng.random() < REVISE_RATE:
+                completion = repaired(completion, faults, render(spec))
+            items.append(CorpusItem(spec, faults, spec.prompt(), completion))
         return items
 
     def corpus(self, n: int, seed: int = 0) -> list[tuple[str, str]]:
         return [(it.prompt, it.completion) for it in self.corpus_items(n, seed)]
+
+
+# The repair variant (task option revise=true): most faulty corpus programs are followed by the
+# checker's rejection, as the repair turns show it (botgrpo_cli/turns/feedback.py), and the clean
+# program, as one transcript (base.TURN_END). The rejection names the broken constructs, not the
+# checker's exact words (those come from Node at training time): the model learns to answer the
+# request at its end with the whole program, faults fixed.
+REVISE_RATE = 0.8
+REPAIR_REQUEST = "Fix it and answer again with the whole solution."
+
+
+def repaired(faulty: str, faults: frozenset[str], clean: str) -> str:
+    broken = ", ".join(sorted(f.replace("_", " ") for f in faults))
+    return faulty + TURN_END + between_turns(f"The checker rejected it: {broken}. {REPAIR_REQUEST}") + clean
 
 
 def make_task(seed: int = 0, **options: Any) -> ReactSynthTask:

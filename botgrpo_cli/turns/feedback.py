@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from botgrpo_cli.turns.environment import Transcript
+from botgrpo_tasks.react_synth import REPAIR_REQUEST
 from botgrpo_rewards.protocol.wire import ScoreResponse
 
 Score = Callable[[str, dict], ScoreResponse]  # (one attempt's text, the dataset row) -> the service's answer
@@ -19,11 +20,11 @@ def diagnostic_message(response: ScoreResponse) -> str:
     """The next user message after a failed attempt: where and why the checker rejected it."""
     info = response.info or {}
     if not response.ok:
-        return "The checker could not score that answer. Answer again with the whole solution."
+        return f"The checker could not score that answer. {REPAIR_REQUEST}"
     where = f"line {info['line']}, column {info['column']}: " if "line" in info and "column" in info else ""
     what = info.get("message") or "it did not pass the checks"
     code = f" ({info['code']})" if info.get("code") else ""
-    return f"The checker rejected it: {where}{what}{code}. Fix it and answer again with the whole solution."
+    return f"The checker rejected it: {where}{what}{code}. {REPAIR_REQUEST}"
 
 
 class ServiceFeedback:

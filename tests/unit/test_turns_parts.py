@@ -70,12 +70,15 @@ def test_without_a_template_messages_are_plain_paragraphs():
                          None, None) == "\n\n<tool_response>\n12\n</tool_response>\n\nMore?\n\n"
 
 
-def test_arith_synth_calculator_corpus_is_the_transcript_the_driver_builds():
+def test_warm_start_transcripts_are_what_the_driver_builds():
     """The warm start's tool turns are exactly what the driver appends for a template-less tokenizer."""
-    from botgrpo_tasks.arith_synth import TURN_END, tool_answer
+    from botgrpo_cli.bootstrap.tokenizer import EOS
+    from botgrpo_tasks.arith_synth import tool_answer
+    from botgrpo_tasks.base import TURN_END, between_turns
 
     assert tool_answer("16") == appended_text(tokenizer(), [{"role": "tool", "content": "16"}], None, None, None)
-    from botgrpo_cli.bootstrap.tokenizer import EOS
+    assert between_turns("Again?") == appended_text(tokenizer(), [{"role": "user", "content": "Again?"}], None,
+                                                    None, None)
     assert TURN_END == EOS
 
 
