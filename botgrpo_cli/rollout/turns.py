@@ -133,11 +133,11 @@ class MultiTurn:
         self._counts = dict.fromkeys(STATS, 0)
         self.scores: dict[int, ScoreResponse] = {}
         self.transcripts: list[Transcript] = []
+        self.row_counts: list[dict[str, int]] = []  # per row of the last call: turns, tool_calls, tool_errors
         if settings.tools is not None and not shows_tools(tokenizer, settings.tools.schemas):
             console.print("[yellow]warning:[/] the model's chat template does not show tool schemas (or it has no "
                           "template): the model is not told which tools it has, only a warm start or fine-tune "
                           "that taught it the calls can make them; see docs/multi-turn.md", soft_wrap=True)
-        self.row_counts: list[dict[str, int]] = []  # per row of the last call: turns, tool_calls, tool_errors
 
     def sync_weights(self) -> None:
         self.engine.sync_weights()
@@ -174,7 +174,7 @@ class MultiTurn:
             for k, i in enumerate(live):
                 self._add_model_turn(trajectories[i], batch, k)
             last = turn == s.max_turns - 1
-            self._continue(trajectories, live, params, last, [len(prompt_ids[i]) for i in live])
+            self._continue(trajectories, live, last, [len(prompt_ids[i]) for i in live])
             self._end([i for i in live if trajectories[i].done], trajectories, on_done)
             live = [i for i in live if not trajectories[i].done]
             if not live:
@@ -215,7 +215,7 @@ class MultiTurn:
         t.finished = bool(batch.finished[k])
         t.messages.append({"role": "assistant", "content": batch.texts[k]})
 
-    def _continue(self, trajectories: list[_Trajectory], live: list[int], params: SamplingParams, last: bool,
+    def _continue(self, trajectories: list[_Trajectory], live: list[int], last: bool,
                   prompt_lengths: list[int]) -> None:
         """Decide each live trajectory's next messages (tool results, the environment's answer) and
         append their tokens; mark the ones that are done."""
@@ -233,14 +233,14 @@ class MultiTurn:
         stepped = dict(zip(asking, self._environment_steps([trajectories[i] for i in asking])))
         for i, length in zip(live, prompt_lengths):
             t = trajectories[i]
-            t.tool_calls += len(calls[i])
             if calls[i]:
                 t.messages[-1]["tool_calls"] = [c.as_message() for c in calls[i]]
-            if last:
+            if last:  # out of turns: calls in this last turn are not run (nor counted)
                 t.done = True
                 continue
             if calls[i]:
                 answered = by_row.get(i, [])
+                t.tool_calls += len(answered)
                 t.tool_errors += sum(r.error is not None for _, r in answered)
                 t.tool_timeouts += sum(r.error == "timeout" for _, r in answered)
                 new = [{"role": "tool", "name": r.name, "content": r.content} for _, r in answered]
