@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from botgrpo_tasks.base import TURN_END, Example, SyntheticTask, between_turns
+from botgrpo_tasks.base import NEXT_TURN, TURN_END, Example, SyntheticTask, between_turns
 
 NAMES = ("Mia", "Tom", "Zoë", "José", "Ana", "Jürgen", "Lena", "Omar", "Renée", "Kai")
 ITEMS = ("apples", "pens", "stickers", "coins", "marbles", "cards", "shells", "books")
@@ -96,7 +96,7 @@ def with_calculator(problem: Problem, slips: frozenset[int]) -> str:
     """A solution whose first turn asks the calculator for the product, and which then uses it."""
     product = problem.steps()[0][0]
     return (calculator_call(f"{product.a} * {product.b}") + TURN_END + tool_answer(str(product.value()))
-            + solution(problem, slips - {0}))
+            + NEXT_TURN + solution(problem, slips - {0}))
 
 
 def sample_problem(rng: random.Random) -> Problem:

@@ -29,8 +29,12 @@ TURN_END = "<|endoftext|>"  # the bootstrapped tokenizer's EOS
 
 
 def between_turns(message: str) -> str:
-    """A message between two model turns, as plain text (a tool's answer comes wrapped, see arith_synth)."""
-    return f"\n\n{message}\n\n"
+    """A message between two model turns, as plain text (a tool's answer comes wrapped, see arith_synth).
+    The next model turn starts with the blank line (NEXT_TURN): the model writes it."""
+    return f"\n\n{message}"
+
+
+NEXT_TURN = "\n\n"
 
 
 class Task:

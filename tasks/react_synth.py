@@ -20,7 +20,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from botgrpo_tasks.base import TURN_END, Example, SyntheticTask, between_turns
+from botgrpo_tasks.base import NEXT_TURN, TURN_END, Example, SyntheticTask, between_turns
 from botgrpo_tasks.errors import TaskError
 from botgrpo_tasks.react_synth_grammar import (FAULTS, Spec, constructs, first_text_child, render, requirements,
                                                sample_spec)
@@ -152,7 +152,7 @@ REPAIR_REQUEST = "Fix it and answer again with the whole solution."
 
 def repaired(faulty: str, faults: frozenset[str], clean: str) -> str:
     broken = ", ".join(sorted(f.replace("_", " ") for f in faults))
-    return faulty + TURN_END + between_turns(f"The checker rejected it: {broken}. {REPAIR_REQUEST}") + clean
+    return faulty + TURN_END + between_turns(f"The checker rejected it: {broken}. {REPAIR_REQUEST}") + NEXT_TURN + clean
 
 
 def make_task(seed: int = 0, **options: Any) -> ReactSynthTask:

@@ -163,7 +163,8 @@ class MultiTurn:
             batch = self.engine.generate(first[::n], n, params)  # a group shares its prompt: one prefill
         else:
             batch = self.engine.generate(first, 1, params)
-        prompt_ids, group_ids, prompt_texts = batch.prompt_ids, torch.arange(len(prompts)).repeat_interleave(n), batch.prompts
+        prompt_ids, prompt_texts = batch.prompt_ids, batch.prompts
+        group_ids = torch.arange(len(prompts)).repeat_interleave(n)
         live = list(range(len(trajectories)))
         has_logps = batch.logp_old is not None
         for turn in range(s.max_turns):

@@ -9,7 +9,10 @@ wrote it and it is not added twice. The model's own tokens are never re-rendered
 continues from the very ids sampled (rollout/turns.py).
 
 A tokenizer without a chat template (the tiny bootstrapped models) gets plain text: each message
-on its own paragraph, a tool's answer inside <tool_response> tags.
+on its own paragraph, a tool's answer inside <tool_response> tags. The text ends at the message's
+last character: the blank line before the model's next turn is the model's to write, because a
+pre-tokenizer that joins whitespace to the word after it (the bootstrapped one does) made
+"\n\nimport" one token in the warm start's transcripts, and a prompt ending in "\n\n" would split it.
 """
 
 from __future__ import annotations
@@ -44,8 +47,8 @@ def appended_text(tok: Any, messages: list[dict], tools: list[dict] | None,
                   template_kwargs: dict[str, Any] | None, ended_by: str | None) -> str:
     """The text between a model turn and the next one when `messages` come after it; `ended_by`:
     the text of the end token that closed the model's turn (None when it stopped otherwise)."""
-    if not has_template(tok):
-        return "\n\n" + "\n\n".join(plain_message(m) for m in messages) + "\n\n"
+    if not has_template(tok):  # no trailing blank line: the model writes it, as in a warm start (see the docstring)
+        return "\n\n" + "\n\n".join(plain_message(m) for m in messages)
     chat = [{"role": "user", "content": "."}, {"role": "assistant", "content": SENTINEL}, *messages]
     text = tok.apply_chat_template(chat, tools=tools or None, tokenize=False, add_generation_prompt=True,
                                    **(template_kwargs or {}))

@@ -72,7 +72,8 @@ def parse_tool_calls(text: str) -> list[ToolCall]:
     body = text.strip()
     if body.startswith(PYTHON_TAG):
         body = body[len(PYTHON_TAG):].strip()
-    if body[:1] in "{[" and body[-1:] in "}]" and '"name"' in body and ('"parameters"' in body or '"arguments"' in body):
+    names_a_call = '"name"' in body and ('"parameters"' in body or '"arguments"' in body)
+    if body[:1] in "{[" and body[-1:] in "}]" and names_a_call:
         # Llama 3 JSON: the whole turn is the call
         got = _decoded(body)
         return got if isinstance(got, list) else [got]

@@ -141,7 +141,7 @@ def test_tool_turns_greedy_equal_on_both_engines_and_only_model_tokens_trained(e
         text, offsets = fast.texts[i], fast.offsets[i]
         if len(turns) == 2:
             gap = fast.completion_ids[i, turns[0][1]:turns[1][0]].tolist()
-            assert tok.decode(gap) == "\n\n<tool_response>\n" + str(eval_product(text)) + "\n</tool_response>\n\n"
+            assert tok.decode(gap) == "\n\n<tool_response>\n" + str(eval_product(text)) + "\n</tool_response>"
             start = text.index("<tool_response>")
             owner = next(t for t, (s, e) in enumerate(offsets) if s <= start < e)
             assert not fast.loss_mask[i, owner]  # the tool's answer is in transcript coordinates, untrained

@@ -67,7 +67,7 @@ def test_a_template_that_ignores_tools_is_noticed(chat_tok):
 def test_without_a_template_messages_are_plain_paragraphs():
     tok = tokenizer()
     assert appended_text(tok, [{"role": "tool", "content": "12"}, {"role": "user", "content": "More?"}], None,
-                         None, None) == "\n\n<tool_response>\n12\n</tool_response>\n\nMore?\n\n"
+                         None, None) == "\n\n<tool_response>\n12\n</tool_response>\n\nMore?"  # the model writes the blank line
 
 
 def test_warm_start_transcripts_are_what_the_driver_builds():
