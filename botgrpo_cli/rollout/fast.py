@@ -129,6 +129,30 @@ def pick(logits: torch.Tensor, u: torch.Tensor, params: SamplingParams, seen: to
     return torch.searchsorted(cdf, (u.double() * cdf[:, -1])[:, None], right=True).squeeze(1)
 
 
+class KeptCache:
+    """The K/V of the rows of the last generate call, by the tokens they hold. A multi-turn
+    continuation's prompt starts with a row of the turn before (its prompt and the tokens it
+    generated), so its prefill starts where that row's cache ends instead of at column 0."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[int, ...], list[tuple[torch.Tensor, torch.Tensor]]] = {}
+
+    def keep(self, tokens: list[int], cache: list, row: int, cols: torch.Tensor) -> None:
+        """Row `row` of `cache` holds `tokens` in its first len(cols) columns where `cols` (bool) is True."""
+        width = cols.shape[0]
+        self.rows[tuple(tokens)] = [(k[row, :, :width][:, cols].clone(), v[row, :, :width][:, cols].clone())
+                                    for k, v in cache]
+
+    def longest_prefix(self, prompt: list[int]) -> tuple[int, list] | None:
+        """The longest kept row whose tokens start `prompt` (its length and its K/V), or None."""
+        for length in sorted({len(k) for k in self.rows}, reverse=True):
+            if 0 < length <= len(prompt):
+                found = self.rows.get(tuple(prompt[:length]))
+                if found is not None:
+                    return length, found
+        return None
+
+
 class FastEngine(HFEngine):
     """HFEngine's batch assembly around the lean decode loop (or HF generate where it cannot run)."""
 
@@ -136,6 +160,17 @@ class FastEngine(HFEngine):
         super().__init__(model, tokenizer)
         self.fallback = unsupported_reason(model, DECODES)
         self._told = False
+        self.kept: KeptCache | None = None  # set while keeping_cache() is on
+
+    @contextlib.contextmanager
+    def keeping_cache(self) -> Iterator[None]:
+        """While on, each call keeps its rows' K/V for the next call's prompts that continue them
+        (rollout/turns.py around one multi-turn rollout, during which the weights do not change)."""
+        self.kept = KeptCache()
+        try:
+            yield
+        finally:
+            self.kept = None
 
     @torch.no_grad()
     def _sample(self, ids: torch.Tensor, attn: torch.Tensor, params: SamplingParams,
@@ -153,6 +188,25 @@ class FastEngine(HFEngine):
         finally:
             self.model.train(was_training)
 
+    def _reuse_kept(self, prompts: list[list[int]], cache: list, width: int) -> int:
+        """Copy the kept K/V of each prompt's longest kept prefix into its columns of `cache` (prompts
+        are padded on the left to `width`); the first column the prefill must still compute."""
+        if self.kept is None or not self.kept.rows:
+            return 0
+        first = width - 1  # at least each row's last prompt token runs: its logits start the decode
+        for i, prompt in enumerate(prompts):
+            start = width - len(prompt)
+            found = self.kept.longest_prefix(prompt[:-1])
+            if found is None:
+                first = min(first, start)
+                continue
+            done, kv = found
+            for (k, v), (kk, vv) in zip(cache, kv):
+                k[i, :, start:start + done] = kk
+                v[i, :, start:start + done] = vv
+            first = min(first, start + done)
+        return max(0, first)
+
     def _decode(self, ids: torch.Tensor, attn: torch.Tensor, params: SamplingParams,
                 on_done: Callable[[int, str], None] | None, n: int, budget: Any = None) -> torch.Tensor:
         """ids/attn (B, P) hold each prompt n times in a row; returns (B, P + T) like generate."""
@@ -168,7 +222,11 @@ class FastEngine(HFEngine):
         probe = dec.layers[0].self_attn.k_proj(embedded)  # the cache's dtype
         cache = dec.new_cache(prompts.shape[0], length, probe)
         dec.rope_table(embedded, length)
-        logits = dec.forward(prompts, pos, cache, 0, keys_ok)  # (p, V)
+        valid = [row[ok].tolist() for row, ok in zip(prompts.cpu(), pattn.cpu())]  # each prompt's ids
+        first = self._reuse_kept(valid, cache, width) if n == 1 and all(w is None for w in dec.windows) else 0
+        logits = dec.forward(prompts[:, first:], pos[:, first:], cache, first, keys_ok)  # (p, V)
+        if self.kept is not None:
+            self.kept = KeptCache()  # this call's rows, for the next call
         # one prefill per group, then every row gets its own copy of the group's cache
         cache = [(k.repeat_interleave(n, 0), v.repeat_interleave(n, 0)) for k, v in cache]
         logits, keys_ok = logits.repeat_interleave(n, 0), keys_ok.repeat_interleave(n, 0)
@@ -199,7 +257,12 @@ class FastEngine(HFEngine):
             if on_done is not None:
                 for i in live[ended].tolist():
                     self._report(i, out[i, : t + 1].tolist(), params.stop, on_done)
-            if bool(ended.all()) or t + 1 == params.max_new_tokens:
+            done = bool(ended.all()) or t + 1 == params.max_new_tokens
+            if self.kept is not None:  # the rows that leave (all, at the end): their cache, for the next call
+                for b in (range(len(live)) if done else ended.nonzero().squeeze(1).tolist()):
+                    r = int(live[b])
+                    self.kept.keep(valid[r // n] + out[r, :t].tolist(), cache, b, keys_ok[b, :width + t])
+            if done:
                 return torch.cat([ids, out[:, : t + 1]], 1)
             if bool(ended.any()):  # drop ended rows from the batch and from the cache
                 keep = (~ended).nonzero().squeeze(1)

@@ -8,12 +8,14 @@ The batch it returns is a trajectory per row: the completion is everything after
 own tokens (the only ones trained), `turns` gives each model turn's token columns, and texts and
 offsets run over the whole transcript, so spans in transcript coordinates reach every turn's tokens.
 Turn k > 0 of every live row is sampled in one engine call seeded mix_seed(seed, k): the same seed
-and engine numerics give the same trajectories. The engine sees each continuation as a fresh
-prompt (the lean loop does not keep its KV cache across turns).
+and engine numerics give the same trajectories. The engine sees each continuation as a prompt of
+token ids; the lean loop keeps each row's KV cache from one turn to the next (FastEngine.keeping_cache),
+so a continuation prefills only the appended messages.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -154,6 +156,12 @@ class MultiTurn:
         environment, each trajectory's first prompt is its reset(row) (rows[i]: prompt i's example).
         on_done(row, transcript text, response) is called as each trajectory ends; response is the
         environment's reward as a ScoreResponse, or None when the task's reward is to score the text."""
+        keeping = getattr(self.engine, "keeping_cache", None)  # the lean loop: each turn prefills only what is new
+        with keeping() if keeping is not None else contextlib.nullcontext():
+            return self._generate(prompts, n, params, on_done, rows)
+
+    def _generate(self, prompts: list[str], n: int, params: SamplingParams, on_done: Ended | None,
+                  rows: list[Any] | None) -> RolloutBatch:
         s = self.settings
         examples = [row_of(r) for r in (rows if rows is not None else [{"prompt": p} for p in prompts])]
         trajectories = [_Trajectory(row=examples[i // n], messages=[]) for i in range(len(prompts) * n)]

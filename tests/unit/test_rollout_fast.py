@@ -132,3 +132,44 @@ def test_frozen_weights_are_cast_once_per_call_with_the_same_result(tok):
     assert seen and set(seen) == {torch.bfloat16}
     after = frozen.state_dict()
     assert all(after[n].dtype == torch.float32 and torch.equal(after[n], t) for n, t in before.items())
+
+
+@pytest.mark.parametrize("kind", ["qwen2", "llama"])
+def test_kept_cache_continuations_equal_fresh_prefills(kind, monkeypatch):
+    """A multi-turn continuation (a row of the last call, its tokens, then new ones) prefilled from
+    the kept cache gives the same tokens as prefilling it whole, and a prompt no kept row starts runs whole."""
+    from botgrpo_cli.rollout.fast import FastEngine
+
+    tok = tokenizer()
+    engine = FastEngine(model(kind, tok, seed=3), tok)
+    skipped = []  # the first prefilled column of each call that had kept rows
+    reuse = FastEngine._reuse_kept
+    monkeypatch.setattr(FastEngine, "_reuse_kept", lambda self, *a: skipped.append(reuse(self, *a)) or skipped[-1])
+    greedy = SamplingParams(max_new_tokens=10, temperature=0.0)
+    sampled = SamplingParams(max_new_tokens=10, temperature=1.0, seed=5)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        first = engine.generate(PROMPTS, 1, greedy)
+        appended = tok(" and more words", add_special_tokens=False)["input_ids"]
+        follow = [p + first.completion_ids[i, : int(first.mask[i].sum())].tolist() + appended
+                  for i, p in enumerate(first.prompt_ids)]
+        follow.append(tok("x = y", add_special_tokens=False)["input_ids"])  # continues nothing kept
+        fresh = [engine.generate(follow, 1, p) for p in (greedy, sampled)]
+        with engine.keeping_cache():
+            assert engine.generate(PROMPTS, 1, greedy).texts == first.texts
+            assert len(engine.kept.rows) == len(PROMPTS)
+            reused = engine.generate(follow, 1, greedy)
+        with engine.keeping_cache():
+            engine.generate(PROMPTS, 1, greedy)
+            reused_sampled = engine.generate(follow, 1, sampled)
+    finally:
+        torch.set_num_threads(threads)
+    assert reused.texts == fresh[0].texts and torch.equal(reused.completion_ids, fresh[0].completion_ids)
+    assert reused_sampled.texts == fresh[1].texts
+    assert engine.kept is None  # nothing is kept outside a multi-turn rollout
+    # a continuation's prefill runs its last generated token (never fed) and the appended ones
+    width = max(len(p) for p in follow)
+    starts = [width - len(f) + len(p) + int(first.mask[i].sum()) - 1 for i, (f, p) in
+              enumerate(zip(follow, first.prompt_ids))] + [width - len(follow[-1])]
+    assert skipped == [0, 0, 0, 0, min(starts), 0, min(starts)] and min(starts) > 0
