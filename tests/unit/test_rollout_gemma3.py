@@ -79,6 +79,7 @@ def test_gemma3_prefill_logits_equal_the_model_forward_soft_cap_included(tok):
     from botgrpo_cli.rollout.fast import _Decoder
 
     m = gemma3(tok)
+    tok.padding_side = "left"  # as the engines lay prompts out (rollout.hf.left_padded)
     batch = tok(PROMPTS, return_tensors="pt", padding=True)
     ids, ok = batch.input_ids, batch.attention_mask.bool()
     with torch.no_grad():
