@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from botgrpo_cli.errors import UserError
-from botgrpo_rewards.function.loader import FunctionLoadError, absolute_spec, first_line, load_function
+from botgrpo_rewards.function.loader import first_line, load_function
+from botgrpo_rewards.protocol.functions import SpecError, absolute_spec
 from botgrpo_rewards.protocol.wire import ErrorInfo, ScoreResponse, Span
 
 
@@ -54,7 +55,7 @@ def load_environment(spec: str) -> Callable[[], Any]:
     """The environment class a spec names, checked for reset and step (UserError otherwise)."""
     try:
         cls = load_function(absolute_spec(spec))
-    except FunctionLoadError as err:
+    except SpecError as err:  # a malformed spec, or one that does not import
         raise UserError(str(err).replace("reward function", "environment", 1)) from None
     missing = [m for m in ("reset", "step") if not callable(getattr(cls, m, None))]
     if not inspect.isclass(cls) or missing:

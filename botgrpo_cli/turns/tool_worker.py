@@ -7,11 +7,12 @@ What the tools print goes to stderr. A tool that hangs is the parent's to kill (
 from __future__ import annotations
 
 import json
+import os
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, TextIO
 
 from botgrpo_rewards.function.loader import FunctionLoadError, first_line, load_function
-from botgrpo_rewards.function.worker import _protocol_stdout, where_raised
+from botgrpo_rewards.function.worker import where_raised
 
 
 def as_text(result: Any) -> str:
@@ -31,6 +32,14 @@ def handle(tools: dict[str, Callable[..., Any]], line: str) -> dict:
         return {"ok": True, "result": as_text(fn(**call["arguments"]))}
     except Exception as err:  # the tool's bug (or a bad call) costs this call, never the worker
         return {"ok": False, "error": f"{type(err).__name__}: {first_line(err)}{where_raised(err)}"}
+
+
+def _protocol_stdout() -> TextIO:
+    """stdout for answer lines only: fd 1 now points at stderr, so what a tool prints cannot corrupt them."""
+    proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return proto
 
 
 def main() -> int:
