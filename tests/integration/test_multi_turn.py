@@ -39,10 +39,11 @@ def flaky(expression: str) -> str:
         expression: ignored
     """
     marker = os.path.join(os.path.dirname(__file__), "hung")
-    if not os.path.exists(marker):
-        open(marker, "w").close()
-        time.sleep(600)
-    raise RuntimeError("the tool broke")
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL))  # atomic: one call of those side by side wins
+    except FileExistsError:
+        raise RuntimeError("the tool broke") from None
+    time.sleep(600)
 '''
 
 USER_ENV = '''
