@@ -22,11 +22,10 @@ from botgrpo_cli.errors import UserError
 from botgrpo_cli.turns import calculator
 from botgrpo_cli.turns.tool_calls import ToolCall
 from botgrpo_rewards.function.loader import FunctionLoadError, load_function, split_spec
-from botgrpo_rewards.protocol.functions import absolute_spec
+from botgrpo_rewards.protocol.functions import absolute_spec, is_ready_line, ready_child
 from botgrpo_rewards.protocol import ChildExited, LineChild
 
 BUILT_IN = {"calculator": calculator.SPEC}
-STARTUP_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -93,19 +92,11 @@ class Toolbox:
 
     def _spawn(self) -> LineChild:
         child = LineChild([sys.executable, "-m", "botgrpo_cli.turns.tool_worker", *self.specs], "tool-worker",
-                          ready=_is_ready, stderr="inherit")
+                          ready=is_ready_line, stderr="inherit")
         try:
-            line = child.wait_ready(STARTUP_TIMEOUT_S)
-        except ChildExited as err:
-            raise UserError(f"the tool worker did not start: {err}") from None
-        if line is None:
-            child.kill()
-            raise UserError(f"the tool worker did not import the tools within {STARTUP_TIMEOUT_S:.0f} s")
-        msg = json.loads(line)
-        if msg.get("ok") is False:
-            child.kill()
-            raise UserError(_as_tool(RuntimeError(str(msg.get("error")))))
-        return child
+            return ready_child(child, "the tool worker")
+        except RuntimeError as err:
+            raise UserError(_as_tool(err)) from None
 
     def start(self) -> "Toolbox":
         if self._pool is None:
@@ -169,11 +160,3 @@ class Toolbox:
         with self._lock:
             self.stats["restarts"] += 1
         return self._spawn()
-
-
-def _is_ready(line: bytes) -> bool:
-    try:
-        msg = json.loads(line)
-    except ValueError:
-        return False
-    return isinstance(msg, dict) and (msg.get("result") == "ready" or msg.get("ok") is False)

@@ -51,12 +51,30 @@ def callable_name(fn: Callable[..., Any]) -> str:
     return getattr(inner, "__name__", None) or type(inner).__name__
 
 
-def _is_ready(line: bytes) -> bool:
+def is_ready_line(line: bytes) -> bool:
+    """Whether a worker's first line is its handshake (ready, or the one error line)."""
     try:
         msg = json.loads(line)
     except ValueError:
         return False
     return isinstance(msg, dict) and (msg.get("result") == "ready" or msg.get("ok") is False)
+
+
+def ready_child(child: Any, what: str) -> Any:
+    """`child` once its ready line came (its code imported); else it is killed and RuntimeError says
+    why in one line (`what` names it: "reward function f.py:score"). Tool workers start the same way."""
+    try:
+        line = child.wait_ready(STARTUP_TIMEOUT_S)
+    except ChildExited as err:
+        raise RuntimeError(f"{what}: its process {err}") from None
+    if line is None:
+        child.kill()
+        raise RuntimeError(f"{what} did not import within {STARTUP_TIMEOUT_S:.0f} s")
+    msg = json.loads(line)
+    if msg.get("ok") is False:
+        child.kill()
+        raise RuntimeError(str(msg.get("error")))
+    return child
 
 
 class FunctionProcess:
@@ -88,20 +106,9 @@ class FunctionProcess:
             child: Any = ForkedChild(self.fn, self.name, self.memory_mb)
         else:
             child = LineChild([sys.executable, "-m", "botgrpo_rewards.protocol.function_worker", self.label, self.name,
-                               str(self.memory_mb)], f"reward-function-{self.name}", ready=_is_ready,
+                               str(self.memory_mb)], f"reward-function-{self.name}", ready=is_ready_line,
                               stderr="inherit")
-        try:
-            line = child.wait_ready(STARTUP_TIMEOUT_S)
-        except ChildExited as err:
-            raise RuntimeError(f"reward function {self.label}: its process {err}") from None
-        if line is None:
-            child.kill()
-            raise RuntimeError(f"reward function {self.label} did not import within {STARTUP_TIMEOUT_S:.0f} s")
-        msg = json.loads(line)
-        if msg.get("ok") is False:
-            child.kill()
-            raise RuntimeError(str(msg.get("error")))
-        return child
+        return ready_child(child, f"reward function {self.label}")
 
     def start(self) -> None:
         self._child = self._spawn()
