@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from botgrpo_cli.errors import UserError
-from botgrpo_rewards.function.loader import first_line, load_function
-from botgrpo_rewards.protocol.functions import SpecError, absolute_spec
+from botgrpo_rewards.protocol.function_loader import SpecError, first_line, load_function
+from botgrpo_rewards.protocol.functions import absolute_spec
 from botgrpo_rewards.protocol.wire import ErrorInfo, ScoreResponse, Span
 
 

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.turns import calculator
 from botgrpo_cli.turns.tool_calls import ToolCall
-from botgrpo_rewards.function.loader import FunctionLoadError, load_function, split_spec
+from botgrpo_rewards.protocol.function_loader import FunctionLoadError, load_function, split_spec
 from botgrpo_rewards.protocol.functions import absolute_spec, is_ready_line, ready_child
 from botgrpo_rewards.protocol import ChildExited, LineChild
 
