@@ -41,6 +41,8 @@ demo: setup
 tiny-models: setup
 	BOTGRPO_CACHE=$(CURDIR)/.cache/botgrpo $(VENV)/bin/botgrpo bootstrap --task react_synth
 	BOTGRPO_CACHE=$(CURDIR)/.cache/botgrpo $(VENV)/bin/botgrpo bootstrap --task arith_synth
+	BOTGRPO_CACHE=$(CURDIR)/.cache/botgrpo $(VENV)/bin/botgrpo bootstrap --task arith_synth --task-option calculator=true
+	BOTGRPO_CACHE=$(CURDIR)/.cache/botgrpo $(VENV)/bin/botgrpo bootstrap --task react_synth --task-option revise=true
 
 # Everything: unit and integration tests, real services and real models (budget: ten minutes on 2 cores).
 test: tiny-models
