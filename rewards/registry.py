@@ -62,6 +62,10 @@ class _Services(MutableMapping):
 
 SERVICES = _Services()
 
+# Built-in tools for multi-turn rollouts (run.tools=[NAME]): NAME -> MODULE:FUNCTION, imported only in a
+# tool worker process, as a service's package is only started by name.
+TOOLS = {"calculator": "botgrpo_rewards.math.calculator:calculator"}
+
 
 def load_backend(name: str, **kwargs):
     """Instantiate the backend called `name`. Raises KeyError naming the known services."""

@@ -32,7 +32,7 @@ from botgrpo_cli.turns.environment import (EnvironmentFailed, Transcript, as_mes
 from botgrpo_cli.turns.render import appended_text, first_prompt, shows_tools
 from botgrpo_cli.turns.tool_calls import parse_tool_calls
 from botgrpo_cli.turns.tools import Toolbox
-from botgrpo_rewards.protocol.wire import ScoreResponse
+from botgrpo_rewards.protocol import ScoreResponse
 
 Ended = Callable[[int, str, "ScoreResponse | None"], None]  # (row, transcript text, environment's reward)
 STATS = ("turns", "trajectories", "tool_calls", "tool_errors", "tool_timeouts", "env_errors", "masked_tokens",

@@ -20,7 +20,7 @@ from botgrpo_cli.rollout import Engine, RolloutBatch, SamplingParams, concat
 from botgrpo_cli.rollout.base import OnDone
 from botgrpo_cli.rollout.seeds import mix_seed, text_digest
 from botgrpo_cli.rollout.turns import MultiTurn
-from botgrpo_rewards.protocol.wire import ScoreResponse
+from botgrpo_rewards.protocol import ScoreResponse
 from botgrpo_cli.trainer.distributed import shard
 
 

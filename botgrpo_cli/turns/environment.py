@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from botgrpo_cli.errors import UserError
-from botgrpo_rewards.protocol.function_loader import SpecError, first_line, load_function
-from botgrpo_rewards.protocol.functions import absolute_spec
-from botgrpo_rewards.protocol.wire import ErrorInfo, ScoreResponse, Span
+from botgrpo_rewards.protocol import SpecError, first_line, load_function
+from botgrpo_rewards.protocol import absolute_spec
+from botgrpo_rewards.protocol import ErrorInfo, ScoreResponse, Span
 
 
 @dataclass

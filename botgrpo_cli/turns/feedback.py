@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from botgrpo_cli.turns.environment import Transcript
 from botgrpo_tasks.react_synth import REPAIR_REQUEST
-from botgrpo_rewards.protocol.wire import ScoreResponse
+from botgrpo_rewards.protocol import ScoreResponse
 
 Score = Callable[[str, dict], ScoreResponse]  # (one attempt's text, the dataset row) -> the service's answer
 

@@ -11,8 +11,8 @@ import os
 import sys
 from typing import Any, Callable, TextIO
 
-from botgrpo_rewards.protocol.function_loader import FunctionLoadError, first_line, load_function
-from botgrpo_rewards.protocol.function_worker import where_raised
+from botgrpo_rewards.protocol import FunctionLoadError, first_line, load_function
+from botgrpo_rewards.protocol import where_raised
 
 
 def as_text(result: Any) -> str:

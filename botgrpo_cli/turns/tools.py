@@ -19,13 +19,12 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from botgrpo_cli.errors import UserError
-from botgrpo_cli.turns import calculator
 from botgrpo_cli.turns.tool_calls import ToolCall
-from botgrpo_rewards.protocol.function_loader import FunctionLoadError, load_function, split_spec
-from botgrpo_rewards.protocol.functions import absolute_spec, is_ready_line, ready_child
-from botgrpo_rewards.protocol import ChildExited, LineChild
+from botgrpo_rewards.protocol import (ChildExited, FunctionLoadError, LineChild, absolute_spec, is_ready_line,
+                                      load_function, ready_child, split_spec)
+from botgrpo_rewards.registry import TOOLS
 
-BUILT_IN = {"calculator": calculator.SPEC}
+BUILT_IN = TOOLS  # built-in tools by name; each is imported by a tool worker, never here
 
 
 @dataclass(frozen=True)

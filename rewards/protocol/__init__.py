@@ -38,14 +38,19 @@ from botgrpo_rewards.protocol.codec import (
     response_from_json,
 )
 from botgrpo_rewards.protocol.batcher import Batcher, Item
+from botgrpo_rewards.protocol.function_loader import FunctionLoadError, SpecError, first_line, load_function
+from botgrpo_rewards.protocol.function_worker import where_raised
 from botgrpo_rewards.protocol.functions import (
     NOT_SCORABLE,
     FunctionProcess,
     WorkerFailed,
     WorkerTimeout,
+    absolute_spec,
     batch_line,
     callable_name,
+    is_ready_line,
     read_item,
+    ready_child,
     split_spec,
 )
 from botgrpo_rewards.protocol.thinking import DEFAULT_TAGS, Reasoning, opens_reasoning, split_reasoning
@@ -80,7 +85,8 @@ from botgrpo_rewards.protocol.wire import (
 
 __all__ = [
     "Batcher", "DEFAULT_MEMORY_MB", "FunctionProcess", "Item", "NOT_SCORABLE", "WorkerFailed", "WorkerTimeout",
-    "batch_line", "callable_name", "read_item", "split_spec",
+    "batch_line", "callable_name", "read_item", "split_spec", "FunctionLoadError", "SpecError", "first_line",
+    "load_function", "where_raised", "absolute_spec", "is_ready_line", "ready_child",
     "CAPABILITY_DETERMINISTIC", "DEFAULT_TAGS", "Reasoning", "opens_reasoning", "split_reasoning",
     "ChildExited", "DEFAULT_DEADLINE_MS", "ErrorInfo", "Hello", "LineChild", "MAX_COMPLETION_CHARS",
     "MAX_DEADLINE_MS", "MAX_LINE_BYTES", "MAX_PROMPT_CHARS", "Message", "Ping", "Pong", "ProtocolError",

@@ -1,12 +1,12 @@
-"""The built-in `calculator` tool (run.tools=[calculator]), backed by the math reward's whitelist parser."""
+"""The built-in `calculator` tool (run.tools=[calculator]), backed by the math reward's whitelist parser.
+It lives with the math service and runs in a tool worker process, which imports it by name: the
+trainer never imports a service's internals."""
 
 from __future__ import annotations
 
 import sympy
 
 from botgrpo_rewards.math.parse import ParseError, parse
-
-SPEC = "botgrpo_cli.turns.calculator:calculator"  # what run.tools' `calculator` stands for
 
 
 def calculator(expression: str) -> str:
