@@ -60,6 +60,8 @@ def check(cfg: Config) -> None:
         fail("optim.betas", f"must be two numbers in [0, 1), got {cfg.optim.betas}")
     if not 0 < cfg.rollout.vllm_gpu_memory_utilization <= 1:
         fail("rollout.vllm_gpu_memory_utilization", f"must be in (0, 1], got {cfg.rollout.vllm_gpu_memory_utilization}")
+    if not cfg.algo.mismatch_is_max > 0 or (cfg.algo.mismatch_is_min or 0) > cfg.algo.mismatch_is_max:
+        fail("algo.mismatch_is_max", f"must be > 0 and >= algo.mismatch_is_min, got {cfg.algo.mismatch_is_max}")
     if cfg.rollout.thinking_budget is not None and cfg.rollout.engine == "vllm":
         fail("rollout.thinking_budget", "works with rollout.engine fast or hf so far; unset it for vllm")
     _check_reward_options(cfg, fail)

