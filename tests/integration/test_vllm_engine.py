@@ -161,6 +161,7 @@ def _train(gguf: Path, out: Path, steps: int, resume: bool = False) -> list[dict
     cfg = load_config(None, algo="bot_grpo", sets=[
         f"model.name_or_path={gguf}", "run.task=arith_synth", f"run.steps={steps}", "rollout.prompts_per_step=2",
         "rollout.group_size=2", "rollout.max_new_tokens=16", "optim.lr=1e-4", "run.threads=2",
+        "model.autocast=off",  # fp32 log-probs on every CPU: the gap is the engine's alone
         "log.tensorboard=false", f"run.out_dir={out}", "run.save_every=1", *SETS])
     return train(cfg, resume=resume).metrics
 
@@ -179,3 +180,78 @@ def test_bot_grpo_trains_with_vllm_and_a_resume_resyncs(smollm2_gguf, tmp_path, 
     engine.sync_weights()  # the engine back on the base weights: only a sync on resume brings step 2's
     resumed = _train(smollm2_gguf, out, 3, resume=True)
     assert resumed[-1]["step"] == 3 and resumed[-1]["mismatch/abs_diff_max"] < TOL
+
+
+@pytest.fixture(scope="module")
+def server(smol_dir):
+    """`botgrpo vllm serve` on SmolLM2 in a child process: (url, process)."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "botgrpo_cli", "vllm", "serve", smol_dir, "--port", "0",
+                             "--enforce-eager", "--max-model-len", "1024", "--kv-cache-gib", "0.5"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "COLUMNS": "300"})
+    lines = []
+    try:
+        for line in proc.stdout:  # the child's log until the ready line (its exit ends the loop)
+            lines.append(line)
+            ready = re.search(r"ready on (http://127\.0\.0\.1:\d+)", line)
+            if ready:
+                break
+        else:
+            pytest.fail("botgrpo vllm serve exited:\n" + "".join(lines[-20:]))
+        import threading
+
+        threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()  # keep the pipe drained
+        yield ready.group(1), proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_server_samples_what_the_colocated_engine_samples(server, synced, policy, tok, prompts):
+    from botgrpo_cli.rollout.vllm_server import engine_for
+
+    remote = engine_for(policy, tok, server[0], timeout_s=300)  # pushes the policy's weights
+    params = SamplingParams(max_new_tokens=12, temperature=1.0, seed=11)
+    here, there = synced.generate(prompts, 2, params), remote.generate(prompts, 2, params)
+    assert there.texts == here.texts and torch.equal(there.completion_ids, here.completion_ids)
+    torch.testing.assert_close(there.logp_old, here.logp_old, atol=1e-4, rtol=0)
+    assert _gap(policy, tok, there, remote.pad_id) < TOL
+
+
+def test_a_server_that_stops_answering_or_dies_ends_the_run_with_one_line(server, smollm2_gguf, tmp_path):
+    import os
+    import signal
+
+    from botgrpo_cli.errors import UserError
+    from botgrpo_cli.trainer import train
+
+    url, proc = server
+    cfg = load_config(None, algo="bot_grpo", sets=[
+        f"model.name_or_path={smollm2_gguf}", "run.task=arith_synth", "run.steps=3", "rollout.prompts_per_step=2",
+        "rollout.group_size=2", "rollout.max_new_tokens=8", "run.threads=2", "log.tensorboard=false",
+        "model.autocast=off", f"run.out_dir={tmp_path / 'run'}", "rollout.engine=vllm_server",
+        f"rollout.vllm_url={url}", "rollout.vllm_server_timeout_s=20"])
+    seen = []
+
+    def freeze_after_first(step: int, metrics: dict) -> None:
+        seen.append(metrics)
+        if step == 1:
+            os.kill(proc.pid, signal.SIGSTOP)  # alive, holding its socket, answering nothing
+
+    try:
+        with pytest.raises(UserError, match=r"vLLM server at http://127\.0\.0\.1:\d+ is not answering"):
+            train(cfg, on_step=freeze_after_first)
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    assert len(seen) == 1 and seen[0]["mismatch/abs_diff_max"] < TOL  # step 1 sampled the pushed weights
+    proc.kill()
+    proc.wait()
+    from botgrpo_cli.rollout.vllm_server import VLLMServerEngine
+
+    with pytest.raises(UserError, match="is not answering"):
+        VLLMServerEngine(None, None, url, timeout_s=20)  # gone: refused at once, one line

@@ -71,3 +71,40 @@ def test_missing_vllm_is_one_clear_error(tok, monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", None)  # what a venv without it gives: ImportError
     with pytest.raises(UserError, match=r"needs vLLM: run `make setup`"):
         VLLMEngine(_model(), tok, "unused", VLLMOptions())
+
+
+def test_sampling_options_mean_what_the_lean_loop_means():
+    from botgrpo_cli.rollout import SamplingParams
+    from botgrpo_cli.rollout.vllm import SAMPLING_KEYS, sampling_options
+
+    opts = sampling_options(SamplingParams(max_new_tokens=7, temperature=0.7, top_p=0.9, stop=("\n\n",)), [5, 9])
+    assert opts["max_tokens"] == 7 and opts["temperature"] == 0.7 and opts["top_p"] == 0.9
+    assert opts["stop"] == ["\n\n"] and opts["include_stop_str_in_output"]  # kept in the text, as the lean loop does
+    assert opts["stop_token_ids"] == [5, 9] and opts["logprobs"] == 0  # the sampled token's own log-prob
+    assert set(opts) <= set(SAMPLING_KEYS)  # what a server accepts
+
+
+def test_server_settings_are_checked_before_anything_loads():
+    from botgrpo_cli.config import load_config
+
+    with pytest.raises(UserError, match="rollout.vllm_url"):
+        load_config(None, sets=["rollout.engine=vllm_server"])
+    with pytest.raises(UserError, match="rollout.vllm_url"):
+        load_config(None, sets=["rollout.engine=vllm_server", "rollout.vllm_url=localhost:8011"])
+    with pytest.raises(UserError, match="rollout.thinking_budget"):
+        load_config(None, sets=["rollout.engine=vllm_server", "rollout.vllm_url=http://127.0.0.1:1",
+                                "rollout.thinking_budget=8"])
+    cfg = load_config(None, sets=["rollout.engine=vllm_server", "rollout.vllm_url=http://127.0.0.1:1"])
+    assert cfg.rollout.vllm_server_timeout_s > 0
+
+
+def test_a_server_nobody_runs_is_one_line_at_once():
+    import socket
+
+    from botgrpo_cli.rollout.vllm_server import VLLMServerEngine
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(UserError, match=r"vLLM server at http://127\.0\.0\.1:\d+ is not answering.*botgrpo vllm serve"):
+        VLLMServerEngine(None, None, f"http://127.0.0.1:{port}", timeout_s=5)
