@@ -113,10 +113,21 @@ def sample_rows(llm: Any, rows: list[list[int]], seeds: list[int], options: dict
     return out
 
 
+def repack_tied_head(worker: Any) -> None:
+    """On a CPU worker, redo the LM head's prepacked copy of its weight. A head tied to the embedding
+    gets no checkpoint tensor of its own, so vLLM's reload puts its old packed weights back although
+    the embedding they share was reloaded (the logits would come from the old embedding)."""
+    head = getattr(worker.model_runner.get_model(), "lm_head", None)
+    method = getattr(head, "quant_method", None)
+    if head is not None and hasattr(head, "cpu_linear") and method is not None:
+        method.process_weights_after_loading(head)
+
+
 def load_weights(llm: Any, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
     """Weights (HF checkpoint names) into every worker through vLLM's reload path, then drop the
     KV blocks cached under the old ones."""
     llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+    llm.collective_rpc(repack_tied_head)
     llm.reset_prefix_cache()
 
 
