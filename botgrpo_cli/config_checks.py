@@ -73,7 +73,7 @@ def check(cfg: Config) -> None:
                                  "rollout.engine=vllm_server")
     if not cfg.rollout.vllm_server_timeout_s > 0:
         fail("rollout.vllm_server_timeout_s", f"must be > 0, got {cfg.rollout.vllm_server_timeout_s}")
-    if cfg.run.distributed == "fsdp" and cfg.rollout.engine != "vllm":
+    if cfg.run.distributed == "fsdp" and cfg.rollout.engine not in ("vllm", "auto"):
         fail("run.distributed", "is fsdp, which needs rollout.engine=vllm: HF generate cannot sample sharded weights")
     if cfg.run.distributed == "fsdp" and cfg.algo.dynamic_sampling:
         fail("run.distributed", "is fsdp, which needs algo.dynamic_sampling=false (sharded forwards need equal shares)")

@@ -17,6 +17,7 @@ from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.reward_client.span_noise import SpanNoise, parse_span_noise
 from botgrpo_cli.rollout import Engine, FastEngine, HFEngine, SamplingParams
+from botgrpo_cli.rollout.choice import choose_engine
 from botgrpo_cli.trainer import checkpoint, defaults
 from botgrpo_cli.trainer.checkpoint import TrainState
 from botgrpo_cli.trainer.degenerate import check_settings
@@ -201,6 +202,12 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
         require_reward(cfg.reward, task.service)  # before any model loads
     base = resolve_model_path(cfg.model, cfg.run.task, cfg.run.task_options)  # an offline hub id fails here, at once
     dist = _distributed(cfg)
+    cfg.rollout.engine, engine_reason = choose_engine(cfg.rollout.engine, cfg.rollout.thinking_budget)
+    if cfg.run.distributed == "fsdp" and cfg.rollout.engine != "vllm":
+        raise UserError(f"run.distributed=fsdp needs rollout.engine=vllm (HF generate cannot sample sharded "
+                        f"weights); this run chose {cfg.rollout.engine}: {engine_reason}")
+    if dist.main:
+        console.print(f"rollout: {cfg.rollout.engine} engine ({engine_reason})")
     run_dir, loaded = _run_dir(cfg, resume, dist.main)
     ckpt = loaded.path if loaded is not None else None
     check_settings(cfg, lambda msg: dist.main and console.print(f"[yellow]warning:[/] {msg}", soft_wrap=True),

@@ -108,3 +108,15 @@ def test_a_server_nobody_runs_is_one_line_at_once():
         port = s.getsockname()[1]
     with pytest.raises(UserError, match=r"vLLM server at http://127\.0\.0\.1:\d+ is not answering.*botgrpo vllm serve"):
         VLLMServerEngine(None, None, f"http://127.0.0.1:{port}", timeout_s=5)
+
+
+def test_the_default_engine_is_chosen_per_machine_with_a_reason():
+    from botgrpo_cli.rollout.choice import choose_engine
+
+    assert choose_engine("auto", None, cuda=False, vllm_installed=True)[0] == "fast"  # CPU: the lean loop is faster
+    assert "lean decode loop" in choose_engine("auto", None, cuda=False, vllm_installed=True)[1]
+    assert choose_engine("auto", None, cuda=True, vllm_installed=True)[0] == "vllm"
+    assert choose_engine("auto", None, cuda=True, vllm_installed=False) == (
+        "fast", "a GPU without vLLM (`make setup` installs it)")
+    assert choose_engine("auto", 64, cuda=True, vllm_installed=True)[0] == "fast"  # its thinking budget is the loop's
+    assert choose_engine("vllm", None, cuda=False, vllm_installed=True) == ("vllm", "rollout.engine=vllm")
