@@ -84,7 +84,7 @@ def _gap(model, tok, batch, pad_id: int, temperature: float = 1.0) -> float:
 
 
 def test_greedy_rows_equal_the_lean_loop(synced, policy, tok, prompts):
-    params = SamplingParams(max_new_tokens=24, temperature=0.0)
+    params = SamplingParams(max_new_tokens=16, temperature=0.0)
     ours = synced.generate(prompts, 2, params)
     lean = FastEngine(policy, tok).generate(prompts, 2, params)
     assert ours.texts == lean.texts and ours.offsets == lean.offsets
@@ -94,20 +94,20 @@ def test_greedy_rows_equal_the_lean_loop(synced, policy, tok, prompts):
 
 
 def test_seed_n_stop_and_length_mean_what_they_mean_in_the_lean_loop(synced, tok, prompts):
-    params = SamplingParams(max_new_tokens=12, temperature=1.0, seed=7)
+    params = SamplingParams(max_new_tokens=8, temperature=1.0, seed=7)
     a = synced.generate(prompts, 3, params)
-    assert len(a.texts) == 6 and a.completion_ids.shape[1] <= 12 and a.lengths.max() <= 12
+    assert len(a.texts) == 6 and a.completion_ids.shape[1] <= 8 and a.lengths.max() <= 8
     b = synced.generate(prompts, 3, params)
     assert a.texts == b.texts and torch.equal(a.logp_old, b.logp_old)  # same seed, prompts, weights: same batch
-    c = synced.generate(prompts, 3, SamplingParams(max_new_tokens=12, temperature=1.0, seed=8))
+    c = synced.generate(prompts, 3, SamplingParams(max_new_tokens=8, temperature=1.0, seed=8))
     assert c.texts != a.texts
     first = synced.generate(prompts[:1], 3, params)  # a row's tokens do not depend on the batch around it
     assert first.texts == a.texts[:3]
     as_ids = synced.generate([tok(p, add_special_tokens=False)["input_ids"] for p in prompts], 3, params)
     assert as_ids.texts == a.texts and as_ids.prompt_ids == a.prompt_ids  # token-id prompts used as given
-    greedy = synced.generate(prompts, 1, SamplingParams(max_new_tokens=24, temperature=0.0))
+    greedy = synced.generate(prompts[:1], 1, SamplingParams(max_new_tokens=16, temperature=0.0))
     word = greedy.texts[0].split()[1]  # a word the greedy row writes: stop there
-    stopped = synced.generate(prompts[:1], 1, SamplingParams(max_new_tokens=24, temperature=0.0, stop=(word,)))
+    stopped = synced.generate(prompts[:1], 1, SamplingParams(max_new_tokens=16, temperature=0.0, stop=(word,)))
     assert stopped.texts[0].endswith(word) and greedy.texts[0].startswith(stopped.texts[0])
     assert bool(stopped.finished[0]) and len(stopped.offsets[0]) == int(stopped.lengths[0])
 
