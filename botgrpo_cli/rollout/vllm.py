@@ -81,13 +81,12 @@ def policy_weights(model: Any) -> Iterator[tuple[str, torch.Tensor]]:
 def sampling_options(params: SamplingParams, stop_token_ids: list[int]) -> dict[str, Any]:
     """vLLM SamplingParams arguments (seed and n aside) that mean what `params` means to the lean loop:
     the same length limit, temperature and nucleus, stop strings kept in the text, EOS ids that end a row,
-    and the log-prob of each sampled token after temperature (what the trainer recomputes)."""
-    extra = {name: getattr(params, name) for name in ("top_k", "min_p", "repetition_penalty") if hasattr(params, name)}
-    if extra.get("top_k") is None:
-        extra.pop("top_k", None)
+    and the log-prob of each sampled token after temperature (what the trainer recomputes). top_k, min_p
+    and repetition_penalty carry vLLM's names and meanings already (0, 0 and 1: off)."""
     return dict(max_tokens=params.max_new_tokens, temperature=params.temperature, top_p=params.top_p,
+                top_k=params.top_k, min_p=params.min_p, repetition_penalty=params.repetition_penalty,
                 stop=list(params.stop), include_stop_str_in_output=True, stop_token_ids=list(stop_token_ids),
-                logprobs=0, **{k: v for k, v in extra.items() if v is not None})
+                logprobs=0)
 
 
 SAMPLING_KEYS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "stop",

@@ -81,6 +81,9 @@ def test_sampling_options_mean_what_the_lean_loop_means():
     assert opts["max_tokens"] == 7 and opts["temperature"] == 0.7 and opts["top_p"] == 0.9
     assert opts["stop"] == ["\n\n"] and opts["include_stop_str_in_output"]  # kept in the text, as the lean loop does
     assert opts["stop_token_ids"] == [5, 9] and opts["logprobs"] == 0  # the sampled token's own log-prob
+    assert (opts["top_k"], opts["min_p"], opts["repetition_penalty"]) == (0, 0.0, 1.0)  # off, as in the lean loop
+    opts = sampling_options(SamplingParams(top_k=20, min_p=0.05, repetition_penalty=1.3), [5])
+    assert (opts["top_k"], opts["min_p"], opts["repetition_penalty"]) == (20, 0.05, 1.3)
     assert set(opts) <= set(SAMPLING_KEYS)  # what a server accepts
 
 
