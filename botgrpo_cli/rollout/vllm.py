@@ -138,6 +138,7 @@ def load_llm(model_path: str, options: VLLMOptions, seed: int) -> Any:
     key = (model_path, options)
     if key in _ENGINES:
         return _ENGINES[key]
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # vLLM's INFO lines would drown the run's own log
     try:
         from vllm import LLM
     except ImportError:
