@@ -25,7 +25,7 @@ import torch
 
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
-from botgrpo_cli.rollout.vllm import VLLMEngine, load_weights, policy_weights, sample_rows
+from botgrpo_cli.rollout.vllm import VLLMEngine, load_weights, sample_rows
 
 MAX_BODY = 64 * 2**30  # the largest weight push taken (bytes)
 
@@ -162,5 +162,3 @@ def engine_for(model: Any, tokenizer: Any, url: str | None, timeout_s: float) ->
     engine.sync_weights()  # the server loaded the files; the policy may be resumed or LoRA-adapted
     return engine
 
-
-__all__ = ["VLLMServerEngine", "engine_for", "policy_weights", "serialize", "serve"]
