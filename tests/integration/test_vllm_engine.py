@@ -169,7 +169,7 @@ def _train(gguf: Path, out: Path, steps: int, resume: bool = False) -> list[dict
     return train(cfg, resume=resume).metrics
 
 
-def test_bot_grpo_trains_with_vllm_and_a_resume_resyncs(smollm2_gguf, tmp_path, engine):
+def test_bot_grpo_trains_with_vllm_and_a_resume_resyncs(smollm2_gguf, tmp_path, engine, tok, prompts):
     out = tmp_path / "run"
     metrics = _train(smollm2_gguf, out, 2)
     assert [m["step"] for m in metrics] == [1, 2]
@@ -180,7 +180,13 @@ def test_bot_grpo_trains_with_vllm_and_a_resume_resyncs(smollm2_gguf, tmp_path, 
         assert m["mismatch/is_weight_mean"] == pytest.approx(1.0, abs=0.01)  # TIS on by default, ratios ~1
     logged = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert all("mismatch/is_weight_mean" in m and "mismatch/abs_diff_max" in m for m in logged)
+    from botgrpo_cli.config import ModelConfig
+    from botgrpo_cli.trainer.policy import load_model
+
+    trained = load_model(str(out / "checkpoints" / "step-000002" / "model"), ModelConfig(dtype="float32")).eval()
     engine.sync_weights()  # the engine back on the base weights: only a sync on resume brings step 2's
+    stale = _gap(trained, tok, engine.generate(prompts, 2, SamplingParams(max_new_tokens=16, seed=1)), engine.pad_id)
+    assert stale > 20 * TOL  # the steps moved the policy far past TOL: a skipped sync would show above
     resumed = _train(smollm2_gguf, out, 3, resume=True)
     assert resumed[-1]["step"] == 3 and resumed[-1]["mismatch/abs_diff_max"] < TOL
 
