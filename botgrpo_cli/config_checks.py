@@ -61,13 +61,20 @@ def check(cfg: Config) -> None:
         fail("optim.betas", f"must be two numbers in [0, 1), got {cfg.optim.betas}")
     if not 0 < cfg.rollout.vllm_gpu_memory_utilization <= 1:
         fail("rollout.vllm_gpu_memory_utilization", f"must be in (0, 1], got {cfg.rollout.vllm_gpu_memory_utilization}")
-    if cfg.rollout.thinking_budget is not None and cfg.rollout.engine == "vllm":
+    if not cfg.algo.mismatch_is_max > 0 or (cfg.algo.mismatch_is_min or 0) > cfg.algo.mismatch_is_max:
+        fail("algo.mismatch_is_max", f"must be > 0 and >= algo.mismatch_is_min, got {cfg.algo.mismatch_is_max}")
+    if cfg.rollout.thinking_budget is not None and cfg.rollout.engine in ("vllm", "vllm_server"):
         fail("rollout.thinking_budget", "works with rollout.engine fast or hf so far; unset it for vllm")
     _check_reward_options(cfg, fail)
     _check_reward_target(cfg.reward, fail)
     if cfg.reward.services:
         _check_services(cfg.reward, fail)
-    if cfg.run.distributed == "fsdp" and cfg.rollout.engine != "vllm":
+    if cfg.rollout.engine == "vllm_server" and not (cfg.rollout.vllm_url or "").startswith(("http://", "https://")):
+        fail("rollout.vllm_url", "must be http://HOST:PORT of a `botgrpo vllm serve MODEL` server for "
+                                 "rollout.engine=vllm_server")
+    if not cfg.rollout.vllm_server_timeout_s > 0:
+        fail("rollout.vllm_server_timeout_s", f"must be > 0, got {cfg.rollout.vllm_server_timeout_s}")
+    if cfg.run.distributed == "fsdp" and cfg.rollout.engine not in ("vllm", "auto"):
         fail("run.distributed", "is fsdp, which needs rollout.engine=vllm: HF generate cannot sample sharded weights")
     if cfg.run.distributed == "fsdp" and cfg.algo.dynamic_sampling:
         fail("run.distributed", "is fsdp, which needs algo.dynamic_sampling=false (sharded forwards need equal shares)")

@@ -1,4 +1,5 @@
-"""Policy losses (ALGORITHMS.md §3): PPO-clip and GSPO surrogates, k3 KL, entropy bonus, token aggregation."""
+"""Policy losses (ALGORITHMS.md §3): PPO-clip and GSPO surrogates, k3 KL, entropy bonus, token aggregation,
+and the correction for an engine that samples with numerics other than the trainer's (vLLM)."""
 
 from __future__ import annotations
 
@@ -59,6 +60,51 @@ def gspo_loss(logp: Tensor, logp_old: Tensor, advantages: Tensor, mask: Tensor, 
     return loss, ratio, active
 
 
+# Engine/trainer mismatch correction (ALGORITHMS.md §3): TRL's vllm_importance_sampling_mode values.
+MISMATCH_IS_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+MISMATCH_THRESHOLD = 0.1  # |trainer - engine| log-prob gap (nats) a token counts as mismatched past
+
+
+def mismatch_weights(logp_trainer: Tensor, logp_engine: Tensor, mask: Tensor, mode: str, is_max: float,
+                     is_min: float | None = None) -> Tensor:
+    """Importance weights (B, T) for tokens an engine sampled, against the trainer's own log-probs of
+    them: ratio = exp(logp_trainer - logp_engine) per token (token_*) or its product over the row
+    (sequence_*); *_truncate caps it to [is_min, is_max] (TIS), *_mask zeroes it outside that band
+    (MIS; no lower bound when is_min is None). 0 on padding; no gradient."""
+    check_choice("mismatch_is", mode, MISMATCH_IS_MODES)
+    valid = mask.bool()
+    diff = torch.where(valid, logp_trainer.detach() - logp_engine.detach(), 0.0)
+    if mode.startswith("sequence"):
+        diff = diff.sum(1, keepdim=True)
+    ratio = torch.exp(diff.clamp(max=20.0))  # exp(20) is far past any cap: the clamp only avoids inf
+    low = 0.0 if is_min is None else is_min
+    if mode.endswith("truncate"):
+        ratio = ratio.clamp(min=low, max=is_max)
+    else:
+        ratio = torch.where((ratio < low) | (ratio > is_max), 0.0, ratio)
+    return torch.where(valid, ratio, 0.0)  # a sequence ratio (B, 1) broadcasts over its tokens
+
+
+def mismatch_stats(logp_trainer: Tensor, logp_engine: Tensor, mask: Tensor,
+                   weights: Tensor | None = None) -> dict[str, float]:
+    """The engine/trainer gap on valid tokens: mean and max |diff| and the share past
+    MISMATCH_THRESHOLD; with `weights` (mismatch_weights), their mean and the share not equal to the
+    raw ratio (truncated or masked)."""
+    valid = mask.bool()
+    if not valid.any():
+        return {}
+    diff = (logp_trainer - logp_engine).abs()[valid]
+    out = {"mismatch/abs_diff_mean": float(diff.mean()), "mismatch/abs_diff_max": float(diff.max()),
+           "mismatch/frac_over": float((diff > MISMATCH_THRESHOLD).float().mean())}
+    if weights is not None:
+        w = weights[valid]
+        out["mismatch/is_weight_mean"] = float(w.mean())
+        out["mismatch/is_weight_min"] = float(w.min())
+        raw = torch.exp((logp_trainer - logp_engine)[valid].clamp(max=20.0))
+        out["mismatch/is_corrected_frac"] = float((~torch.isclose(w, raw)).float().mean())
+    return out
+
+
 def k3_kl(logp: Tensor, logp_ref: Tensor) -> Tensor:
     """k3 estimator of KL(pi || pi_ref) per token: exp(ref - logp) - (ref - logp) - 1. (B, T)."""
     delta = logp_ref - logp
@@ -92,13 +138,15 @@ def aggregate(per_token: Tensor, mask: Tensor, loss_agg: str,
 def policy_loss(name: str, *, logp: Tensor, logp_old: Tensor, advantages: Tensor, mask: Tensor,
                 loss_agg: str, logp_ref: Tensor | None = None, beta: float = 0.0,
                 max_completion_length: int | None = None, entropy: Tensor | None = None,
-                entropy_coef: float = 0.0, **loss_options: float) -> tuple[Tensor, dict[str, float]]:
+                entropy_coef: float = 0.0, is_weights: Tensor | None = None,
+                **loss_options: float) -> tuple[Tensor, dict[str, float]]:
     """Policy loss `name` (clip | gspo) plus beta * k3 KL minus entropy_coef * entropy, aggregated
     by `loss_agg`. loss_options go to the registered loss (clip, gspo: eps_low, eps_high; their
     defaults are the loss's own).
 
     logp, logp_old, advantages, mask, logp_ref, entropy: (B, T); entropy must carry the gradient
-    when entropy_coef > 0. Returns (scalar loss with grad to logp, metrics: loss, clip_frac,
+    when entropy_coef > 0. is_weights (B, T), from mismatch_weights, multiply the surrogate's per-token
+    loss (not the KL or entropy terms) for rows an engine sampled. Returns (scalar loss with grad to logp, metrics: loss, clip_frac,
     ratio_mean, ratio_min, ratio_max, adv_mean, and kl when logp_ref is given).
     """
     surrogate = LOSSES[name]
@@ -106,6 +154,8 @@ def policy_loss(name: str, *, logp: Tensor, logp_old: Tensor, advantages: Tensor
         raise ValueError("beta > 0 needs logp_ref (reference-policy log-probs) for the KL term")
     loss_options = LOSSES.check_options(name, loss_options, positional=4, user=False)
     per_token, ratio, active = surrogate(logp, logp_old.detach(), advantages.detach(), mask, **loss_options)
+    if is_weights is not None:
+        per_token = per_token * is_weights.detach()
     kl = k3_kl(logp, logp_ref.detach()) if logp_ref is not None else None
     if kl is not None and beta > 0:
         per_token = per_token + beta * kl

@@ -44,9 +44,9 @@ def _root(
 
 def _register() -> None:
     # Imported here so `botgrpo --help` stays fast and each module stays independent.
-    from botgrpo_cli.cli import bench, bootstrap, compare, evaluate, reward, train
+    from botgrpo_cli.cli import bench, bootstrap, compare, evaluate, reward, train, vllm
 
-    for module in (train, evaluate, reward, bench, bootstrap, compare):
+    for module in (train, evaluate, reward, bench, bootstrap, compare, vllm):
         module.register(app)
 
 

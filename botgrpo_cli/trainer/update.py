@@ -29,6 +29,7 @@ class UpdateInputs:
     logp_old: Tensor | None  # (B, T); None: the policy sampled these rows itself, so logp_old = logp.detach()
     logp_ref: Tensor | None  # (B, T) when beta > 0
     group_ids: Tensor | None = None  # (B,) groups contiguous; mini-batches keep them whole (None: any rows)
+    is_weights: Tensor | None = None  # (B, T) engine/trainer mismatch weights (algos.losses.mismatch_weights)
 
     def rows(self, idx: Tensor) -> UpdateInputs:
         """The inputs of the rows `idx` (a mini-batch)."""
@@ -36,7 +37,8 @@ class UpdateInputs:
             return None if t is None else t[idx]
 
         return UpdateInputs([self.prompt_ids[i] for i in idx.tolist()], self.completion_ids[idx], self.mask[idx],
-                            self.advantages[idx], pick(self.logp_old), pick(self.logp_ref), pick(self.group_ids))
+                            self.advantages[idx], pick(self.logp_old), pick(self.logp_ref), pick(self.group_ids),
+                            pick(self.is_weights))
 
 
 def make_optimizer(model: Any, cfg: Config) -> tuple[torch.optim.Optimizer, Any]:
@@ -106,7 +108,8 @@ def _optimizer_step(model: Any, opt: torch.optim.Optimizer, inp: UpdateInputs, c
                 advantages=inp.advantages[cols].to(dev),
                 mask=mask, loss_agg=a.loss_agg, logp_ref=None if inp.logp_ref is None else inp.logp_ref[cols].to(dev),
                 beta=a.beta, max_completion_length=max_len,
-                entropy=entropy, entropy_coef=a.entropy_coef, **a.loss_options)
+                entropy=entropy, entropy_coef=a.entropy_coef,
+                is_weights=None if inp.is_weights is None else inp.is_weights[cols].to(dev), **a.loss_options)
             (loss * weight).backward()
         metrics["entropy"] = float(masked_mean(entropy.detach(), mask))
         for name, v in metrics.items():

@@ -110,5 +110,6 @@ def test_training_steps_with_vllm_rollouts(tiny_arith_model_dir, tmp_path):
     assert [r["step"] for r in records] == [1, 2]
     for r in records:
         assert r["loss"] is not None and math.isfinite(r["loss"])
-        assert r["rollout/logp_abs_diff"] < 0.05  # vLLM's behaviour log-probs vs the trainer's, per token
+        assert r["mismatch/abs_diff_mean"] < 0.05  # vLLM's behaviour log-probs vs the trainer's, per token
+        assert "mismatch/is_weight_mean" in r  # the correction is on by default
     assert (out / "checkpoints").is_dir()

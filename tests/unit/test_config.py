@@ -54,7 +54,7 @@ def test_set_parses_by_field_type():
     (["rollout.group_size=0"], None, "rollout.group_size must be > 0, got 0 (completions sampled per prompt"),
     (["model.dtype=float8"], None, "model.dtype must be one of float32, bfloat16, float16"),
     (["optim.lr"], None, "expected SECTION.KEY=VALUE"),
-    (["run.distributed=fsdp"], None, "is fsdp, which needs rollout.engine=vllm"),
+    (["run.distributed=fsdp", "rollout.engine=fast"], None, "is fsdp, which needs rollout.engine=vllm"),
     ([], "grpoo", "did you mean grpo"),
     (["algo.advantage=bot"], None, "did you mean bot_grpo"),
 ])

@@ -95,7 +95,8 @@ def test_seed_mixing_is_one_rule_and_unchanged():
     for seed in (0, 7, 2**40):
         assert generation_seed(seed, 12, 2) == (seed * 1_000_003 + 12 * 1009 + 2) % 2**63
         assert prompt_seed(seed, "What is 2+2?") == (seed * 1_000_003 + digest) % 2**63
-        assert row_seed(seed, "What is 2+2?", 3) == (seed * 1_000_003 + digest + 3 * 7919) % (2**31 - 1)
+        ids_digest = text_digest("12,345,6")  # a row's prompt token ids, written out
+        assert row_seed(seed, [12, 345, 6], 3) == (seed * 1_000_003 + ids_digest + 3 * 7919) % (2**31 - 1)
         order = list(range(10))
         random.Random(seed * 1_000_003 + 1).shuffle(order)
         stream = PromptStream(list(range(10)), seed, position=10)

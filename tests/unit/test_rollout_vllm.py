@@ -1,9 +1,7 @@
-"""The parts of the vLLM engine that need no GPU: per-row seeds, the row rule shared with the HF
+"""The parts of the vLLM engine that need no engine: per-row seeds, the row rule shared with the HF
 engine, the weights pushed to vLLM (names as in an HF checkpoint, LoRA merged), the missing-extra error."""
 
 from __future__ import annotations
-
-import importlib.util
 
 import pytest
 import torch
@@ -16,9 +14,9 @@ from botgrpo_cli.rollout.vllm import VLLMEngine, VLLMOptions, finish_row, policy
 
 
 def test_row_seeds_depend_on_prompt_and_index_only():
-    seeds = {row_seed(5, p, k) for p in ("a", "b") for k in range(4)}
+    seeds = {row_seed(5, p, k) for p in ([1, 2], [2, 1]) for k in range(4)}
     assert len(seeds) == 8  # distinct per prompt and per completion index
-    assert row_seed(5, "a", 1) == row_seed(5, "a", 1) and row_seed(5, "a", 1) != row_seed(6, "a", 1)
+    assert row_seed(5, [1], 1) == row_seed(5, (1,), 1) and row_seed(5, [1], 1) != row_seed(6, [1], 1)
     assert all(0 <= s < 2**31 - 1 for s in seeds)  # within vLLM's seed range
 
 
@@ -67,7 +65,61 @@ def test_pushed_weights_have_checkpoint_names_and_merged_lora():
                                plain.state_dict()[q])
 
 
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here")
-def test_missing_vllm_is_one_clear_error(tok):
-    with pytest.raises(UserError, match=r"pip install 'botgrpo\[vllm\]'"):
+def test_missing_vllm_is_one_clear_error(tok, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "vllm", None)  # what a venv without it gives: ImportError
+    with pytest.raises(UserError, match=r"needs vLLM: run `make setup`"):
         VLLMEngine(_model(), tok, "unused", VLLMOptions())
+
+
+def test_sampling_options_mean_what_the_lean_loop_means():
+    from botgrpo_cli.rollout import SamplingParams
+    from botgrpo_cli.rollout.vllm import SAMPLING_KEYS, sampling_options
+
+    opts = sampling_options(SamplingParams(max_new_tokens=7, temperature=0.7, top_p=0.9, stop=("\n\n",)), [5, 9])
+    assert opts["max_tokens"] == 7 and opts["temperature"] == 0.7 and opts["top_p"] == 0.9
+    assert opts["stop"] == ["\n\n"] and opts["include_stop_str_in_output"]  # kept in the text, as the lean loop does
+    assert opts["stop_token_ids"] == [5, 9] and opts["logprobs"] == 0  # the sampled token's own log-prob
+    assert (opts["top_k"], opts["min_p"], opts["repetition_penalty"]) == (0, 0.0, 1.0)  # off, as in the lean loop
+    opts = sampling_options(SamplingParams(top_k=20, min_p=0.05, repetition_penalty=1.3), [5])
+    assert (opts["top_k"], opts["min_p"], opts["repetition_penalty"]) == (20, 0.05, 1.3)
+    assert set(opts) <= set(SAMPLING_KEYS)  # what a server accepts
+
+
+def test_server_settings_are_checked_before_anything_loads():
+    from botgrpo_cli.config import load_config
+
+    with pytest.raises(UserError, match="rollout.vllm_url"):
+        load_config(None, sets=["rollout.engine=vllm_server"])
+    with pytest.raises(UserError, match="rollout.vllm_url"):
+        load_config(None, sets=["rollout.engine=vllm_server", "rollout.vllm_url=localhost:8011"])
+    with pytest.raises(UserError, match="rollout.thinking_budget"):
+        load_config(None, sets=["rollout.engine=vllm_server", "rollout.vllm_url=http://127.0.0.1:1",
+                                "rollout.thinking_budget=8"])
+    cfg = load_config(None, sets=["rollout.engine=vllm_server", "rollout.vllm_url=http://127.0.0.1:1"])
+    assert cfg.rollout.vllm_server_timeout_s > 0
+
+
+def test_a_server_nobody_runs_is_one_line_at_once():
+    import socket
+
+    from botgrpo_cli.rollout.vllm_server import VLLMServerEngine
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(UserError, match=r"vLLM server at http://127\.0\.0\.1:\d+ is not answering.*botgrpo vllm serve"):
+        VLLMServerEngine(None, None, f"http://127.0.0.1:{port}", timeout_s=5)
+
+
+def test_the_default_engine_is_chosen_per_machine_with_a_reason():
+    from botgrpo_cli.rollout.choice import choose_engine
+
+    assert choose_engine("auto", None, cuda=False, vllm_installed=True)[0] == "fast"  # CPU: the lean loop is faster
+    assert "lean decode loop" in choose_engine("auto", None, cuda=False, vllm_installed=True)[1]
+    assert choose_engine("auto", None, cuda=True, vllm_installed=True)[0] == "vllm"
+    assert choose_engine("auto", None, cuda=True, vllm_installed=False) == (
+        "fast", "a GPU without vLLM (`make setup` installs it)")
+    assert choose_engine("auto", 64, cuda=True, vllm_installed=True)[0] == "fast"  # its thinking budget is the loop's
+    assert choose_engine("vllm", None, cuda=False, vllm_installed=True) == ("vllm", "rollout.engine=vllm")
