@@ -153,7 +153,7 @@ class RewardConfig:
 
 @dataclass
 class AlgoConfig:
-    name: str = opt("bot_grpo", "preset (ALGORITHMS.md section 4) filling the fields below that are unset", _presets)
+    name: str = opt("bot_grpo", "preset (docs/algorithms.md §4) filling the fields below that are unset", _presets)
     advantage: Optional[str] = opt(None, "advantage estimator", _advantages)
     advantage_options: Optional[dict] = opt(None, "estimator options, checked against its signature (scale, eps, "
                                                   "std_correction, credit ...); None = the preset's")

@@ -1,7 +1,7 @@
 """The reward contract: each service's outcomes, best first, and the check that options keep them ordered.
 
 What BoT-GRPO weighs is a completion's mean token reward: its score on every token plus span rewards
-where they fall (ALGORITHMS.md §1). Spans never overlap, so each token's span reward lies between the
+where they fall (docs/algorithms.md §1). Spans never overlap, so each token's span reward lies between the
 most negative and the most positive span reward its outcome can carry, and the mean token reward lies
 in [lowest score + most negative span, highest score + most positive span]. When every outcome's
 lowest mean is above the next outcome's highest, the order holds for every tokenizer and every

@@ -1,4 +1,4 @@
-"""Pure tensor functions for RL with token-level rewards (ALGORITHMS.md §1-§5)."""
+"""Pure tensor functions for RL with token-level rewards (docs/algorithms.md §1-§5)."""
 
 from botgrpo_cli.algos import pure as _pure  # noqa: F401  (registers the "pure" estimator)
 from botgrpo_cli.algos.advantages import ADVANTAGES, apply_reward_return, compute_advantages

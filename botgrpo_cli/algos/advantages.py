@@ -1,4 +1,4 @@
-"""Advantage estimators (ALGORITHMS.md §2): pure functions of token rewards, scores, mask and groups.
+"""Advantage estimators (docs/algorithms.md §2): pure functions of token rewards, scores, mask and groups.
 
 Every estimator has the signature `fn(token_rewards, scores, mask, group_ids, **options)`:
 token_rewards float (B, T), scores float (B,), mask bool or 0/1 (B, T), group_ids int (B,);
@@ -210,7 +210,7 @@ def compute_advantages(name: str, *, token_rewards: Tensor, scores: Tensor, mask
     """Run the estimator `name` (grpo | dr_grpo | bot_grpo | rloo | pure) -> A (B, T) float32.
 
     token_rewards (B, T), scores (B,), mask (B, T) bool or 0/1, group_ids (B,) int; options are
-    the estimator's keyword options (ALGORITHMS.md §2), typed and range-checked. Unknown name -> KeyError
+    the estimator's keyword options (docs/algorithms.md §2), typed and range-checked. Unknown name -> KeyError
     listing the known; a bad option value -> OptionError (a ValueError).
     """
     estimator = ADVANTAGES[name]

@@ -1,4 +1,4 @@
-"""Policy losses (ALGORITHMS.md §3): PPO-clip and GSPO surrogates, k3 KL, entropy bonus, token aggregation,
+"""Policy losses (docs/algorithms.md §3): PPO-clip and GSPO surrogates, k3 KL, entropy bonus, token aggregation,
 and the correction for an engine that samples with numerics other than the trainer's (vLLM)."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def gspo_loss(logp: Tensor, logp_old: Tensor, advantages: Tensor, mask: Tensor, 
     return loss, ratio, active
 
 
-# Engine/trainer mismatch correction (ALGORITHMS.md §3): TRL's vllm_importance_sampling_mode values.
+# Engine/trainer mismatch correction (docs/algorithms.md §3): TRL's vllm_importance_sampling_mode values.
 MISMATCH_IS_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
 MISMATCH_THRESHOLD = 0.1  # |trainer - engine| log-prob gap (nats) a token counts as mismatched past
 

@@ -1,4 +1,4 @@
-"""Evaluation math (ALGORITHMS.md §5)."""
+"""Evaluation math (docs/algorithms.md §5)."""
 
 from __future__ import annotations
 

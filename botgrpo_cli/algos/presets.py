@@ -1,4 +1,4 @@
-"""Named algorithm bundles (ALGORITHMS.md §4): what the paper compares, as data."""
+"""Named algorithm bundles (docs/algorithms.md §4): what the paper compares, as data."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _clip(low: float, high: float) -> dict[str, float]:
 PRESETS: dict[str, Preset] = {
     "grpo": Preset("grpo", "clip", "seq_mean_token_mean", loss_options=_clip(0.2, 0.2)),
     "bot_grpo": Preset("bot_grpo", "clip", "seq_mean_token_mean", loss_options=_clip(0.2, 0.2)),
-    # BoT-GRPO without the run-on bias: outcome centred by the group, spans uncentred (ALGORITHMS.md §2).
+    # BoT-GRPO without the run-on bias: outcome centred by the group, spans uncentred (docs/algorithms.md §2).
     "bot_grpo_outcome": Preset("bot_grpo", "clip", "seq_mean_token_mean", advantage_options={"baseline": "outcome"},
                                loss_options=_clip(0.2, 0.2)),
     "dr_grpo": Preset("grpo", "clip", "seq_mean_token_sum_norm", advantage_options={"scale": "none"},

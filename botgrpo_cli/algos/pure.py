@@ -43,7 +43,7 @@ def pure(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor,
     Step reward p_j = min of rho over step j. credit=soft_min: p'_j = softmax_j(-p_j/T) p_j and
     G[t] = sum of p'_j over steps ending at or after t; sum: p'_j = p_j; strict_min:
     G[t] = min of p_j over those steps. rho = process_rewards (B, T), by default
-    token_rewards - scores[:, None] (the token part of r with lambda_seq = 1, ALGORITHMS.md §1).
+    token_rewards - scores[:, None] (the token part of r with lambda_seq = 1, docs/algorithms.md §1).
     step_ends (B, T) bool marks each step's last token (None: one step per completion).
     """
     check_choice("credit", credit, CREDITS)

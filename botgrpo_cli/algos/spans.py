@@ -1,4 +1,4 @@
-"""Span -> token projection (ALGORITHMS.md §1): character-span rewards onto generated tokens."""
+"""Span -> token projection (docs/algorithms.md §1): character-span rewards onto generated tokens."""
 
 from __future__ import annotations
 

@@ -1,21 +1,17 @@
-"""Where bootstrapped models live, and writing them atomically."""
+"""Where bootstrapped models live in the cache (botgrpo_cli/cache.py) and how a finished build is recognised."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+
+from botgrpo_cli.cache import atomic_dir, cache_root
+
+__all__ = ["INFO_FILE", "atomic_dir", "cache_root", "is_complete", "model_dir", "recipe_hash", "write_json"]
 
 INFO_FILE = "bootstrap.json"
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("BOTGRPO_CACHE") or Path.home() / ".cache" / "botgrpo")
 
 
 def recipe_hash(recipe: dict[str, Any]) -> str:
@@ -35,21 +31,6 @@ def is_complete(path: Path, recipe: dict[str, Any]) -> bool:
         return json.loads(info.read_text()).get("recipe_hash") == recipe_hash(recipe)
     except (OSError, ValueError):
         return False
-
-
-@contextmanager
-def atomic_dir(final: Path) -> Iterator[Path]:
-    """Yield a temporary sibling directory; on success it replaces `final` in one rename."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
-    try:
-        yield tmp
-        if final.exists():  # --force, or a concurrent build that finished first
-            shutil.rmtree(final)
-        os.rename(tmp, final)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""Aggregates of a results table: unbiased pass@k (ALGORITHMS.md §5), success rate, metric
+"""Aggregates of a results table: unbiased pass@k (docs/algorithms.md §5), success rate, metric
 means, lengths.
 
 Pure functions over `Problem` lists (or their per-problem counts); nothing here samples or scores.

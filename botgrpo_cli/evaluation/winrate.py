@@ -1,7 +1,7 @@
 """Win rate of model A over model B from pairwise outcomes, with a seeded bootstrap interval.
 
 An outcome is A's result in one judged pair: 1 (A won in both orders), 0 (B won in both orders)
-or 0.5 (a tie, including a verdict that flips with the order) — ALGORITHMS.md §5.
+or 0.5 (a tie, including a verdict that flips with the order) — docs/algorithms.md §5.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+from botgrpo_cli.cache import atomic_dir, cache_root
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.models.gguf_packages import fetch, packaged
@@ -37,8 +38,6 @@ def _key(path: Path, dtype: str) -> str:
 
 
 def converted_dir(path: Path, dtype: str) -> Path:
-    from botgrpo_cli.bootstrap.cache import cache_root
-
     return cache_root() / "gguf" / f"{path.stem}-{dtype}-{_key(path, dtype)}"
 
 
@@ -59,8 +58,6 @@ def _convert(path: Path, dtype: str, target: Path) -> None:
                         "(or pip install -e '.[gguf]')") from None
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging
-
-    from botgrpo_cli.bootstrap.cache import atomic_dir
 
     logging.disable_progress_bar()
     console.print(f"model: dequantising {path.name} to {dtype} (once; cached in {target.parent})")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator
 
+from botgrpo_cli.cache import cache_root
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
 
@@ -61,8 +62,6 @@ def packaged(name: str) -> Packaged | None:
 
 
 def cached_path(model: Packaged) -> Path:
-    from botgrpo_cli.bootstrap.cache import cache_root
-
     return cache_root() / "real-models" / model.file
 
 

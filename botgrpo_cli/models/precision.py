@@ -1,6 +1,6 @@
 """bf16 autocast on CPUs that compute bf16 natively (AMX or AVX512-BF16), fp32 weights and optimizer state.
 
-Measured on this project's CPU (AMD EPYC with AVX512-BF16, 1 thread; docs/speed.md): on
+Measured on this project's CPU (AMD EPYC with AVX512-BF16, 1 thread; docs/training.md, "Rollouts and precision on CPU"): on
 SmolLM2-135M autocast made generation ~1.5-2x and forward+backward ~1.6-3x faster, with a mean
 |log-prob difference| against fp32 of 0.026 nats per token; on the 0.1M-parameter tiny models it made
 generation ~1.4x slower (casts cost more than the tiny matmuls save). So `auto` turns it on from

@@ -107,7 +107,7 @@ def to_token_rewards(scored: Scored, offsets: Sequence[Sequence[tuple[int, int]]
                      lambda_seq: float = 1.0, lambda_tok: float = 1.0,
                      shaping: Tensor | None = None, span_noise: SpanNoise | None = None,
                      noise_key: Sequence[int] = ()) -> TokenRewards:
-    """Scores, ok-mask, projected spans and token rewards for a batch (ALGORITHMS.md §1).
+    """Scores, ok-mask, projected spans and token rewards for a batch (docs/algorithms.md §1).
 
     offsets[i]: code-point (start, end) of each generated token of row i; mask: (B, T) generated
     tokens (default: from the offsets); shaping: (B,) added to the scores of ok rows (DAPO's

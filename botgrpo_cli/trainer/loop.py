@@ -176,7 +176,7 @@ def train_step(s: Session, step: int, page: SamplesPage | None, phase: Callable[
     t_gen = time.perf_counter()
     phase("computing log-probs")
     # One update per batch: with HF generate the policy that sampled is the one being updated, so
-    # logp_old = logp.detach() (ALGORITHMS.md §3) and no extra forward pass is needed. A separate
+    # logp_old = logp.detach() (docs/algorithms.md §3) and no extra forward pass is needed. A separate
     # engine (vLLM) samples with its own numerics, and mini-batch steps move the policy away from the
     # one that sampled: the behaviour log-probs are then computed once, before the first update.
     behaviour_pass = b.logp_old is not None or updates_per_batch(cfg) > 1

@@ -25,7 +25,7 @@ _LEGEND = ("<p class='meta'><b>Colours.</b> Green: value &gt; 0, red: &lt; 0. Ea
            "largest |value| (printed beside it as min / max): opacity grows on a symmetric-log scale over the two "
            "decades below it, and every non-zero value is tinted, so the sign of a small advantage shows. Hover a "
            "token for its value.</p><p class='meta'><b>Token reward</b> r = λ_seq · score + λ_tok · span reward "
-           "(ALGORITHMS.md §1): a service's score and each span's reward lie in [-1, 1], so with the default "
+           "(docs/algorithms.md §1): a service's score and each span's reward lie in [-1, 1], so with the default "
            "λ_seq = λ_tok = 1 a token's reward lies in [-2, 2] (e.g. -1.5: a failed completion, score -1, with a "
            "-0.5 span over the token); a reward function's score may have any size (the weighted sum of its "
            "functions' scores, shown beside it). <b>Advantage</b>: what the estimator made of those rewards, the signal the update "

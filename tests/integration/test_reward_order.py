@@ -133,7 +133,7 @@ def offsets(decoder: OffsetDecoder | None, text: str, finished: bool) -> list[tu
 
 
 def rewards(responses, texts, decoder, finished=True):
-    """(r (B, T), mask (B, T), scores (B,)) exactly as the trainer builds them (ALGORITHMS.md §1)."""
+    """(r (B, T), mask (B, T), scores (B,)) exactly as the trainer builds them (docs/algorithms.md §1)."""
     offs = [offsets(decoder, t, finished) for t in texts]
     width = max(len(o) for o in offs)
     spans = [[(s.start, s.end, s.reward) for s in r.spans] for r in responses]

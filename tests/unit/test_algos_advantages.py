@@ -1,4 +1,4 @@
-"""Advantage estimators: hand examples, plain-loop references, and the properties of ALGORITHMS.md §2."""
+"""Advantage estimators: hand examples, plain-loop references, and the properties of docs/algorithms.md §2."""
 
 import math
 
@@ -229,7 +229,7 @@ def test_shape_errors_say_what_is_expected():
         run("grpo", r, s[:-1], m, g)
 
 
-# ---------- bot_grpo baseline=outcome: the run-on-free variant (ALGORITHMS.md §2) ----------
+# ---------- bot_grpo baseline=outcome: the run-on-free variant (docs/algorithms.md §2) ----------
 
 def run_outcome(r, s, m, g, **opts):
     return run("bot_grpo", r, s, m, g, baseline="outcome", **opts)

@@ -1,5 +1,5 @@
 """The client (botgrpo_cli) shares only the protocol (`botgrpo_rewards.protocol`, rewards/protocol/)
-with the reward services (ARCHITECTURE.md): it never imports a backend or a service's internals; it
+with the reward services (docs/INTERFACES.md): it never imports a backend or a service's internals; it
 scores through a service process."""
 
 from __future__ import annotations

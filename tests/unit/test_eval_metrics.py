@@ -1,4 +1,4 @@
-"""Pass@k aggregation and figures on hand-built results tables (ALGORITHMS.md §5)."""
+"""Pass@k aggregation and figures on hand-built results tables (docs/algorithms.md §5)."""
 
 from __future__ import annotations
 

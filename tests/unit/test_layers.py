@@ -1,6 +1,7 @@
 """Layers over every package of the project (botgrpo_cli, botgrpo_rewards, botgrpo_tasks), from
-the source: no module imports itself back through others, and the one-way rules of ARCHITECTURE.md
-hold. Imports inside functions count; `if TYPE_CHECKING:` blocks (never run) do not."""
+the source: no module imports itself back through others, and the one-way rules below
+(`violations`) hold; docs/INTERFACES.md names the parts. Imports inside functions count; `if TYPE_CHECKING:`
+blocks (never run) do not."""
 
 from __future__ import annotations
 
@@ -109,8 +110,8 @@ def violations(graph: dict[str, set[str]]) -> list[str]:
          outside(f"{services}.protocol")),
         ("tasks import only the protocol", within(tasks), outside(tasks, f"{services}.protocol")),
         ("trainer -> evaluation is one-way", within(f"{client}.evaluation"), within(f"{client}.trainer")),
-        ("model loading sits below trainer and evaluation", within(f"{client}.models"),
-         within(f"{client}.trainer", f"{client}.evaluation")),
+        ("model loading sits below trainer, evaluation and bootstrap", within(f"{client}.models"),
+         within(f"{client}.trainer", f"{client}.evaluation", f"{client}.bootstrap")),
         ("the math is pure tensor functions", within(f"{client}.algos"),
          outside(f"{client}.algos", f"{client}.errors")),
         ("only the command line imports the command line", outside(f"{client}.cli", f"{client}.__main__"),
@@ -135,6 +136,9 @@ def test_the_checks_catch_a_cycle_and_a_forbidden_edge():
     assert ["botgrpo_cli.config", "botgrpo_cli.config_checks"] in cycles(graph)
     assert ("botgrpo_cli.evaluation.models -> botgrpo_cli.trainer.policy (trainer -> evaluation is one-way)"
             in violations(graph))
+    graph["botgrpo_cli.models.gguf"].add("botgrpo_cli.bootstrap.cache")  # the loop models -> bootstrap -> evaluation
+    assert ("botgrpo_cli.models.gguf -> botgrpo_cli.bootstrap.cache (model loading sits below trainer, evaluation "
+            "and bootstrap)" in violations(graph))
 
 
 def test_no_import_cycles():
