@@ -1,0 +1,87 @@
+"""Every reference to a document resolves: the relative links of every Markdown file in the repository,
+and every `*.md` path a docstring or comment names. A moved or renamed page fails here, not in a reader's
+browser."""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+import tokenize
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")  # [text](target "title")
+NAMED_DOC = re.compile(r"(?<![\w./-])((?:[\w.-]+/)+[\w.-]+\.md)\b")  # a path with a folder: docs/x.md
+CODE_SUFFIXES = (".py", ".sh", ".toml", ".yaml", ".yml")
+
+
+def _tracked(*suffixes: str) -> list[Path]:
+    """Files git knows (committed or added, not ignored) ending in one of `suffixes`."""
+    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout.split("\n")
+    return [ROOT / p for p in out if p.endswith(suffixes) and (ROOT / p).is_file() and "node_modules/" not in p]
+
+
+def _outside_code_blocks(text: str) -> str:
+    """Markdown text with fenced code blocks and inline code blanked out (links there are examples)."""
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
+def dangling_links(path: Path, root: Path = ROOT) -> list[str]:
+    """The relative link targets of a Markdown file that name no file or folder (anchors ignored)."""
+    bad = []
+    for target in LINK.findall(_outside_code_blocks(path.read_text(encoding="utf-8"))):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+            continue  # http:, mailto:, an anchor on the same page
+        file = target.split("#", 1)[0]
+        if not (path.parent / file).exists():
+            bad.append(f"{path.relative_to(root)}: ({target})")
+    return bad
+
+
+def _comments_and_strings(path: Path) -> str:
+    """The comments and string literals of a Python file (where docstrings name documents)."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix != ".py":
+        return text
+    kinds = (tokenize.COMMENT, tokenize.STRING)
+    return "\n".join(tok.string for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+                     if tok.type in kinds)
+
+
+def dangling_names(path: Path, root: Path = ROOT) -> list[str]:
+    """`dir/name.md` paths named in a code file that resolve neither from the repository root nor from
+    the file's own folder or one above it."""
+    bad = []
+    here = path.parent.relative_to(root)
+    for name in NAMED_DOC.findall(_comments_and_strings(path)):
+        if not any((root / base / name).exists() for base in (here, *here.parents)):
+            bad.append(f"{path.relative_to(root)}: {name}")
+    return bad
+
+
+def test_every_relative_link_in_every_markdown_file_resolves():
+    pages = _tracked(".md")
+    assert any(p.name == "algorithms.md" for p in pages)  # the scan sees the docs
+    assert [bad for p in pages for bad in dangling_links(p)] == []
+
+
+def test_every_document_a_comment_or_docstring_names_exists():
+    files = [p for p in _tracked(*CODE_SUFFIXES) if p != Path(__file__).resolve()]  # not this file's examples
+    assert any(p.name == "advantages.py" for p in files)
+    assert [bad for p in files for bad in dangling_names(p)] == []
+
+
+def test_the_checks_see_a_broken_link_and_a_broken_name(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "algorithms.md").write_text("# A\n")
+    (tmp_path / "rewards").mkdir()
+    (tmp_path / "rewards" / "PROTOCOL.md").write_text("# P\n")
+    page = tmp_path / "docs" / "index.md"
+    page.write_text("[ok](algorithms.md#2) [gone](nowhere.md) `[code](x.md)` [web](https://x.org/y.md)\n")
+    code = tmp_path / "rewards" / "mod.py"
+    code.write_text('"""See docs/algorithms.md and docs/ALGORITHMS.md."""\nx = "a/b.md"  # ../rewards/PROTOCOL.md\n')
+    assert dangling_links(page, tmp_path) == ["docs/index.md: (nowhere.md)"]
+    assert dangling_names(code, tmp_path) == ["rewards/mod.py: docs/ALGORITHMS.md", "rewards/mod.py: a/b.md"]
