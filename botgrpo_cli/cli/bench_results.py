@@ -15,10 +15,11 @@ def register(app: typer.Typer) -> None:
     @app.command("results")
     def bench_results(
         check: Annotated[bool, typer.Option("--check", help="Exit 1 if a page differs from what the JSON gives; write nothing.")] = False,
-        repo: Annotated[Path, typer.Option(help="The repository root holding README.md and docs/.")] = Path("."),
-        results: Annotated[str, typer.Option(help="The folder of the result sets, relative to the repository root.")] = "docs/results",
+        repo: Annotated[Path, typer.Option(help="The repository root.")] = Path("."),
+        results: Annotated[str, typer.Option(help="The folder of the result sets, relative to the repository root; "
+                                                  "the pages are written beside it.")] = "research/results",
     ) -> None:
-        """Write docs/results.md and the README's Results block from the result set's convergence.json files."""
+        """Write research/results.md and research/benchmark-figures.md from the committed records."""
         from botgrpo_cli.bench.results_doc import generate
 
         try:

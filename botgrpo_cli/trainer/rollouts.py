@@ -72,7 +72,7 @@ def streams_scoring(setting: str, generates_on_cpu: bool, torch_threads: int, pr
     the services' work during generation takes cores from the decode loop's threads, and rows that
     end apart make small batches, each paying a checker's fixed cost: on 2 cores generation then
     slows by more than the wait for the scores shrinks (records step_react_synth_stream_* in
-    docs/results/bench)."""
+    research/results/bench)."""
     if setting != "auto":
         return setting == "always"
     return not generates_on_cpu or torch_threads * processes < cores

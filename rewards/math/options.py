@@ -14,7 +14,7 @@ from botgrpo_rewards.thinking import think_options
 
 MAX_REL_TOL = 0.1
 # Default credit per step whose closed-form equalities are verified true (chosen by measurement:
-# docs/convergence.md, arith_synth after the reward contract).
+# research/convergence.md, arith_synth after the reward contract).
 STEP_CREDIT = 0.25
 
 

@@ -51,7 +51,7 @@ def credited_steps(found: list[Equation], verdicts: list[bool | None], wrong: se
     """Steps that earn +step_credit: no false equality, no ungrounded true one (grounding.py), and a
     true one that computes something and that no earlier step was credited for. Measured on
     arith_synth: without the last two rules a policy farms credit by writing "2 = 2" or repeating one
-    true line (docs/convergence.md); without grounding, by writing true arithmetic of other numbers."""
+    true line (research/convergence.md); without grounding, by writing true arithmetic of other numbers."""
     seen: set[tuple[str, str]] = set()
     out: list[int] = []
     for eq, verdict in zip(found, verdicts):

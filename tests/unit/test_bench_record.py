@@ -59,9 +59,9 @@ def test_a_child_benchmark_is_recorded_as_its_text(tmp_path):
 
 
 def test_the_figures_page_shows_each_record_whole(tmp_path):
-    folder = tmp_path / "docs" / "results" / "bench"
+    folder = tmp_path / "research" / "results" / "bench"
     folder.mkdir(parents=True)
-    assert figures_doc.pages(tmp_path, "docs/results") == {}
+    assert figures_doc.pages(tmp_path, "research/results") == {}
     record = {"format": 1, "command": "botgrpo bench step --vs trl", "commit": "0123456789abcdef", "dirty": False,
               "started": "2026-12-02T05:00:00Z", "finished": "2026-12-02T05:01:00Z", "cpus": 2,
               "loadavg_start": [0.5, 0.4, 0.3], "loadavg_end": [1.5, 0.9, 0.4],
@@ -70,11 +70,12 @@ def test_the_figures_page_shows_each_record_whole(tmp_path):
     (folder / "b_step.json").write_text(json.dumps(record))
     (folder / "a_first.json").write_text(json.dumps({**record, "command": "botgrpo bench algos"}))
     (folder / "b_step.md").write_text("Why this run: the quiet rerun.\n")
-    (page,) = figures_doc.pages(tmp_path, "docs/results").values()
+    ((where, page),) = figures_doc.pages(tmp_path, "research/results").items()
+    assert where == tmp_path / "research" / "benchmark-figures.md"
     assert page.index("## a_first") < page.index("## b_step") < page.index("Why this run")
     assert "| botgrpo | 0.61\\|x |" in page and "ratio 0.61x" in page and "```\nchild\ntext\n```" in page
     assert "Commit 0123456789; 2026-12-02T05:00:00Z -> 2026-12-02T05:01:00Z" in page
     assert "0.50 / 0.40 / 0.30 before, 1.50 / 0.90 / 0.40 after" in page
     record["output"][0]["table"]["rows"][0][1] = "0.70"  # a changed figure changes the page
     (folder / "b_step.json").write_text(json.dumps(record))
-    assert "| botgrpo | 0.70 |" in next(iter(figures_doc.pages(tmp_path, "docs/results").values()))
+    assert "| botgrpo | 0.70 |" in next(iter(figures_doc.pages(tmp_path, "research/results").values()))

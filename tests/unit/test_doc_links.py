@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")  # [text](target "title")
 NAMED_DOC = re.compile(r"(?<![\w./-])((?:[\w.-]+/)+[\w.-]+\.md)\b")  # a path with a folder: docs/x.md
 CODE_SUFFIXES = (".py", ".sh", ".toml", ".yaml", ".yml")
+PAGE_FOLDERS = ("docs", "research")  # where generated pages live, so their links are relative to these
 
 
 def _tracked(*suffixes: str) -> list[Path]:
@@ -52,12 +53,12 @@ def _comments_and_strings(path: Path) -> str:
 
 
 def dangling_names(path: Path, root: Path = ROOT) -> list[str]:
-    """`dir/name.md` paths named in a code file that resolve neither from the repository root nor from
-    the file's own folder or one above it."""
+    """`dir/name.md` paths named in a code file that resolve neither from the repository root, nor from
+    the file's own folder or one above it, nor from a folder of pages (a generator's relative links)."""
     bad = []
     here = path.parent.relative_to(root)
     for name in NAMED_DOC.findall(_comments_and_strings(path)):
-        if not any((root / base / name).exists() for base in (here, *here.parents)):
+        if not any((root / base / name).exists() for base in (here, *here.parents, *PAGE_FOLDERS)):
             bad.append(f"{path.relative_to(root)}: {name}")
     return bad
 

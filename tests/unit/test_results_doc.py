@@ -65,19 +65,18 @@ def test_runs_that_start_apart_are_refused():
 
 
 def test_a_changed_number_in_the_json_changes_the_page(tmp_path):
-    src = ROOT / "docs" / "results"
+    src = ROOT / "research" / "results"
     for path in src.rglob("*.json"):
-        dst = tmp_path / "docs" / "results" / path.relative_to(src)
+        dst = tmp_path / "research" / "results" / path.relative_to(src)
         dst.parent.mkdir(parents=True, exist_ok=True)
         dst.write_text(path.read_text())
-    changed = tmp_path / "docs" / "results" / "convergence16" / "react_synth_k2" / "convergence.json"
+    changed = tmp_path / "research" / "results" / "convergence16" / "react_synth_k2" / "convergence.json"
     data = json.loads(changed.read_text())
     data["algorithms"]["bot_grpo"]["final"]["median"] = 0.999
     changed.write_text(json.dumps(data))
-    (tmp_path / "README.md").write_text((ROOT / "README.md").read_text())
     pages = rd.generate(tmp_path)
-    assert "0.999" in pages[tmp_path / "docs" / "results.md"]
-    assert pages[tmp_path / "docs" / "results.md"] != (ROOT / "docs" / "results.md").read_text()
+    assert "0.999" in pages[tmp_path / "research" / "results.md"]
+    assert pages[tmp_path / "research" / "results.md"] != (ROOT / "research" / "results.md").read_text()
 
 
 def test_contrasts_pair_across_sets_by_seed_and_refuse_different_starts():
@@ -95,16 +94,57 @@ def test_contrasts_pair_across_sets_by_seed_and_refuse_different_starts():
         rd.contrast_gains(found, c)
 
 
-def test_verdict_follows_the_preregistered_rule():
-    assert rd.verdict([0.02, 0.03, 0.04, 0.05]) == "above 0"
-    assert rd.verdict([-0.02, -0.03, -0.01]) == "below 0"
-    assert rd.verdict([-0.05, 0.06, 0.01, -0.02]).startswith("tie")
+def test_verdict_with_ten_seeds_follows_the_preregistered_bootstrap_rule():
+    assert rd.verdict([0.02, 0.03, 0.04, 0.05, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06]) == "above 0"
+    assert rd.verdict([-0.02, -0.03, -0.01, -0.02, -0.04, -0.01, -0.03, -0.02, -0.05, -0.01]) == "below 0"
+    assert rd.verdict([-0.05, 0.06, 0.01, -0.02, 0.03, -0.04, 0.02, -0.01, 0.0, 0.01]).startswith("tie")
+
+
+def test_sign_flip_p_is_exact_over_every_sign_pattern():
+    assert rd.sign_flip_p([0.1, 0.2, 0.3, 0.4, 0.5]) == 2 / 32  # only all-+ and all-- reach |sum| 1.5
+    assert rd.sign_flip_p([1.0, 1.0, 1.0, 1.0, -1.0]) == 12 / 32  # |sum| >= 3: one or no sign off, either way
+    assert rd.sign_flip_p([0.0, 0.0]) == 1.0
+    # a plain loop over the patterns, on uneven values
+    values = [0.062, 0.125, 0.004, 0.031, 0.012, -0.02]
+    observed = abs(sum(values))
+    hits = 0
+    for bits in range(2 ** len(values)):
+        total = sum(v if bits >> i & 1 else -v for i, v in enumerate(values))
+        hits += abs(total) >= observed - 1e-12
+    assert rd.sign_flip_p(values) == hits / 64
+
+
+def test_with_fewer_than_ten_seeds_the_verdict_follows_the_exact_test():
+    five = [0.062, 0.125, 0.004, 0.031, 0.012]  # every seed above 0, bootstrap interval above 0 ...
+    lo, _ = rd.bootstrap_mean_interval(five)
+    assert lo > 0
+    assert rd.verdict(five) == "tie (exact p = 0.062)"  # ... but 5 seeds cannot reach p < 0.05
+    seven = [0.02, 0.03, 0.04, 0.05, 0.01, 0.02, 0.03]
+    assert rd.verdict(seven) == "above 0 (exact p = 0.016)"  # 2/128
+    assert rd.verdict([-v for v in seven]) == "below 0 (exact p = 0.016)"
+
+
+def test_the_page_labels_exploratory_contrasts_and_names_the_react_metric_and_the_deviations():
+    page = (ROOT / "research" / "results.md").read_text()
+    primaries = [c for _, contrasts in rd.CLAIMS for c in contrasts if c.primary]
+    assert len(primaries) == 2  # one per plan
+    for _, contrasts in rd.CLAIMS:
+        for c in contrasts:
+            assert f"| {c.shown} |" in page
+            assert c.shown.endswith("(primary)" if c.primary else "(exploratory)")
+    assert "syntax x types x spec" in page and "0.98-0.99" in page
+    assert "changed twice" in page and "started and abandoned" in page
+    for plan in ("arith_synth_grounded.md", "react_synth_k2_all_presets.md"):
+        log = (ROOT / "research" / "preregistration" / plan).read_text().split("## Amendment log", 1)[1]
+        assert "2026-12-03" in log
+    assert "changed twice" in (ROOT / "research" / "preregistration" / "arith_synth_grounded.md").read_text()
+    assert "abandoned" in (ROOT / "research" / "preregistration" / "react_synth_k2_all_presets.md").read_text()
 
 
 def test_claims_not_run_say_so_instead_of_a_number():
-    rows = rd.brief_claims({})
-    assert len(rows) == 2 + len(rd.CLAIMS)
-    assert all(row.endswith("| not run yet |") for row in rows[2:])
+    rows = rd.claims_table({})
+    assert len(rows) == 2 + sum(len(contrasts) for _, contrasts in rd.CLAIMS)
+    assert all("| not run yet |" in row for row in rows[2:])
 
 
 def test_curve_cell_is_the_median_over_seeds_at_each_evaluated_step():

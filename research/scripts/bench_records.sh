@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # The speed figures the docs quote, each written by its command as a record (`botgrpo bench --json`)
-# under docs/results/bench/, one benchmark at a time under the shared bench lock; then
-# `botgrpo bench results` turns the records into docs/benchmark-figures.md.
+# under research/results/bench/, one benchmark at a time under the shared bench lock; then
+# `botgrpo bench results` turns the records into research/benchmark-figures.md.
 #
-#   scripts/bench_records.sh all | react | react_step | step | stream | algos   # from a clean checkout at a commit
+#   research/scripts/bench_records.sh all | react | react_step | step | stream | algos   # from a clean checkout at a commit
 #
 # Run it on a quiet machine (the records keep the load average before and after each command).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 B=".venv/bin/botgrpo bench"
-OUT=docs/results/bench
+OUT=research/results/bench
 mkdir -p "$OUT"
-if [ -n "$(git status --porcelain --untracked-files=no -- . ':(exclude)docs')" ]; then
+if [ -n "$(git status --porcelain --untracked-files=no -- . ':(exclude)docs' ':(exclude)research')" ]; then
   echo "bench_records: the code has uncommitted changes; commit first so each record names the code" >&2
   exit 1
 fi

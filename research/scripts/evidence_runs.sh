@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# The #16 result set (docs/convergence.md): every setting here was fixed before any run was seen.
+# The #16 result set (research/convergence.md): every setting here was fixed before any run was seen.
 # Each invocation takes the shared bench lock on its own, so other benchmarks can interleave.
-# Usage: scripts/evidence_runs.sh all | lr | rest | react | arith | sites | noisy | horizon | arith31 | react31  (finished pairs are kept
+# Usage: research/scripts/evidence_runs.sh all | lr | rest | react | arith | sites | noisy | horizon | arith31 | react31  (finished pairs are kept
 # and not re-run). Environment: PAR (runs at once, 5), LRS (the lrs of the sweep, "1e-3 3e-3"),
 # ALGOS (the presets of the react comparison, all seven by default), TAG (a suffix of its folders).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 B=".venv/bin/botgrpo bench convergence"
-R=docs/results/convergence16
+R=research/results/convergence16
 K2="run.task_options={sites: 2}"
 PAR=${PAR:-5}  # on the shared, loaded 2-core machine more processes get a larger share of it
 COMMON=(--steps 30 --eval-every 10 --eval-prompts 64 --eval-samples 2 --parallel "$PAR" --threads 1)
@@ -55,7 +55,7 @@ case "$1" in
       run --task react_synth --algos $TRIO --seeds 2 "${COMMON[@]}" --target 0.5,0.8 \
           --set "run.task_options={sites: $k}" $(lr_flags $TRIO) --out $R/react_synth_k$k --work runs/cv16/react-k$k
     done ;;
-  noisy)  # the k = 2 comparison with a noisier span reward (docs/convergence.md): 30% of spans dropped,
+  noisy)  # the k = 2 comparison with a noisier span reward (research/convergence.md): 30% of spans dropped,
     # 10% flipped, boundaries moved by up to 3 characters; grpo vs the two BoT-GRPO variants, 2 seeds
     run --task react_synth --algos $TRIO --seeds 2 "${COMMON[@]}" --target 0.5,0.8,0.95 --set "$K2" \
         --set "reward.span_noise={drop: 0.3, flip: 0.1, jitter: 3}" $(lr_flags $TRIO) \
@@ -65,20 +65,20 @@ case "$1" in
     run --task react_synth --algos $TRIO --seeds 3 --steps 60 --eval-every 10 --eval-prompts 64 --eval-samples 2 \
         --parallel "$PAR" --threads 1 --target 0.5,0.8,0.95 --set "$K2" $(lr_flags $TRIO) \
         --out $R/react_synth_k2_60steps --work runs/cv16/react-k2-60 ;;
-  arith31)  # docs/preregistration/arith_synth_grounded.md: arms A-C (one work dir, read for three
+  arith31)  # research/preregistration/arith_synth_grounded.md: arms A-C (one work dir, read for three
     # metrics), then arm D (span noise); 10 seeds, 30 steps, 256 x 8 held-out samples at 0/10/20/30
     A31=(--task arith_synth --seeds 10 --steps 30 --eval-every 10 --eval-prompts 256 --eval-samples 8
          --parallel "$PAR" --threads 1 --target 0.5,0.8 --set optim.lr=1e-3)
     for m in pass@1 pass@8 faithful; do
-      run "${A31[@]}" --algos $TRIO --metric $m --out docs/results/arith31/ABC_$m --work runs/arith31/abc
+      run "${A31[@]}" --algos $TRIO --metric $m --out research/results/arith31/ABC_$m --work runs/arith31/abc
     done
     for m in pass@1 faithful; do
       run "${A31[@]}" --algos bot_grpo_outcome --metric $m --set "reward.span_noise={drop: 0.3, flip: 0.1, jitter: 3}" \
-          --out docs/results/arith31/D_$m --work runs/arith31/d
+          --out research/results/arith31/D_$m --work runs/arith31/d
     done ;;
-  react31)  # docs/preregistration/react_synth_k2_all_presets.md: two lrs per preset on seed 100 (base
+  react31)  # research/preregistration/react_synth_k2_all_presets.md: two lrs per preset on seed 100 (base
     # and final evaluated), then 5 seeds each at its lr from the rule; 128 x 2 held-out samples at 0/10/20/30
-    R31=docs/results/react31
+    R31=research/results/react31
     E31=(--steps 30 --eval-prompts 128 --eval-samples 2 --parallel "$PAR" --threads 1 --set "$K2")
     ALL7=grpo,bot_grpo,bot_grpo_outcome,dr_grpo,dapo,gspo,pure
     sweep() {  # $1 lr, $2 presets
