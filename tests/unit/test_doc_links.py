@@ -75,6 +75,13 @@ def test_every_document_a_comment_or_docstring_names_exists():
     assert [bad for p in files for bad in dangling_names(p)] == []
 
 
+def test_the_docs_index_lists_every_page():
+    index = ROOT / "docs" / "README.md"
+    linked = {(index.parent / t.split("#", 1)[0]).resolve() for t in LINK.findall(index.read_text(encoding="utf-8"))}
+    pages = {p.resolve() for p in (ROOT / "docs").glob("*.md") if p != index}
+    assert sorted(p.name for p in pages - linked) == []
+
+
 def test_the_checks_see_a_broken_link_and_a_broken_name(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "algorithms.md").write_text("# A\n")
