@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional, Union
 
 import yaml
 
+from botgrpo_cli import learning_rate
 from botgrpo_cli.config_checks import check
 from botgrpo_cli.config_fields import choices_of, opt
 from botgrpo_cli.errors import UnknownName, UserError, known_hint
@@ -186,8 +187,7 @@ class AlgoConfig:
 
 @dataclass
 class OptimConfig:
-    lr: Optional[float] = opt(None, "AdamW learning rate; None = by model: 1e-3 for a bootstrapped tiny model, "
-                                    "1e-5 for a pretrained one under 1B parameters, 1e-6 above; x10 with LoRA")
+    lr: Optional[float] = opt(None, f"AdamW learning rate; None = by model: {learning_rate.RULE}")
     weight_decay: float = opt(0.0, "AdamW weight decay")
     betas: list = opt([0.9, 0.99], "AdamW betas [beta1, beta2]")
     warmup_steps: int = opt(0, "linear warm-up steps (then constant)")

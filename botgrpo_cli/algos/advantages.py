@@ -26,7 +26,7 @@ from botgrpo_cli.algos.masked import (
     reverse_cummin,
     reverse_cumsum,
 )
-from botgrpo_cli.algos.options import FromTrainer, OneOf, Range
+from botgrpo_cli.algos.options import FromTrainer, OneOf, Range, check_choice
 from botgrpo_cli.algos.registry import Registry
 
 ADVANTAGES: Registry = Registry("advantage estimator", "botgrpo.advantages")  # plugins: docs/extending.md
@@ -39,12 +39,6 @@ Scale = Annotated[str, OneOf(SCALES)]
 Eps = Annotated[float, Range(ge=0)]
 Return = Annotated[str, OneOf(RETURNS)]
 ProcessRewards = Annotated[Tensor | None, FromTrainer()]
-
-
-def check_choice(option: str, value: str, choices: tuple[str, ...]) -> None:
-    """Raise ValueError naming the valid choices when `value` is not one of them."""
-    if value not in choices:
-        raise ValueError(f"{option}={value!r} is not valid; choose one of: {', '.join(choices)}")
 
 
 def apply_reward_return(r: Tensor, mask: Tensor, kind: str = "immediate") -> Tensor:
@@ -80,7 +74,6 @@ def grpo(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor,
     std over all scores, scale=none (Dr. GRPO) none. Single-member or constant groups give 0.
     token_rewards is unused (outcome estimator). Shapes: (B, T), (B,), (B, T), (B,) -> (B, T).
     """
-    check_choice("scale", scale, SCALES)
     s = scores.to(torch.float32)
     dense, k = compact_groups(group_ids)
     n, mu, std = group_moments(s, dense, k)  # (K,) each
@@ -119,7 +112,6 @@ def bot_grpo(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Ten
              process_rewards: ProcessRewards = None) -> Tensor:
     """BoT-GRPO. baseline=bag (the paper's, default): the bag-of-tokens estimator below.
     baseline=outcome: only the score is centred, A = grpo(s) + m * ret(rho) (see bot_grpo_outcome)."""
-    check_choice("baseline", baseline, BASELINES)
     if baseline == "outcome":
         return bot_grpo_outcome(token_rewards, scores, mask, group_ids, scale=scale, eps=eps,
                                 reward_return=reward_return, process_rewards=process_rewards)
@@ -155,11 +147,8 @@ def _bag(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor,
     Per-row centred moments are merged into groups (Chan et al.) for float32 stability. The (B, T)
     work is two passes over blocks of rows that stay in cache (masked.block_rows) into one buffer,
     the output; the group statistics are vectorised over the batch. Padding of token_rewards may
-    hold any finite value. (B, T), (B,), (B, T), (B,) -> (B, T).
+    hold any finite value. Options arrive checked by bot_grpo's signature. (B, T), (B,), (B, T), (B,) -> (B, T).
     """
-    check_choice("scale", scale, SCALES)
-    if std_correction not in (0, 1):
-        raise ValueError(f"std_correction={std_correction!r} is not valid; choose 1 or 0")
     r = apply_reward_return(token_rewards.to(torch.float32), mask, reward_return)
     centred, nonempty, row_mean, row_m2 = _row_moments(r, mask)
 

@@ -8,9 +8,8 @@ from typing import Annotated
 import torch
 from torch import Tensor
 
-from botgrpo_cli.algos.advantages import check_choice
 from botgrpo_cli.algos.masked import as_float_mask, masked_mean
-from botgrpo_cli.algos.options import Range
+from botgrpo_cli.algos.options import Range, check_choice
 from botgrpo_cli.algos.registry import Registry
 
 LOSSES: Registry = Registry("policy loss")

@@ -5,11 +5,15 @@ from __future__ import annotations
 SUCCESS_AT = 0.5  # a scored completion succeeds when its task's success metric is >= this
 
 
+def passes(value: float) -> bool:
+    """The one threshold for a 0/1-style metric (success, rendered): value >= SUCCESS_AT."""
+    return float(value) >= SUCCESS_AT
+
+
 def succeeded(metrics: dict[str, float], success_metric: str) -> bool:
     """The one success rule (training's logged `success`, evaluation's Sample.success): the scored
-    completion's `success_metric` is >= SUCCESS_AT. An unscored completion (no metrics) fails."""
-    return float(metrics.get(success_metric, 0.0)) >= SUCCESS_AT
-
+    completion's `success_metric` passes. An unscored completion (no metrics) fails."""
+    return passes(metrics.get(success_metric, 0.0))
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

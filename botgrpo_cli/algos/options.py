@@ -3,7 +3,8 @@
 An option is annotated `Annotated[type, rule]`: `OneOf(values)`, `Range(ge=, gt=, le=, lt=)` or
 `FromTrainer()` (a tensor the trainer fills in, never a config value). `check_value` types one value
 (YAML gives 1e-4 as a string) and returns it or raises OptionError naming the option and what it
-may be; `Registry.check_options` runs it over a config's options before any model loads.
+may be; `Registry.check_options` runs it over a config's options before any model loads, and
+`checked` over every call of a registered function, so the signature is the one home of the rules.
 """
 
 from __future__ import annotations
@@ -64,6 +65,14 @@ class FromTrainer:
 _KINDS = {float: "a number", int: "an integer", str: "a string", bool: "true or false"}
 
 
+def check_choice(option: str, value: Any, choices: tuple) -> None:
+    """OptionError naming the valid choices when `value` is not one of them (for a choice that is an
+    argument rather than a declared keyword option, e.g. a loss aggregation)."""
+    problem = OneOf(tuple(choices)).problem(value)
+    if problem is not None:
+        raise OptionError(f"{option}={value!r} is not valid; allowed: {problem}")
+
+
 @functools.lru_cache(maxsize=None)  # signatures do not change; compute_advantages asks every step
 def rules(fn: Any) -> dict[str, tuple[type, Any]]:
     """{option: (base type, rule)} for every Annotated keyword option of `fn`."""
@@ -104,3 +113,17 @@ def check_value(option: str, owner: str, value: Any, base: type, rule: Any, user
         if problem is None:
             return typed
     raise OptionError(f"{option}={value!r} is not valid for {owner}; allowed: {problem}")
+
+
+def checked(fn: Any, owner: str) -> Any:
+    """`fn` with its declared keyword options typed and checked on every call, direct calls included
+    (OptionError naming `owner`); the registries wrap what they register with it."""
+    declared = rules(fn)
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        for key in kwargs.keys() & declared.keys():
+            kwargs[key] = check_value(key, owner, kwargs[key], *declared[key], user=False)
+        return fn(*args, **kwargs)
+
+    return call

@@ -7,7 +7,7 @@ from typing import Annotated
 import torch
 from torch import Tensor
 
-from botgrpo_cli.algos.advantages import ADVANTAGES, ProcessRewards, check_choice, rloo
+from botgrpo_cli.algos.advantages import ADVANTAGES, ProcessRewards, rloo
 from botgrpo_cli.algos.options import FromTrainer, OneOf, Range
 from botgrpo_cli.algos.masked import reverse_cummin, reverse_cumsum
 
@@ -46,9 +46,6 @@ def pure(token_rewards: Tensor, scores: Tensor, mask: Tensor, group_ids: Tensor,
     token_rewards - scores[:, None] (the token part of r with lambda_seq = 1, docs/algorithms.md §1).
     step_ends (B, T) bool marks each step's last token (None: one step per completion).
     """
-    check_choice("credit", credit, CREDITS)
-    if temperature <= 0:
-        raise ValueError(f"temperature={temperature} must be > 0")
     r = token_rewards.to(torch.float32)
     rho = process_rewards.to(torch.float32) if process_rewards is not None else r - scores[:, None].to(r.dtype)
     valid = mask.bool()

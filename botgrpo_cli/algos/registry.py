@@ -10,7 +10,7 @@ import functools
 import inspect
 from typing import Callable, Generic, Iterator, TypeVar
 
-from botgrpo_cli.algos.options import check_value, rules
+from botgrpo_cli.algos.options import check_value, checked, rules
 from botgrpo_cli.errors import UnknownName, UserError
 
 F = TypeVar("F", bound=Callable)
@@ -48,7 +48,7 @@ class Registry(Generic[F]):
         if ep is None or name in self._items:
             return
         try:
-            self._items[name] = ep.load()
+            self._items[name] = checked(ep.load(), f"{self.kind} {name!r}")
             self._loaded.add(name)
         except Exception as err:  # the plugin's own bug: say which plugin, not a traceback
             raise UserError(f"{self.kind} {name!r} ({ep.value}, entry point group {self._group}) failed to "
@@ -62,11 +62,13 @@ class Registry(Generic[F]):
         self._plugins = None
 
     def register(self, name: str) -> Callable[[F], F]:
+        """Register `fn` under `name`; what comes back (and is registered) checks its declared
+        options on every call (options.checked), so no function checks its own choices."""
         def add(fn: F) -> F:
             if name in self._items:
                 raise ValueError(f"{self.kind} {name!r} is already registered")
-            self._items[name] = fn
-            return fn
+            self._items[name] = checked(fn, f"{self.kind} {name!r}")
+            return self._items[name]
 
         return add
 

@@ -14,6 +14,7 @@ import os
 from concurrent.futures import Future
 from typing import Any
 
+from botgrpo_cli.algos.metrics import passes
 from botgrpo_cli.evaluation.results import Problem, Sample
 from botgrpo_cli.evaluation.winrate import score_outcome
 from botgrpo_rewards.protocol import ScoreRequest
@@ -35,7 +36,7 @@ def choose_judge(requested: str, can_render: bool) -> str:
 def _rendered(sample: Sample) -> bool | None:
     """Whether the component rendered; None when the render pass failed (nothing is known)."""
     value = sample.metrics.get("rendered")
-    return None if value is None else value >= 0.5
+    return None if value is None else passes(value)
 
 
 def _pair_request(rid: str, a: Sample, b: Sample, example: Any, judge: str, deadline_ms: int) -> ScoreRequest:

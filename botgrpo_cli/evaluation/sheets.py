@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from botgrpo_cli.algos.metrics import passes
 from botgrpo_cli.evaluation.results import Problem
 
 PROMPT_EXCERPT = 240
@@ -17,7 +18,7 @@ def rows(problems: list[Problem]) -> list[dict]:
         for j, s in enumerate(p.samples):
             error = s.error or (f"render {s.render_status}: {s.render_error}" if s.render_error else None)
             out.append({"line": len(out) + 1, "id": f"{p.id} #{j}", "prompt": p.prompt[:PROMPT_EXCERPT],
-                        "rendered": s.metrics.get("rendered", 0.0) >= 0.5,
+                        "rendered": passes(s.metrics.get("rendered", 0.0)),
                         "score": s.metrics.get("similarity", s.metrics.get("judge")),
                         "png": Path(s.screenshot).name if s.screenshot else None,
                         "error": error})

@@ -9,12 +9,12 @@ span rewards stay in [-1, 1]. Pure: the same spans, text length and seed give th
 
 from __future__ import annotations
 
-import hashlib
 import random
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from botgrpo_cli.errors import closest
+from botgrpo_cli.rollout.seeds import key_seed
 
 Spans = list[tuple[int, int, float]]  # (start, end, reward): code points, half-open
 
@@ -53,9 +53,8 @@ def parse_span_noise(options: Mapping[str, Any]) -> SpanNoise:
 
 
 def noise_seed(*key: int) -> int:
-    """A 64-bit seed from integers (run seed, step, rank, row): the same in every process and
-    Python version (unlike hash()), so a resumed run draws the noise it drew before."""
-    return int.from_bytes(hashlib.sha256(":".join(map(str, key)).encode()).digest()[:8], "little")
+    """The seed of one row's noise (run seed, step, rank, row), by the one seed rule (rollout/seeds.py)."""
+    return key_seed(*key)
 
 
 def noisy_spans(spans: Spans, text_len: int, noise: SpanNoise, seed: int) -> Spans:

@@ -17,3 +17,14 @@ def mix_seed(seed: int, offset: int, modulus: int | None = 2**63) -> int:
     """seed * 1_000_003 + offset, reduced modulo `modulus` (None: not reduced)."""
     mixed = seed * _MIX + offset
     return mixed if modulus is None else mixed % modulus
+
+
+def key_seed(*key: int) -> int:
+    """A seed from several integers (run seed, step, rank, row), mixed left to right by mix_seed:
+    the same in every process and Python version, so a resumed run draws what it drew before."""
+    if not key:
+        raise ValueError("key_seed needs at least one integer")
+    seed = key[0] % 2**63
+    for part in key[1:]:
+        seed = mix_seed(seed, part)
+    return seed

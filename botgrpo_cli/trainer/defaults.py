@@ -2,11 +2,8 @@
 (by the memory one forward/backward takes). Left unset in the config, they are resolved here once
 per run and written into the run's config.yaml, so a run says what it used.
 
-Learning rate: the bootstrapped tiny models (a folder holding bootstrap.json) train at 1e-3; a
-pretrained model at 1e-5 below 1e9 parameters and 1e-6 from there (the range GRPO recipes use:
-TRL and verl default to 1e-6 for 1.5B-7B models), times 10 with LoRA (LoRA's best learning rate
-is about ten times full fine-tuning's). 1e-3 on SmolLM2-135M collapsed it to blank completions in
-three steps; 1e-5 kept it healthy.
+Learning rate: the rule in botgrpo_cli/learning_rate.py; a model is bootstrapped when its folder
+holds bootstrap.json.
 
 Micro-batch: rows per forward/backward so that one micro-batch's activations fit
 `optim.micro_batch_memory_gb`, from the estimate in `activation_bytes`, at most 64. The budget binds
@@ -22,22 +19,17 @@ from typing import Any
 
 from botgrpo_cli.bootstrap.cache import INFO_FILE
 from botgrpo_cli.config import Config
+from botgrpo_cli.learning_rate import default_lr
+
+__all__ = ["activation_bytes", "auto_micro_batch", "default_lr", "is_bootstrapped", "model_dims", "resolve"]
 from botgrpo_cli.console import console
 
-TINY_LR = 1e-3
 MAX_AUTO_MICRO_BATCH = 64
 PROMPTS_MEASURED = 256  # train prompts tokenised to find the longest prompt
 
 
 def is_bootstrapped(path: str) -> bool:
     return (Path(path) / INFO_FILE).is_file()
-
-
-def default_lr(n_params: int, bootstrapped: bool, lora: bool) -> float:
-    if bootstrapped:
-        return TINY_LR
-    base = 1e-5 if n_params < 1e9 else 1e-6
-    return base * 10 if lora else base
 
 
 def activation_bytes(seq_len: int, completion_len: int, dims: dict[str, int], checkpointing: bool,
