@@ -12,7 +12,7 @@ import sys
 
 from botgrpo_rewards.http_server import DEFAULT_MAX_BODY_BYTES, HttpSettings
 from botgrpo_rewards.protocol import TOKEN_ENV
-from botgrpo_rewards.registry import BUILTIN
+from botgrpo_rewards.registry import BUILTIN, service_backend
 from botgrpo_rewards.run import run_service
 
 
@@ -22,18 +22,6 @@ def add_http_arguments(parser: argparse.ArgumentParser) -> None:
                         help="serve beyond loopback with no token (anyone who can connect may use it)")
     parser.add_argument("--max-body-bytes", type=int, default=None, help=f"largest POST body (default {DEFAULT_MAX_BODY_BYTES})")
     parser.add_argument("--http-timeout-s", type=float, default=None, help="close idle connections, and requests not received in full, after this long (default 30)")
-
-
-def service_backend(name: str, function: str | None):
-    """What to start: the name, or for `function` its backend with the user's function (the one
-    service that takes a setting of its own at start). ValueError (one line) for a misuse."""
-    if name != "function":
-        if function is not None:
-            raise ValueError(f"--function is the setting of service 'function', not of {name!r}")
-        return name
-    from botgrpo_rewards.function.service import FunctionBackend
-
-    return FunctionBackend(function)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -73,3 +73,15 @@ def load_backend(name: str, **kwargs):
         raise KeyError(f"unknown reward service {name!r}; known: {', '.join(sorted(SERVICES))}")
     module, _, cls = SERVICES[name].partition(":")
     return getattr(importlib.import_module(module), cls)(**kwargs)
+
+
+def service_backend(name: str, function: str | None):
+    """What to start: the name, or for `function` its backend with the user's function (the one
+    service that takes a setting of its own at start). ValueError (one line) for a misuse."""
+    if name != "function":
+        if function is not None:
+            raise ValueError(f"--function is the setting of service 'function', not of {name!r}")
+        return name
+    from botgrpo_rewards.function.service import FunctionBackend
+
+    return FunctionBackend(function)

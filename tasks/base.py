@@ -51,6 +51,7 @@ class Task:
     name: str = "base"
     service: str = "math"  # reward service that scores completions
     service_options: dict[str, Any] = {}  # sent as each request's `options`
+    render_service: str | None = None  # the service that renders a completion (evaluation's screenshots); None: none
     success_metric: str = "correct"  # the service metric that means "solved"
     step_separator: str | None = None  # for step-level methods (pure); None = no steps
     stop: tuple[str, ...] = ()  # generation stops at any of these strings (kept in the text)

@@ -80,6 +80,7 @@ class ReactTask(Task):
 
     name = "react"
     service = "react"
+    render_service = "render"
     revises = True  # rollout.max_turns > 1: the checker's diagnostic, then a revised attempt
     service_options: dict[str, Any] = {"spec": True}  # name and typed props, see ComponentSpec.requirements
     success_metric = "syntax_ok"

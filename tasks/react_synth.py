@@ -91,6 +91,7 @@ class ReactSynthTask(SyntheticTask):
 
     name = "react_synth"
     service = "react"
+    render_service = "render"
     revises = True  # rollout.max_turns > 1: the checker's diagnostic, then a revised attempt
     service_options: dict[str, Any] = {"spec": True}
     success_metric = "all_ok"

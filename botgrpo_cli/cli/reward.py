@@ -46,7 +46,7 @@ def serve(
 
     settings = HttpSettings.from_env(token=token, allow_remote_without_token=allow_remote_without_token,
                                      max_body_bytes=max_body_bytes, timeout_s=http_timeout_s)
-    from botgrpo_rewards.__main__ import service_backend
+    from botgrpo_rewards.registry import service_backend
 
     try:  # the one start-up path (python -m botgrpo_rewards takes it too); a failed start is a
         runner = start_service(service_backend(name, function), http, max_inflight, settings)  # ServiceStartError: one line

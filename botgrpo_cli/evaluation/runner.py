@@ -7,10 +7,9 @@ import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Callable, Iterator
 
-from botgrpo_cli.config import AUTOCAST_SETTINGS, ModelConfig, RolloutConfig, RunConfig
+from botgrpo_cli.config import AUTOCAST_SETTINGS, ModelConfig, RewardConfig, RolloutConfig, RunConfig
 from botgrpo_tasks.base import CHAT_TEMPLATE
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.evaluation import models, pairwise, report, sheets, winrate
@@ -234,18 +233,18 @@ def _pools(stack: ExitStack, task: Any, opts: EvalOptions, render: bool, shots_r
     from botgrpo_cli.reward_client.opening import open_reward
 
     saving = {"BOTGRPO_RENDER_SAVE_DIR": str(shots_root)} if shots_root is not None else {}  # the service's setting
-    if task.service == "render" and not (opts.reward_function or opts.reward_url or opts.reward_service):
+    renders_itself = task.service == task.render_service
+    if renders_itself and not (opts.reward_function or opts.reward_url or opts.reward_service):
         pool = stack.enter_context(RewardPool(task.service, workers=opts.workers, env=saving))
     else:
-        reward = SimpleNamespace(service=opts.reward_service, command=None, workers=opts.workers,
-                                 deadline_ms=opts.deadline_ms, services={}, function=opts.reward_function,
-                                 url=opts.reward_url or None)
+        reward = RewardConfig(service=opts.reward_service, workers=opts.workers, deadline_ms=opts.deadline_ms,
+                              function=opts.reward_function, url=opts.reward_url or None)
         pool = stack.enter_context(open_reward(reward, task.service))
     pool = Recording(pool)
     render_pool = None
     if render:
-        render_pool = pool if task.service == "render" else stack.enter_context(
-            RewardPool("render", workers=opts.workers, env=saving))
+        render_pool = pool if renders_itself else stack.enter_context(
+            RewardPool(task.render_service, workers=opts.workers, env=saving))
     return Scoring.of_task(task, pool, render_pool, deadline_ms=opts.deadline_ms, save_root=shots_root)
 
 
@@ -297,7 +296,7 @@ def run_eval(opts: EvalOptions) -> dict[str, Any]:
     check(opts)
     task, examples = load_task(opts)
     targets, against = _targets(opts)
-    render = opts.render and task.service in ("react", "render")
+    render = opts.render and task.render_service is not None
     judge = pairwise.choose_judge(opts.judge, render)
     if against is not None and judge != "score" and not render:
         raise UserError(f"--judge {judge} needs rendered React components; use --judge score for task {opts.task!r}")

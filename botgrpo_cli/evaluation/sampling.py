@@ -31,7 +31,7 @@ class Scoring:
     pool: Any  # RewardPool of task.service
     options: dict  # the task's service options
     success_metric: str
-    render_pool: Any = None  # RewardPool("render"); None = no render pass
+    render_pool: Any = None  # the pool of the task's render_service; None = no render pass
     deadline_ms: int = DEFAULT_DEADLINE_MS
     save_root: Path | None = None  # the render service's save dir (its setting); shots lie below it
     renders_itself: bool = False  # the task's own service renders (render tasks): no second pass
@@ -43,8 +43,8 @@ class Scoring:
                 options: dict | None = None, save_root: Path | None = None) -> "Scoring":
         """The task's scoring through `pool`; `options` (merged over the task's service options)."""
         return cls(pool, {**task.service_options, **(options or {})}, task.success_metric, render_pool,
-                   deadline_ms, save_root, renders_itself=task.service == "render", prompt_options=task.think_options,
-                   messages=task.messages)
+                   deadline_ms, save_root, renders_itself=task.service == task.render_service,
+                   prompt_options=task.think_options, messages=task.messages)
 
 
 @dataclass

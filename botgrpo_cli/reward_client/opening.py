@@ -69,27 +69,26 @@ def require_reward(reward: Any, task_service: str | None) -> None:
     model is loaded."""
     from botgrpo_cli.reward_client.remote import url_list
 
-    named = reward.services or reward.service or getattr(reward, "function", None) or reward.command
-    if task_service is None and not named and not url_list(getattr(reward, "url", None)):
+    named = reward.services or reward.service or reward.function or reward.command
+    if task_service is None and not named and not url_list(reward.url):
         raise UserError(NO_REWARD)
 
 
 def open_reward(reward: Any, task_service: str | None) -> Any:
-    """The pool for a RewardConfig-like `reward` (service, command, workers, deadline_ms, services,
+    """The pool for a RewardConfig `reward` (service, command, workers, deadline_ms, services,
     function, url, success_threshold) and the task's own service (None: the task has none, the user
     names it: then success is the reward's `success` metric when it reports one, else score above
     reward.success_threshold, which defaults to 0 for a service and to none for reward functions)."""
     from botgrpo_cli.reward_client.remote import url_list
 
     require_reward(reward, task_service)
-    urls = url_list(getattr(reward, "url", None))
-    function = getattr(reward, "function", None)
+    urls = url_list(reward.url)
+    function = reward.function
     name = reward.service or ("function" if function else task_service)
     pool = open_pool(name or ("remote" if urls else "command"), reward.workers, reward.command, reward.services,
                      function=function, url=urls or None, deadline_ms=reward.deadline_ms,
-                     weights=getattr(reward, "weights", None),
-                     memory_mb=getattr(reward, "function_memory_mb", DEFAULT_MEMORY_MB))
-    threshold = getattr(reward, "success_threshold", None)
+                     weights=reward.weights, memory_mb=reward.function_memory_mb)
+    threshold = reward.success_threshold
     if threshold is None and not isinstance(pool, FunctionPool):
         threshold = 0.0  # a service's score lies in [-1, 1]: above 0 is its success by the protocol's convention
     # a function's success is its own `success` metric, or the threshold given, or none ("n/a"): score > 0

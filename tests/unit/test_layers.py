@@ -116,6 +116,8 @@ def violations(graph: dict[str, set[str]]) -> list[str]:
          outside(f"{client}.algos", f"{client}.errors")),
         ("only the command line imports the command line", outside(f"{client}.cli", f"{client}.__main__"),
          within(f"{client}.cli")),
+        ("no package's entry script is imported", lambda m: True,
+         lambda m: m.endswith(".__main__")),
     ]
     return [f"{a} -> {b} ({rule})" for rule, importer, forbidden in rules for a in sorted(graph) if importer(a)
             for b in sorted(graph[a]) if forbidden(b)]
@@ -135,6 +137,9 @@ def test_the_checks_catch_a_cycle_and_a_forbidden_edge():
     graph["botgrpo_cli.evaluation.models"].add("botgrpo_cli.trainer.policy")
     assert ["botgrpo_cli.config", "botgrpo_cli.config_checks"] in cycles(graph)
     assert ("botgrpo_cli.evaluation.models -> botgrpo_cli.trainer.policy (trainer -> evaluation is one-way)"
+            in violations(graph))
+    graph["botgrpo_cli.cli.reward"].add("botgrpo_rewards.__main__")
+    assert ("botgrpo_cli.cli.reward -> botgrpo_rewards.__main__ (no package's entry script is imported)"
             in violations(graph))
     graph["botgrpo_cli.models.gguf"].add("botgrpo_cli.bootstrap.cache")  # the loop models -> bootstrap -> evaluation
     assert ("botgrpo_cli.models.gguf -> botgrpo_cli.bootstrap.cache (model loading sits below trainer, evaluation "
