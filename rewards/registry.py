@@ -2,16 +2,16 @@
 
 Other packages add services through the entry-point group `botgrpo.rewards` (a name -> a Backend
 class, "package.module:Class"); the built-ins are listed here so a source checkout that was not
-pip-installed still finds them.
+pip-installed still finds them. The rule for both is the one every registry follows
+(protocol/plugins.py): a plugin never replaces a built-in.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import MutableMapping
-from functools import cached_property
-from importlib.metadata import entry_points
 from typing import Iterator
+
+from botgrpo_rewards.protocol.plugins import Plugins, load_target
 
 ENTRY_POINT_GROUP = "botgrpo.rewards"
 
@@ -24,18 +24,14 @@ BUILTIN = {
 
 
 class _Services(MutableMapping):
-    """name -> "module:Class". Installed plugins are looked up only when a name is not built in or
-    the whole list is asked for: scanning every installed package's entry points costs a good part
-    of a second, which a built-in service's start-up should not pay. Names set here (a test's
-    stand-in service) come first."""
+    """name -> "module:Class", by the plugin rule; names set here (a test's stand-in service) come first."""
 
     def __init__(self) -> None:
         self._set: dict[str, str] = {}
+        self._plugins = Plugins("reward service", ENTRY_POINT_GROUP, BUILTIN)
 
     def __getitem__(self, name: str) -> str:
-        if name in self._set:
-            return self._set[name]
-        return BUILTIN[name] if name in BUILTIN else self._all[name]
+        return self._set[name] if name in self._set else self._plugins.target(name)
 
     def __setitem__(self, name: str, target: str) -> None:
         self._set[name] = target
@@ -44,20 +40,17 @@ class _Services(MutableMapping):
         del self._set[name]
 
     def __contains__(self, name: object) -> bool:
-        return name in self._set or name in BUILTIN or name in self._all
+        return name in self._set or name in self._plugins
 
     def __iter__(self) -> Iterator[str]:
-        return iter(dict.fromkeys([*self._all, *self._set]))
+        return iter(dict.fromkeys([*self._plugins.names(), *self._set]))
 
     def __len__(self) -> int:
-        return len(set(self._all) | set(self._set))
+        return len(set(self._plugins.names()) | set(self._set))
 
-    @cached_property
-    def _all(self) -> dict[str, str]:
-        found = dict(BUILTIN)
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            found.setdefault(ep.name, ep.value)  # a plugin never replaces a built-in
-        return found
+    def forget(self) -> None:
+        """Read the entry points again on next use (a plugin installed or removed meanwhile)."""
+        self._plugins.forget()
 
 
 SERVICES = _Services()
@@ -71,8 +64,7 @@ def load_backend(name: str, **kwargs):
     """Instantiate the backend called `name`. Raises KeyError naming the known services."""
     if name not in SERVICES:
         raise KeyError(f"unknown reward service {name!r}; known: {', '.join(sorted(SERVICES))}")
-    module, _, cls = SERVICES[name].partition(":")
-    return getattr(importlib.import_module(module), cls)(**kwargs)
+    return load_target(SERVICES[name])(**kwargs)
 
 
 def service_backend(name: str, function: str | None):

@@ -7,13 +7,13 @@ Task). Built-ins are not repeated as entry points, so a source checkout finds th
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
 from typing import Any
 
+from botgrpo_rewards.protocol.plugins import Plugins
 from botgrpo_tasks.base import Example, Task
 from botgrpo_tasks.errors import UnknownTask
 
-__all__ = ["Example", "Task", "get_task", "list_tasks"]
+__all__ = ["TASKS", "Example", "Task", "get_task", "list_tasks"]
 
 _BUILTIN = {  # name -> "module:factory"
     "react_synth": "botgrpo_tasks.react_synth:make_task",
@@ -24,27 +24,15 @@ _BUILTIN = {  # name -> "module:factory"
 }
 
 
-def _factories() -> dict[str, Any]:
-    """Built-ins, then other packages' entry points (an installed package cannot shadow a built-in)."""
-    found: dict[str, Any] = {ep.name: ep for ep in entry_points(group="botgrpo.tasks")}
-    return {**found, **_BUILTIN}
+TASKS = Plugins("task", "botgrpo.tasks", _BUILTIN)  # the one plugin rule: botgrpo_rewards/protocol/plugins.py
 
 
 def list_tasks() -> list[str]:
-    return sorted(_factories())
+    return TASKS.names()
 
 
 def get_task(name: str, seed: int = 0, **options: Any) -> Task:
     """Construct the task called `name`. Unknown names raise UnknownTask (a KeyError) listing the known ones."""
-    factories = _factories()
-    if name not in factories:
-        raise UnknownTask(f"unknown task {name!r}; known tasks: {', '.join(sorted(factories))}")
-    target = factories[name]
-    if isinstance(target, str):
-        import importlib
-
-        module, _, attr = target.partition(":")
-        factory = getattr(importlib.import_module(module), attr)
-    else:
-        factory = target.load()
-    return factory(seed=seed, **options)
+    if name not in TASKS:
+        raise UnknownTask(f"unknown task {name!r}; known tasks: {', '.join(TASKS.names())}")
+    return TASKS.load(name)(seed=seed, **options)

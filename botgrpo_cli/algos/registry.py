@@ -1,7 +1,9 @@
 """A tiny name -> function registry used for advantage estimators and losses.
 
 A registry given an entry-point group also finds functions other packages declare there (e.g.
-`botgrpo.advantages`: `my_estimator = "my_package.module:function"`), imported on first use.
+`botgrpo.advantages`: `my_estimator = "my_package.module:function"`), imported on first use, by
+the rule every botgrpo registry follows (botgrpo_rewards/protocol/plugins.py): a plugin never
+replaces a built-in.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Callable, Generic, Iterator, TypeVar
 
 from botgrpo_cli.algos.options import check_value, checked, rules
 from botgrpo_cli.errors import UnknownName, UserError
+from botgrpo_rewards.protocol.plugins import PluginImportError, Plugins
 
 F = TypeVar("F", bound=Callable)
 
@@ -27,67 +30,45 @@ class Registry(Generic[F]):
 
     def __init__(self, kind: str, entry_point_group: str | None = None) -> None:
         self.kind = kind
-        self._items: dict[str, F] = {}
-        self._group = entry_point_group
-        self._plugins: dict | None = None  # name -> EntryPoint, read once when first needed
-        self._loaded: set[str] = set()  # names whose function came from a plugin
-
-    def _plugin_points(self) -> dict:
-        if self._plugins is None:
-            found = {}
-            if self._group:
-                from importlib.metadata import entry_points
-
-                found = {ep.name: ep for ep in entry_points(group=self._group)}
-            self._plugins = found
-        return self._plugins
-
-    def _load_plugin(self, name: str) -> None:
-        """Import a plugin's function the first time its name is used; a failing import is one line."""
-        ep = self._plugin_points().get(name)
-        if ep is None or name in self._items:
-            return
-        try:
-            self._items[name] = checked(ep.load(), f"{self.kind} {name!r}")
-            self._loaded.add(name)
-        except Exception as err:  # the plugin's own bug: say which plugin, not a traceback
-            raise UserError(f"{self.kind} {name!r} ({ep.value}, entry point group {self._group}) failed to "
-                            f"import: {type(err).__name__}: {err}") from None
+        self._plugins = Plugins(kind, entry_point_group)  # built-ins are what register() adds
+        self._loaded: dict[str, F] = {}  # plugins imported so far, checked like built-ins
 
     def forget_plugins(self) -> None:
         """Drop what plugins added and read the entry points again on next use (an uninstalled plugin)."""
-        for name in self._loaded:
-            self._items.pop(name, None)
         self._loaded.clear()
-        self._plugins = None
+        self._plugins.forget()
 
     def register(self, name: str) -> Callable[[F], F]:
         """Register `fn` under `name`; what comes back (and is registered) checks its declared
         options on every call (options.checked), so no function checks its own choices."""
         def add(fn: F) -> F:
-            if name in self._items:
+            if name in self._plugins.builtin:
                 raise ValueError(f"{self.kind} {name!r} is already registered")
-            self._items[name] = checked(fn, f"{self.kind} {name!r}")
-            return self._items[name]
+            self._plugins.builtin[name] = checked(fn, f"{self.kind} {name!r}")
+            return self._plugins.builtin[name]
 
         return add
 
     def __getitem__(self, name: str) -> F:
-        if name not in self._items:
-            self._load_plugin(name)
-        try:
-            return self._items[name]
-        except KeyError:
-            raise UnknownName(self.kind, name, self.names()) from None
+        if name in self._plugins.builtin:
+            return self._plugins.builtin[name]
+        if name not in self._loaded:
+            try:
+                self._loaded[name] = checked(self._plugins.load(name), f"{self.kind} {name!r}")
+            except KeyError:
+                raise UnknownName(self.kind, name, self.names()) from None
+            except PluginImportError as err:
+                raise UserError(str(err)) from None
+        return self._loaded[name]
 
     def __contains__(self, name: object) -> bool:
-        return name in self._items or name in self._plugin_points()
+        return name in self._plugins
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
     def names(self) -> list[str]:
-        return sorted(set(self._items) | set(self._plugin_points()))
+        return self._plugins.names()
 
     def options(self, name: str, positional: int) -> list[str]:
         """The keyword options of `name` after its first `positional` (tensor) arguments."""

@@ -21,8 +21,10 @@ PLUGIN = Path(__file__).resolve().parents[2] / "examples" / "extending" / "plugi
 
 
 def _reset_lookups() -> None:
-    registry.SERVICES.__dict__.pop("_all", None)  # the services' entry points are read again
-    ADVANTAGES.forget_plugins()
+    from botgrpo_tasks import TASKS
+
+    for lookup in (registry.SERVICES.forget, TASKS.forget, ADVANTAGES.forget_plugins):  # entry points read again
+        lookup()
 
 
 @pytest.fixture

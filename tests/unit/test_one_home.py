@@ -209,6 +209,7 @@ def test_tasks_and_services_register_in_one_line_each(tmp_path, monkeypatch):
                                            "plugin_service = botgrpo_rewards.math.service:MathBackend\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     importlib.invalidate_caches()
+    botgrpo_tasks.TASKS.forget()  # a plugin installed while this process runs
     try:
         assert {"plugin_task", "react_synth", "arith_synth"} <= set(botgrpo_tasks.list_tasks())
         assert botgrpo_tasks.get_task("plugin_task").name == "arith_synth"
@@ -219,7 +220,9 @@ def test_tasks_and_services_register_in_one_line_each(tmp_path, monkeypatch):
     finally:
         monkeypatch.undo()
         importlib.invalidate_caches()
+        botgrpo_tasks.TASKS.forget()
     assert "plugin_service" not in registry._Services() and "plugin_task" not in sys.modules
+    assert "plugin_task" not in botgrpo_tasks.list_tasks()
 
 
 def test_eval_flags_take_help_from_the_config_and_defaults_agree_with_eval_options():
