@@ -13,7 +13,7 @@ class Sample:
     text: str
     status: str  # ok | error | timeout (the task service's answer; non-ok counts as a failure)
     score: float | None  # the task service's sequence score; None when not ok
-    success: bool  # algos.metrics.succeeded: the task's success_metric >= 0.5 (docs/algorithms.md §5)
+    success: bool  # algos.metrics.succeeded: the task's success_metric passes (docs/algorithms.md §5)
     metrics: dict[str, float] = field(default_factory=dict)  # task service metrics (+ render metrics)
     tokens: int = 0  # generated tokens, EOS included
     finished: bool = False  # ended by EOS or a stop string, not the length limit

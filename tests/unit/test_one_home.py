@@ -256,3 +256,115 @@ def test_eval_flags_take_help_from_the_config_and_defaults_agree_with_eval_optio
     shown = " ".join(result.output.replace("│", " ").split())
     for dotted in MIRRORS.values():
         assert " ".join(config_help(dotted).split()) in shown, dotted
+
+
+def _sources(*packages: str):
+    """(path, text) of every Python file of the named project packages."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            yield path.relative_to(root), path.read_text(encoding="utf-8")
+
+
+def test_one_success_threshold(monkeypatch):
+    """algos.metrics.SUCCESS_AT decides success, a render pass and a contact sheet's 'rendered' alike."""
+    import re
+
+    from botgrpo_cli.algos import metrics
+    from botgrpo_cli.evaluation import pairwise, sheets
+    from botgrpo_cli.evaluation.results import Problem, Sample
+
+    written = [str(path) for path, text in _sources("botgrpo_cli", "tasks") if re.search(r">=\s*0\.5\b", text)]
+    assert written == []
+    sample = Sample(text="x", status="ok", score=1.0, success=True, metrics={"rendered": 0.6, "ok": 0.6})
+    problem = Problem(id="p", prompt="q", samples=[sample])
+    assert pairwise._rendered(sample) and sheets.rows([problem])[0]["rendered"] and metrics.succeeded(sample.metrics, "ok")
+    monkeypatch.setattr(metrics, "SUCCESS_AT", 0.8)  # one constant moves all three
+    assert not pairwise._rendered(sample) and not sheets.rows([problem])[0]["rendered"]
+    assert not metrics.succeeded(sample.metrics, "ok")
+
+
+def test_span_noise_seeds_follow_the_seed_rule():
+    from botgrpo_cli.reward_client import span_noise
+    from botgrpo_cli.rollout.seeds import mix_seed
+
+    assert span_noise.noise_seed(3, 5, 1, 2) == mix_seed(mix_seed(mix_seed(3, 5), 1), 2)
+    assert "hashlib" not in open(span_noise.__file__).read()
+
+
+def test_option_choices_are_checked_by_the_signatures_alone():
+    """Every registered estimator and loss refuses a bad declared option on a direct call too
+    (the registry wraps it); no function checks its own choices, and losses take the helper from
+    algos/options.py, not from advantages."""
+    import ast
+
+    import pytest
+    import torch
+
+    from botgrpo_cli.algos import ADVANTAGES, LOSSES
+    from botgrpo_cli.algos.options import OneOf, OptionError, rules
+
+    x, mask, ids = torch.zeros(2, 3), torch.ones(2, 3, dtype=torch.bool), torch.tensor([0, 0])
+    for registry, args in ((ADVANTAGES, (x, torch.zeros(2), mask, ids)), (LOSSES, (x, x, x, mask))):
+        for name in registry.names():
+            for option, (_, rule) in rules(registry[name]).items():
+                if isinstance(rule, OneOf):
+                    with pytest.raises(OptionError, match=f"{option}='nonsense' is not valid for"):
+                        registry[name](*args, **{option: "nonsense"})
+    calls = {}
+    for path, text in _sources("botgrpo_cli/algos"):
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef):
+                called = {c.func.id for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
+                if "check_choice" in called:
+                    calls.setdefault(str(path), []).append(node.name)
+            if isinstance(node, ast.ImportFrom) and path.name == "losses.py":
+                assert node.module != "botgrpo_cli.algos.advantages"
+    # only the two plain arguments that are no declared option: a reward transform and a loss aggregation
+    assert calls == {"botgrpo_cli/algos/advantages.py": ["apply_reward_return"], "botgrpo_cli/algos/losses.py": ["aggregate"]}
+
+
+def test_the_default_learning_rate_rule_has_one_home():
+    import dataclasses
+
+    from botgrpo_cli import learning_rate
+    from botgrpo_cli.config import OptimConfig
+    from botgrpo_cli.trainer import defaults
+
+    assert defaults.default_lr is learning_rate.default_lr
+    lr_help = {f.name: f for f in dataclasses.fields(OptimConfig)}["lr"].metadata
+    assert learning_rate.RULE in str(lr_help)
+    assert learning_rate.default_lr(134_515_008, bootstrapped=False, lora=True) == learning_rate.PRETRAINED * 10
+
+
+def test_evaluation_names_no_service_and_opens_a_real_reward_config():
+    """Which service renders is the task's `render_service`; eval builds a RewardConfig, so the reward
+    opener reads its fields without getattr."""
+    import ast
+
+    from botgrpo_rewards.registry import BUILTIN
+    from botgrpo_tasks import get_task
+
+    for path, text in _sources("botgrpo_cli/evaluation"):
+        names = {n.value for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Constant) and n.value in BUILTIN}
+        assert not names, (str(path), names)
+        assert "SimpleNamespace" not in text
+    opening = next(text for path, text in _sources("botgrpo_cli/reward_client") if path.name == "opening.py")
+    assert "getattr(reward" not in opening
+    assert get_task("react_synth").render_service == get_task("react").render_service == "render"
+    assert get_task("arith_synth").render_service is None
+
+
+def test_one_plugin_rule_for_every_registry():
+    """Tasks, reward services, estimators and losses look plugins up through one helper
+    (botgrpo_rewards/protocol/plugins.py); nothing else reads entry points."""
+    from botgrpo_cli.algos import ADVANTAGES, LOSSES
+    from botgrpo_rewards import registry
+    from botgrpo_rewards.protocol.plugins import Plugins
+    from botgrpo_tasks import TASKS
+
+    assert all(isinstance(p, Plugins) for p in (TASKS, registry.SERVICES._plugins, ADVANTAGES._plugins, LOSSES._plugins))
+    readers = [str(path) for path, text in _sources("botgrpo_cli", "rewards", "tasks") if "entry_points(" in text]
+    assert readers == ["rewards/protocol/plugins.py"]
