@@ -66,7 +66,9 @@ def _vllm_engines(lm: Any, tok: Any, model_dir: str, modes: list[str]) -> dict[s
 
 
 def run(task: str = "arith_synth", model: str | None = None, prompts: int = 8, group: int = 8,
-        new_tokens: int = 48, threads: int = 2, repeats: int = 3, vllm: bool = False) -> RolloutReport:
+        new_tokens: int = 48, threads: int = 2, repeats: int = 3, vllm: bool = False,
+        bf16: str = "auto") -> RolloutReport:
+    """bf16: auto (beside fp32 on a CPU with native bf16), on (also where bf16 is emulated), off."""
     from botgrpo_cli.rollout import FastEngine, HFEngine, SamplingParams
     from botgrpo_cli.trainer.logprobs import batch_logps
     from botgrpo_cli.models.precision import autocast, cpu_bf16
@@ -77,7 +79,9 @@ def run(task: str = "arith_synth", model: str | None = None, prompts: int = 8, g
     task_obj, tok, texts, lm = _setup(task, model, prompts)
     engines: dict[str, Any] = {"hf generate": HFEngine(lm, tok), "botgrpo fast": FastEngine(lm, tok)}
     params = SamplingParams(max_new_tokens=new_tokens, temperature=1.0, stop=tuple(task_obj.stop), seed=0)
-    modes = ["fp32", "bf16"] if cpu_bf16() else ["fp32"]
+    if bf16 not in ("auto", "on", "off"):
+        raise ValueError(f"bf16={bf16!r}: choose auto, on or off")
+    modes = ["fp32", "bf16"] if bf16 == "on" or (bf16 == "auto" and cpu_bf16()) else ["fp32"]
     by_mode = _vllm_engines(lm, tok, resolve_model_path(ModelConfig(name_or_path=model), task), modes) if vllm else {}
     if by_mode:
         engines["vllm"] = by_mode

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from botgrpo_cli.console import console, out
+from botgrpo_cli.errors import UserError
 
 
 def register(app: typer.Typer) -> None:
@@ -23,13 +24,17 @@ def register(app: typer.Typer) -> None:
         repeats: Annotated[int, typer.Option(min=1, help="Timed calls per engine and precision.")] = 3,
         vllm: Annotated[bool, typer.Option("--vllm/--no-vllm", help="Also time vLLM (rollout.engine=vllm) and its "
                                            "weight sync; needs a model with head_dim >= 32 (--model).")] = False,
+        bf16: Annotated[str, typer.Option(help="bf16 autocast beside fp32: auto (on a CPU with native bf16), on "
+                                               "(also where it is emulated: slow, for comparison), off.")] = "auto",
     ) -> None:
         """The same batch through HF generate and the lean decode loop: medians, tokens/s, speed-up."""
         from botgrpo_cli.bench.rollout import TARGET, run
 
         console.print(f"[bold]bench rollout:[/] {prompts} prompts x {group} x {new_tokens} new tokens on "
                       f"{model or task + ' tiny model'}, {repeats} timed calls each")
-        report = run(task, model, prompts, group, new_tokens, threads, repeats, vllm)
+        if bf16 not in ("auto", "on", "off"):
+            raise UserError(f"bench rollout: --bf16 {bf16!r}: choose auto, on or off")
+        report = run(task, model, prompts, group, new_tokens, threads, repeats, vllm, bf16)
         base = {r.precision: r for r in report.rows if r.engine == "hf generate"}
         table = Table(title=f"seconds per generate call: {prompts} x {group} x {new_tokens}, temperature 1, "
                             f"{threads} threads, load average {os.getloadavg()[0]:.1f} (medians of {repeats})")
