@@ -13,7 +13,7 @@ from botgrpo_cli.cli.options import CHOICES, listing_choices
 from botgrpo_cli.console import console, out
 from botgrpo_cli.errors import UserError
 
-# `botgrpo train` with no arguments: the demo. Chosen by measurement (docs/watching-and-ci.md): on arith_synth
+# `botgrpo train` with no arguments: the demo. Chosen by measurement (research/measurements.md): on arith_synth
 # with optim.lr 2e-4 the held-out success climbs at every evaluation (react_synth's, and arith_synth's
 # at the tiny model's default 1e-3, peak early and then fall), in about 3 minutes on 2 cores.
 DEMO_TASK = "arith_synth"

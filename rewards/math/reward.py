@@ -127,7 +127,7 @@ def spans(text: str, answer: tuple[int, int] | None, correct: bool, steps: StepR
         last = _last_line(text, region)
         if last is not None and not any(s < last[1] and last[0] < e for s, e in taken):
             _add(out, taken, last[0], last[1], -opts.answer_penalty, "no_answer")
-    for start, end in steps.repeats:  # measured: step spans made looping pay (docs/math-reward.md)
+    for start, end in steps.repeats:  # measured: step spans made looping pay (research/measurements.md)
         _add(out, taken, start, end, -opts.repeat_penalty, "repeat")
     if answer is not None and opts.step_credit > 0:
         for start, end in steps.verified:

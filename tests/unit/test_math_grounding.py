@@ -81,7 +81,7 @@ def test_true_arithmetic_of_other_numbers_earns_nothing(backend):
 
 
 def test_the_looping_chain_a_trained_policy_wrote(backend):
-    # sampled from a 40-step bot_grpo checkpoint (docs/math-reward.md): true steps, +2 and -2 from nowhere
+    # sampled from a 40-step bot_grpo checkpoint (research/measurements.md): true steps, +2 and -2 from nowhere
     prompt = "Renée has 4 bags with 5 stickers each. They find 6 more stickers. They give away 5 stickers."
     text = "4 * 5 = 20\n\n20 + 2 = 22\n\n22 - 2 = 20\n\n20 + 2 = 22\n\n\\boxed{22}"
     r, credited = _score(backend, text, gold="21", prompt=prompt)
@@ -133,7 +133,7 @@ def test_arith_synth_corpus_is_faithful_exactly_without_slips(backend):
 
 
 def test_a_repeated_paragraph_costs_repeat_penalty(backend):
-    # measured (docs/math-reward.md): step spans made looping pay; a repeat earns nothing and costs
+    # measured (research/measurements.md): step spans made looping pay; a repeat earns nothing and costs
     text = "3 * 4 = 12\n\n12 + 5 = 17\n\n12 + 5 = 17\n\n17 - 2 = 15\n\n\\boxed{15}"
     r, credited = _score(backend, text)
     got = [(text[s.start : s.end], s.reward, s.label) for s in r.spans]
