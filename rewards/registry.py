@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import MutableMapping
 from typing import Iterator
 
-from botgrpo_rewards.protocol.plugins import Plugins, load_target
+from botgrpo_rewards.protocol import Plugins, load_target
 
 ENTRY_POINT_GROUP = "botgrpo.rewards"
 

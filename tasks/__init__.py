@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from botgrpo_rewards.protocol.plugins import Plugins
+from botgrpo_rewards.protocol import Plugins
 from botgrpo_tasks.base import Example, Task
 from botgrpo_tasks.errors import UnknownTask
 

@@ -14,7 +14,7 @@ from typing import Callable, Generic, Iterator, TypeVar
 
 from botgrpo_cli.algos.options import check_value, checked, rules
 from botgrpo_cli.errors import UnknownName, UserError
-from botgrpo_rewards.protocol.plugins import PluginImportError, Plugins
+from botgrpo_rewards.protocol import PluginImportError, Plugins
 
 F = TypeVar("F", bound=Callable)
 

@@ -6,6 +6,8 @@ behind it split the work by job and are not an interface of their own:
 - checks.py: field and value checks (spans, scores, metrics, info, request options);
 - codec.py: objects to lines and lines to checked objects;
 - thinking.py: where a reasoning model's answer starts (split_reasoning), for client and services;
+- plugins.py: the one rule of every registry (tasks, services, estimators): built-ins in code,
+  plugins by entry point, a plugin never replaces a built-in (Plugins);
 - child.py: the stdio transport's other end, a child process speaking lines (LineChild), which
   the client's service pool and the services' own helpers (checkers, compilers) all run on, as do
   the trainer's ranks and a benchmark's runs (stdout inherited or to a file; terminate_all);
@@ -53,6 +55,7 @@ from botgrpo_rewards.protocol.functions import (
     ready_child,
     split_spec,
 )
+from botgrpo_rewards.protocol.plugins import PluginImportError, Plugins, load_target
 from botgrpo_rewards.protocol.thinking import DEFAULT_TAGS, Reasoning, opens_reasoning, split_reasoning
 from botgrpo_rewards.protocol.wire import (
     CAPABILITY_DETERMINISTIC,
@@ -92,7 +95,8 @@ __all__ = [
     "MAX_DEADLINE_MS", "MAX_LINE_BYTES", "MAX_PROMPT_CHARS", "Message", "Ping", "Pong", "ProtocolError",
     "Request", "STATUSES", "STATUS_ERROR", "STATUS_OK", "STATUS_TIMEOUT", "ScoreRequest", "ScoreResponse",
     "ServiceStartError", "Shutdown", "Span", "TOKEN_ENV", "VERSION", "check_options", "clean_info", "cpu_seconds",
-    "decode_message", "decode_request", "encode", "error_response", "is_loopback", "read_lines", "request_from_json",
+    "decode_message", "decode_request", "encode", "error_response", "is_loopback", "load_target", "read_lines",
+    "request_from_json", "PluginImportError", "Plugins",
     "response_from_json", "server_setting", "terminate_all", "validate_metrics", "validate_score", "validate_spans",
     "version_mismatch",
 ]

@@ -113,7 +113,7 @@ def violations(graph: dict[str, set[str]]) -> list[str]:
         ("model loading sits below trainer, evaluation and bootstrap", within(f"{client}.models"),
          within(f"{client}.trainer", f"{client}.evaluation", f"{client}.bootstrap")),
         ("the math is pure tensor functions", within(f"{client}.algos"),
-         outside(f"{client}.algos", f"{client}.errors", f"{services}.protocol.plugins")),
+         outside(f"{client}.algos", f"{client}.errors", f"{services}.protocol")),
         ("only the command line imports the command line", outside(f"{client}.cli", f"{client}.__main__"),
          within(f"{client}.cli")),
         ("no package's entry script is imported", lambda m: True,

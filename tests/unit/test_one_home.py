@@ -362,7 +362,7 @@ def test_one_plugin_rule_for_every_registry():
     (botgrpo_rewards/protocol/plugins.py); nothing else reads entry points."""
     from botgrpo_cli.algos import ADVANTAGES, LOSSES
     from botgrpo_rewards import registry
-    from botgrpo_rewards.protocol.plugins import Plugins
+    from botgrpo_rewards.protocol import Plugins
     from botgrpo_tasks import TASKS
 
     assert all(isinstance(p, Plugins) for p in (TASKS, registry.SERVICES._plugins, ADVANTAGES._plugins, LOSSES._plugins))
