@@ -12,8 +12,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")  # [text](target "title")
-NAMED_DOC = re.compile(r"(?<![\w./-])((?:[\w.-]+/)+[\w.-]+\.md)\b")  # a path with a folder: docs/x.md
-CODE_SUFFIXES = (".py", ".sh", ".toml", ".yaml", ".yml")
+# a path with a folder (docs/x.md), or a document's capitalised name (ALGORITHMS.md, README.md); a bare
+# lower-case name is a file the code writes (eval.md), not a reference
+NAMED_DOC = re.compile(r"(?<![\w./-])((?:[\w.-]+/)+[\w.-]+\.md|[A-Z][A-Z_]*\.md)\b")
+CODE_SUFFIXES = (".py", ".sh", ".yaml", ".yml")  # not pyproject: its package data is relative to each package
 PAGE_FOLDERS = ("docs", "research")  # where generated pages live, so their links are relative to these
 
 
@@ -53,7 +55,7 @@ def _comments_and_strings(path: Path) -> str:
 
 
 def dangling_names(path: Path, root: Path = ROOT) -> list[str]:
-    """`dir/name.md` paths named in a code file that resolve neither from the repository root, nor from
+    """`dir/name.md` paths and NAME.md documents named in a code file that resolve neither from the repository root, nor from
     the file's own folder or one above it, nor from a folder of pages (a generator's relative links)."""
     bad = []
     here = path.parent.relative_to(root)
@@ -90,6 +92,8 @@ def test_the_checks_see_a_broken_link_and_a_broken_name(tmp_path):
     page = tmp_path / "docs" / "index.md"
     page.write_text("[ok](algorithms.md#2) [gone](nowhere.md) `[code](x.md)` [web](https://x.org/y.md)\n")
     code = tmp_path / "rewards" / "mod.py"
-    code.write_text('"""See docs/algorithms.md and docs/ALGORITHMS.md."""\nx = "a/b.md"  # ../rewards/PROTOCOL.md\n')
+    code.write_text('"""See docs/algorithms.md, ALGORITHMS.md and docs/ALGORITHMS.md; writes eval.md."""\n'
+                    'x = "a/b.md"  # ../rewards/PROTOCOL.md and PROTOCOL.md beside it\n')
     assert dangling_links(page, tmp_path) == ["docs/index.md: (nowhere.md)"]
-    assert dangling_names(code, tmp_path) == ["rewards/mod.py: docs/ALGORITHMS.md", "rewards/mod.py: a/b.md"]
+    assert dangling_names(code, tmp_path) == ["rewards/mod.py: ALGORITHMS.md", "rewards/mod.py: docs/ALGORITHMS.md",
+                                              "rewards/mod.py: a/b.md"]
