@@ -62,6 +62,11 @@ class FromTrainer:
         return "no value: the trainer computes it from the batch"
 
 
+def from_trainer(fn: Any) -> list[str]:
+    """The keyword options `fn` declares as FromTrainer(): what it asks the trainer to compute."""
+    return [name for name, (_, rule) in rules(fn).items() if isinstance(rule, FromTrainer)]
+
+
 _KINDS = {float: "a number", int: "an integer", str: "a string", bool: "true or false"}
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,9 +12,10 @@ import torch
 
 from botgrpo_cli.algos import ADVANTAGES, compute_advantages
 from botgrpo_cli.algos.losses import mismatch_stats, mismatch_weights
+from botgrpo_cli.algos.options import from_trainer
 from botgrpo_cli.config import AlgoConfig, Config
 from botgrpo_cli.console import console
-from botgrpo_cli.errors import Interrupted
+from botgrpo_cli.errors import Interrupted, UserError
 from botgrpo_cli.evaluation.metrics import failed_scorings, success_defined, success_rate
 from botgrpo_cli.evaluation.sampling import Scoring, held_out
 from botgrpo_cli.reward_client.scored import to_token_rewards
@@ -236,12 +236,15 @@ def engine_mismatch(algo: AlgoConfig, batch: RolloutBatch, logp_old: torch.Tenso
 
 def estimator_options(algo: AlgoConfig, batch: RolloutBatch, rho: torch.Tensor, step_separator: str | None,
                       lambda_tok: float) -> dict:
-    """The configured options, plus step boundaries and process rewards for estimators that take them
-    (decided by the estimator's signature, never by its name)."""
+    """The configured options, plus each tensor the estimator declares FromTrainer() (its annotations
+    decide, never its name): step boundaries, process rewards."""
+    computes = {"step_ends": lambda: step_ends(batch.texts, batch.offsets, step_separator, rho.shape[1]),
+                "process_rewards": lambda: lambda_tok * rho}
     options = dict(algo.advantage_options or {})
-    accepted = inspect.signature(ADVANTAGES[algo.advantage]).parameters
-    if "step_ends" in accepted and "step_ends" not in options:
-        options["step_ends"] = step_ends(batch.texts, batch.offsets, step_separator, rho.shape[1])
-    if "process_rewards" in accepted and "process_rewards" not in options:
-        options["process_rewards"] = lambda_tok * rho
+    for name in from_trainer(ADVANTAGES[algo.advantage]):
+        if name not in computes:
+            raise UserError(f"advantage estimator {algo.advantage!r} asks the trainer for {name!r}, which it does "
+                            f"not compute; it computes: {', '.join(computes)}")
+        if name not in options:
+            options[name] = computes[name]()
     return options

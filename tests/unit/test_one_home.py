@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import torch
 
 from botgrpo_cli.algos import compute_advantages, zero_variance_groups
+from botgrpo_cli.algos.options import FromTrainer
 
 
 def _near_constant_batch(seed: int):
@@ -368,3 +371,40 @@ def test_one_plugin_rule_for_every_registry():
     assert all(isinstance(p, Plugins) for p in (TASKS, registry.SERVICES._plugins, ADVANTAGES._plugins, LOSSES._plugins))
     readers = [str(path) for path, text in _sources("botgrpo_cli", "rewards", "tasks") if "entry_points(" in text]
     assert readers == ["rewards/protocol/plugins.py"]
+
+
+def test_the_trainer_fills_what_an_estimator_declares_from_the_trainer():
+    """trainer/loop.estimator_options reads an estimator's FromTrainer() annotations, not its name."""
+    from types import SimpleNamespace
+
+    import pytest
+
+    from botgrpo_cli.algos import ADVANTAGES
+    from botgrpo_cli.config import AlgoConfig
+    from botgrpo_cli.errors import UserError
+    from botgrpo_cli.trainer.loop import estimator_options
+
+    rho = torch.ones(2, 3)
+    batch = SimpleNamespace(texts=["a\n\nb", "c"], offsets=[[(0, 1), (1, 3), (3, 4)], [(0, 1)]])
+    ADVANTAGES.register("_wants_rho")(wants_rho)
+    ADVANTAGES.register("_wants_halo")(wants_halo)
+    try:
+        options = estimator_options(AlgoConfig(advantage="_wants_rho", advantage_options={}), batch, rho, None, 0.5)
+        assert set(options) == {"process_rewards"} and torch.equal(options["process_rewards"], 0.5 * rho)
+        assert estimator_options(AlgoConfig(advantage="grpo", advantage_options={"scale": "batch"}), batch, rho,
+                                 None, 0.5) == {"scale": "batch"}
+        assert set(estimator_options(AlgoConfig(advantage="pure"), batch, rho, "\n\n", 1.0)) == {
+            "step_ends", "process_rewards"}
+        with pytest.raises(UserError, match="asks the trainer for 'halo'"):
+            estimator_options(AlgoConfig(advantage="_wants_halo"), batch, rho, None, 1.0)
+    finally:
+        for name in ("_wants_rho", "_wants_halo"):
+            ADVANTAGES._plugins.builtin.pop(name)
+
+
+def wants_rho(token_rewards, scores, mask, group_ids, *, process_rewards: Annotated[object, FromTrainer()] = None):
+    return token_rewards
+
+
+def wants_halo(token_rewards, scores, mask, group_ids, *, halo: Annotated[object, FromTrainer()] = None):
+    return token_rewards
