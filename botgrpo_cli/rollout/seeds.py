@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 
 _MIX = 1_000_003  # a prime: nearby base seeds give far-apart derived seeds
+_HELD_OUT = 7919  # evaluations draw apart from training's draws
 
 
 def text_digest(text: str) -> int:
@@ -17,6 +18,11 @@ def mix_seed(seed: int, offset: int, modulus: int | None = 2**63) -> int:
     """seed * 1_000_003 + offset, reduced modulo `modulus` (None: not reduced)."""
     mixed = seed * _MIX + offset
     return mixed if modulus is None else mixed % modulus
+
+
+def held_out_seed(seed: int) -> int:
+    """The one seed every held-out evaluation of a run samples with, so evaluations compare."""
+    return seed + _HELD_OUT
 
 
 def key_seed(*key: int) -> int:

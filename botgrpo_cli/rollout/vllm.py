@@ -26,7 +26,7 @@ from botgrpo_cli.config import RolloutConfig
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.rollout.base import RolloutBatch, SamplingParams, eos_ids, finish_row, pad_id_of
 from botgrpo_cli.rollout.offsets import OffsetDecoder
-from botgrpo_cli.rollout.seeds import mix_seed, text_digest
+from botgrpo_cli.rollout.seeds import key_seed, text_digest
 
 
 _DEFAULTS = RolloutConfig()  # the options' meanings and defaults live in config.py (rollout.vllm_*)
@@ -60,7 +60,7 @@ def row_seed(seed: int, prompt_ids: Sequence[int], k: int) -> int:
     call's seed, its prompt's tokens and k, never on the batch around it, the rank that generates it,
     or whether the prompt came as text or as token ids."""
     digest = text_digest(",".join(map(str, prompt_ids)))
-    return mix_seed(seed, digest + k * 7919, modulus=2**31 - 1)  # vLLM takes 31-bit seeds
+    return key_seed(seed, digest, k) % (2**31 - 1)  # vLLM takes 31-bit seeds
 
 
 def policy_weights(model: Any) -> Iterator[tuple[str, torch.Tensor]]:

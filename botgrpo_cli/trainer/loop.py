@@ -13,6 +13,7 @@ import torch
 from botgrpo_cli.algos import ADVANTAGES, compute_advantages
 from botgrpo_cli.algos.losses import mismatch_stats, mismatch_weights
 from botgrpo_cli.algos.options import from_trainer
+from botgrpo_cli.rollout.seeds import held_out_seed
 from botgrpo_cli.config import AlgoConfig, Config
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import Interrupted, UserError
@@ -52,7 +53,7 @@ def train(cfg: Config, resume: bool = False, eval_around: bool = False, pool=Non
     `pool`: a running RewardPool for the task's service to reuse (e.g. across a sweep); else one is started.
     `on_step(step, metrics)`: called right after each training step with its metrics (benchmarks time steps).
     SIGINT / SIGTERM save the last completed step and raise Interrupted (trainer/interrupt.py)."""
-    eval_seed = cfg.run.seed + 7919  # one fixed seed: every evaluation samples comparably
+    eval_seed = held_out_seed(cfg.run.seed)
     checked(cfg.run.fail_on)  # a misspelt check fails before anything is loaded
     with open_session(cfg, resume, pool) as s, StopGuard() as guard:
         rng = [checkpoint.rng_state()]  # the random state the last completed step left (saved on a stop)

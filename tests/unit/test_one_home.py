@@ -84,12 +84,12 @@ def test_one_scoring_deadline_default():
 
 
 def test_seed_mixing_is_one_rule_and_unchanged():
-    """trainer/rollouts (step, prompt and epoch seeds) and rollout/vllm (row seeds) mix through
-    rollout/seeds.mix_seed; the values are those of the formulas each used to write out."""
+    """trainer/rollouts (step, prompt and epoch seeds) and rollout/vllm (row seeds: run seed, prompt,
+    row, by key_seed) mix through rollout/seeds.mix_seed; the held-out seed is seeds.held_out_seed."""
     import hashlib
     import random
 
-    from botgrpo_cli.rollout.seeds import text_digest
+    from botgrpo_cli.rollout.seeds import held_out_seed, text_digest
     from botgrpo_cli.rollout.vllm import row_seed
     from botgrpo_cli.trainer.rollouts import PromptStream, generation_seed, prompt_seed
 
@@ -99,7 +99,8 @@ def test_seed_mixing_is_one_rule_and_unchanged():
         assert generation_seed(seed, 12, 2) == (seed * 1_000_003 + 12 * 1009 + 2) % 2**63
         assert prompt_seed(seed, "What is 2+2?") == (seed * 1_000_003 + digest) % 2**63
         ids_digest = text_digest("12,345,6")  # a row's prompt token ids, written out
-        assert row_seed(seed, [12, 345, 6], 3) == (seed * 1_000_003 + ids_digest + 3 * 7919) % (2**31 - 1)
+        assert row_seed(seed, [12, 345, 6], 3) == ((seed * 1_000_003 + ids_digest) % 2**63 * 1_000_003 + 3) % 2**63 % (2**31 - 1)
+        assert held_out_seed(seed) == seed + 7919  # unchanged: evaluations keep their draws
         order = list(range(10))
         random.Random(seed * 1_000_003 + 1).shuffle(order)
         stream = PromptStream(list(range(10)), seed, position=10)
