@@ -1,6 +1,9 @@
-"""Span -> token projection (docs/algorithms.md §1): character-span rewards onto generated tokens."""
+"""Span -> token projection (docs/algorithms.md §1): character-span rewards onto generated tokens, and
+a scored batch's token rewards (scores shaped and zeroed where scoring failed, those rows masked)."""
 
 from __future__ import annotations
+
+from typing import Sequence
 
 import torch
 from torch import Tensor
@@ -49,3 +52,31 @@ def token_rewards(scores: Tensor, rho: Tensor, mask: Tensor, lambda_seq: float =
     """r[i,t] = (lambda_seq s_i + lambda_tok rho[i,t]) m[i,t]. (B,), (B, T), (B, T) -> (B, T)."""
     r = lambda_seq * scores.to(torch.float32)[:, None] + lambda_tok * rho.to(torch.float32)
     return r * as_float_mask(mask, r.dtype)
+
+
+def offsets_mask(offsets: Sequence[Sequence[tuple[int, int]]]) -> Tensor:
+    """(B, T) bool, True on each row's tokens, T = the longest row."""
+    lengths = torch.tensor([len(o) for o in offsets], dtype=torch.long)
+    width = int(lengths.max()) if len(lengths) else 0
+    return torch.arange(width)[None, :] < lengths[:, None]
+
+
+def shaped_scores(scores: Tensor, ok: Tensor, shaping: Tensor | None = None) -> Tensor:
+    """Scores plus `shaping` (DAPO's overlong penalty) where scoring succeeded, 0 where it failed.
+    (B,), (B,) bool, (B,) -> (B,) on scores' device."""
+    shaped = scores if shaping is None else scores + shaping.to(scores.device)
+    return torch.where(ok.to(scores.device), shaped, 0.0)
+
+
+def batch_token_rewards(scores: Tensor, ok: Tensor, spans: list[list[tuple[int, int, float]]],
+                        offsets: Sequence[Sequence[tuple[int, int]]], mask: Tensor, lambda_seq: float = 1.0,
+                        lambda_tok: float = 1.0, shaping: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """A scored batch's (scores, mask, rho, r) on mask's device: shaped_scores; the generated tokens
+    of rows whose scoring succeeded (failed rows are masked out); the projected spans; token_rewards.
+    scores, ok (B,); mask (B, T) bool; spans and offsets per row."""
+    device = mask.device
+    ok = ok.to(device)
+    scores = shaped_scores(scores.to(device), ok, shaping)  # (B,)
+    mask = mask.bool() & ok[:, None]  # (B, T)
+    rho = project_spans(spans, list(offsets), mask.shape[1]).to(device)  # (B, T)
+    return scores, mask, rho, token_rewards(scores, rho, mask, lambda_seq, lambda_tok)

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import torch
 from torch import Tensor
 
-from botgrpo_cli.algos import project_spans, token_rewards
+from botgrpo_cli.algos.spans import batch_token_rewards, offsets_mask
 from botgrpo_cli.reward_client.span_noise import SpanNoise, Spans, noise_seed, noisy_spans
 from botgrpo_rewards.protocol import ScoreRequest, ScoreResponse
 
@@ -96,13 +96,6 @@ class TokenRewards:
     r: Tensor  # (B, T) r = (lambda_seq * score + lambda_tok * rho) * mask
 
 
-def offsets_mask(offsets: Sequence[Sequence[tuple[int, int]]]) -> Tensor:
-    """(B, T) bool, True on each row's tokens, T = the longest row."""
-    lengths = torch.tensor([len(o) for o in offsets], dtype=torch.long)
-    width = int(lengths.max()) if len(lengths) else 0
-    return torch.arange(width)[None, :] < lengths[:, None]
-
-
 def to_token_rewards(scored: Scored, offsets: Sequence[Sequence[tuple[int, int]]], mask: Tensor | None = None,
                      lambda_seq: float = 1.0, lambda_tok: float = 1.0,
                      shaping: Tensor | None = None, span_noise: SpanNoise | None = None,
@@ -114,15 +107,11 @@ def to_token_rewards(scored: Scored, offsets: Sequence[Sequence[tuple[int, int]]
     overlong penalty); span_noise (`reward.span_noise`): applied to row i's spans with the seed
     noise_seed(*noise_key, i) (the trainer's key: run seed, step, rank). Tensors come back on
     mask's device."""
-    mask = offsets_mask(offsets) if mask is None else mask.bool()
-    device = mask.device
-    ok = scored.ok.to(device)
-    scores = scored.scores.to(device) + (0.0 if shaping is None else shaping.to(device))
-    scores = torch.where(ok, scores, 0.0)  # (B,)
-    mask = mask & ok[:, None]  # (B, T) failed completions are masked out, and counted
+    mask = offsets_mask(offsets) if mask is None else mask
     spans = scored.spans if span_noise is None else _noisy(scored, offsets, span_noise, noise_key)
-    rho = project_spans(spans, list(offsets), mask.shape[1]).to(device)  # (B, T)
-    return TokenRewards(scores, ok, mask, rho, token_rewards(scores, rho, mask, lambda_seq, lambda_tok))
+    scores, mask, rho, r = batch_token_rewards(scored.scores, scored.ok, spans, offsets, mask, lambda_seq, lambda_tok,
+                                               shaping)  # failed rows: masked out, and counted
+    return TokenRewards(scores, scored.ok.to(mask.device), mask, rho, r)
 
 
 def _noisy(scored: Scored, offsets: Sequence[Sequence[tuple[int, int]]], noise: SpanNoise,

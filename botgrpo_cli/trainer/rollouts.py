@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 
 from botgrpo_cli.algos import isolate_failed, overlong_penalty, zero_variance_groups
+from botgrpo_cli.algos.spans import shaped_scores
 from botgrpo_cli.config import AlgoConfig, RolloutConfig
 from botgrpo_cli.reward_client.scored import Scored, collect, score_request
 from botgrpo_cli.rollout import Engine, RolloutBatch, SamplingParams, concat
@@ -148,13 +149,6 @@ def score_shaping(lengths: Tensor, algo: AlgoConfig, max_new_tokens: int) -> Ten
     return overlong_penalty(lengths, max_new_tokens, algo.overlong_cache)
 
 
-def shaped_scores(scored: Scored, lengths: Tensor, algo: AlgoConfig, max_new_tokens: int) -> Tensor:
-    """Service scores plus the shaping above; 0 on failed rows."""
-    shaping = score_shaping(lengths, algo, max_new_tokens)
-    scores = scored.scores if shaping is None else scored.scores + shaping
-    return torch.where(scored.ok, scores, 0.0)
-
-
 def collect_rollouts(s, step: int) -> Rollouts:
     """One round normally: scoring is left running for the caller to overlap with compute.
     With dynamic sampling: keep groups whose scores vary, refill from new prompts, bounded rounds."""
@@ -167,7 +161,8 @@ def collect_rollouts(s, step: int) -> Rollouts:
         batch, rows, futures = _round(s, step, round_)
         scored = collect(futures, batch.texts)
         gids = isolate_failed(batch.group_ids, scored.ok)
-        scores = shaped_scores(scored, batch.trained.sum(1), s.cfg.algo, s.trained_limit)  # (B,)
+        scores = shaped_scores(scored.scores, scored.ok, score_shaping(batch.trained.sum(1), s.cfg.algo,
+                                                                       s.trained_limit))  # (B,) as r uses them
         keep = scored.ok & ~zero_variance_groups(scores, gids)  # (B,)
         idx = keep.nonzero().squeeze(1)
         room = share - n_groups

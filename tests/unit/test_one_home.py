@@ -409,3 +409,23 @@ def wants_rho(token_rewards, scores, mask, group_ids, *, process_rewards: Annota
 
 def wants_halo(token_rewards, scores, mask, group_ids, *, halo: Annotated[object, FromTrainer()] = None):
     return token_rewards
+
+
+def test_score_shaping_and_the_token_math_have_one_home():
+    """Scores are shaped and zeroed on failed rows by algos.spans.shaped_scores, for dynamic sampling's
+    choice and for the token rewards alike; the reward client only converts answers to tensors."""
+    from botgrpo_cli.algos.spans import shaped_scores
+    from botgrpo_cli.reward_client.scored import Scored, to_token_rewards
+    from botgrpo_rewards.protocol import ScoreResponse
+
+    scored = Scored([ScoreResponse(id=0, status="ok", score=0.5), ScoreResponse(id=1, status="timeout"),
+                     ScoreResponse(id=2, status="ok", score=-1.0)])
+    shaping = torch.tensor([-0.25, -0.5, 0.0])
+    tr = to_token_rewards(scored, [[(0, 1)], [(0, 1)], [(0, 1), (1, 2)]], shaping=shaping)
+    assert torch.equal(tr.scores, shaped_scores(scored.scores, scored.ok, shaping))
+    assert tr.scores.tolist() == [0.25, 0.0, -1.0] and tr.mask.tolist() == [[True, False], [False, False], [True, True]]
+    sources = dict(_sources("botgrpo_cli/reward_client", "botgrpo_cli/trainer"))
+    from pathlib import Path
+
+    for name in ("botgrpo_cli/reward_client/scored.py", "botgrpo_cli/trainer/rollouts.py"):
+        assert "torch.where" not in sources[Path(name)] and "project_spans(" not in sources[Path(name)]
