@@ -1,4 +1,4 @@
-"""The product's pages (README.md, docs/) are a guide, not a lab notebook: no issue numbers, no rounds of
+"""The product's pages (README.md, docs/, the protocol and the services' READMEs) are a guide, not a lab notebook: no issue numbers, no rounds of
 work, no commit ids, dates or load figures. Measurements with their provenance live under research/."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ NOTEBOOK = {
     "an issue number": re.compile(r"\bissues? #?\d+|\(#\d+\)|\bthe #\d+\b", re.I),
     "a round of work": re.compile(r"\bwaves?\b", re.I),
     "a commit id": re.compile(r"(?<![\w#/.-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w-])"),
-    "a date": re.compile(r"\b20\d\d-\d\d-\d\d\b"),
+    "a date": re.compile(r"\b20\d\d-\d\d-\d\d\b|\b\d{1,2} (?:January|February|March|April|May|June|July|August|"
+                         r"September|October|November|December) 20\d\d\b"),
     "a load figure": re.compile(r"\bload(?: average)?s? (?:of |about |~)?\d", re.I),
 }
 
@@ -23,7 +24,8 @@ def notebook_lines(text: str) -> list[str]:
 
 
 def test_product_pages_carry_no_notebook():
-    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "rewards" / "PROTOCOL.md",
+             *sorted((ROOT / "rewards").glob("*/README.md"))]
     found = {str(p.relative_to(ROOT)): bad for p in pages if (bad := notebook_lines(p.read_text(encoding="utf-8")))}
     assert found == {}
 
