@@ -24,7 +24,7 @@ def notebook_lines(text: str) -> list[str]:
 
 
 def test_product_pages_carry_no_notebook():
-    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "rewards" / "PROTOCOL.md",
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "rewards/PROTOCOL.md",
              *sorted((ROOT / "rewards").glob("*/README.md"))]
     found = {str(p.relative_to(ROOT)): bad for p in pages if (bad := notebook_lines(p.read_text(encoding="utf-8")))}
     assert found == {}
