@@ -35,3 +35,11 @@ def test_the_check_sees_each_kind():
             "[anchor](#2-advantage-estimators), a 1e-4 eps, `deadbeef` is hex but no digit\n")
     kinds = [line.split(": ", 1)[1].split(" (")[0] for line in notebook_lines(text)]
     assert kinds == ["an issue number", "a round of work", "a commit id", "a date", "a load figure"]
+
+
+def test_the_readme_is_a_short_guide_that_starts_with_the_two_commands():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 200
+    first_block = text.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+    assert [line.split("#")[0].strip() for line in first_block] == ["make demo", "make test"]
+    assert "|---|" not in text.split("## Results", 1)[1].split("\n## ", 1)[0]  # results: a link, no verdict table
