@@ -13,7 +13,7 @@ from botgrpo_cli.console import out
 
 def _record(ctx: typer.Context, json_out: Annotated[Optional[Path], typer.Option(
         "--json", help="Also write what the benchmark prints (tables, lines) to this JSON file, with the command, "
-                       "commit, time and load average; `botgrpo bench results` makes docs pages of such files.",
+                       "commit, time and load average; `botgrpo bench results` makes pages of such files under research/.",
         dir_okay=False)] = None) -> None:
     if json_out is not None:
         from botgrpo_cli.bench.record import Recorder
