@@ -33,15 +33,25 @@ def _outside_code_blocks(text: str) -> str:
 
 
 def dangling_links(path: Path, root: Path = ROOT) -> list[str]:
-    """The relative link targets of a Markdown file that name no file or folder (anchors ignored)."""
+    """The relative link targets of a Markdown file that name no file or folder (anchors ignored), and
+    the documents its text names (`docs/x.md`, `ALGORITHMS.md`) that resolve nowhere (see _resolves)."""
+    text = path.read_text(encoding="utf-8")
     bad = []
-    for target in LINK.findall(_outside_code_blocks(path.read_text(encoding="utf-8"))):
+    for target in LINK.findall(_outside_code_blocks(text)):
         if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
             continue  # http:, mailto:, an anchor on the same page
         file = target.split("#", 1)[0]
         if not (path.parent / file).exists():
             bad.append(f"{path.relative_to(root)}: ({target})")
+    prose = LINK.sub("", re.sub(r"^```.*?^```", "", text, flags=re.S | re.M))  # inline code counts: `docs/x.md`
+    bad += [f"{path.relative_to(root)}: {name}" for name in NAMED_DOC.findall(prose) if not _resolves(name, path, root)]
     return bad
+
+
+def _resolves(name: str, path: Path, root: Path) -> bool:
+    """A named document exists beside `path`, in a folder above it, or in a folder of pages."""
+    here = path.parent.relative_to(root)
+    return any((root / base / name).exists() for base in (here, *here.parents, *PAGE_FOLDERS))
 
 
 def _comments_and_strings(path: Path) -> str:
@@ -57,12 +67,8 @@ def _comments_and_strings(path: Path) -> str:
 def dangling_names(path: Path, root: Path = ROOT) -> list[str]:
     """`dir/name.md` paths and NAME.md documents named in a code file that resolve neither from the repository root, nor from
     the file's own folder or one above it, nor from a folder of pages (a generator's relative links)."""
-    bad = []
-    here = path.parent.relative_to(root)
-    for name in NAMED_DOC.findall(_comments_and_strings(path)):
-        if not any((root / base / name).exists() for base in (here, *here.parents, *PAGE_FOLDERS)):
-            bad.append(f"{path.relative_to(root)}: {name}")
-    return bad
+    return [f"{path.relative_to(root)}: {name}" for name in NAMED_DOC.findall(_comments_and_strings(path))
+            if not _resolves(name, path, root)]
 
 
 def test_every_relative_link_in_every_markdown_file_resolves():
@@ -90,10 +96,11 @@ def test_the_checks_see_a_broken_link_and_a_broken_name(tmp_path):
     (tmp_path / "rewards").mkdir()
     (tmp_path / "rewards" / "PROTOCOL.md").write_text("# P\n")
     page = tmp_path / "docs" / "index.md"
-    page.write_text("[ok](algorithms.md#2) [gone](nowhere.md) `[code](x.md)` [web](https://x.org/y.md)\n")
+    page.write_text("[ok](algorithms.md#2) [gone](nowhere.md) `[code](x.md)` [web](https://x.org/y.md)\n"
+                    "as ALGORITHMS.md says; see `rewards/PROTOCOL.md` and docs/algorithms.md\n")
     code = tmp_path / "rewards" / "mod.py"
     code.write_text('"""See docs/algorithms.md, ALGORITHMS.md and docs/ALGORITHMS.md; writes eval.md."""\n'
                     'x = "a/b.md"  # ../rewards/PROTOCOL.md and PROTOCOL.md beside it\n')
-    assert dangling_links(page, tmp_path) == ["docs/index.md: (nowhere.md)"]
+    assert dangling_links(page, tmp_path) == ["docs/index.md: (nowhere.md)", "docs/index.md: ALGORITHMS.md"]
     assert dangling_names(code, tmp_path) == ["rewards/mod.py: ALGORITHMS.md", "rewards/mod.py: docs/ALGORITHMS.md",
                                               "rewards/mod.py: a/b.md"]
