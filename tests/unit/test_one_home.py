@@ -326,8 +326,9 @@ def test_option_choices_are_checked_by_the_signatures_alone():
                     calls.setdefault(str(path), []).append(node.name)
             if isinstance(node, ast.ImportFrom) and path.name == "losses.py":
                 assert node.module != "botgrpo_cli.algos.advantages"
-    # only the two plain arguments that are no declared option: a reward transform and a loss aggregation
-    assert calls == {"botgrpo_cli/algos/advantages.py": ["apply_reward_return"], "botgrpo_cli/algos/losses.py": ["aggregate"]}
+    # only plain arguments that are no declared option: a reward transform, a mismatch mode, a loss aggregation
+    assert calls == {"botgrpo_cli/algos/advantages.py": ["apply_reward_return"],
+                     "botgrpo_cli/algos/losses.py": ["mismatch_weights", "aggregate"]}
 
 
 def test_the_default_learning_rate_rule_has_one_home():
