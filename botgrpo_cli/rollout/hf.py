@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
-from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
+from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
 
 from botgrpo_cli.console import console
 from botgrpo_cli.rollout.base import (Prompts, RolloutBatch, SamplingParams, check_context, context_limit, eos_ids,
                                       finish_row, pad_id_of, prompt_ids_of, prompt_texts_of)
 from botgrpo_cli.rollout.offsets import OffsetDecoder
+from botgrpo_cli.rollout.sampling import penalize_repeats, seen_tokens
 from botgrpo_cli.rollout.thinking import thinking_budget
 
 
@@ -49,6 +50,20 @@ def left_padded(rows: list[list[int]], pad_id: int) -> dict[str, torch.Tensor]:
             ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
             attn[i, width - len(r):] = 1
     return {"input_ids": ids, "attention_mask": attn}
+
+
+class _RepeatPenalty(LogitsProcessor):
+    """generate's repetition penalty over each row's own tokens: its prompt's left padding is not a token
+    the row has seen (as in the lean loop). transformers versions differ there, so the engine applies it."""
+
+    def __init__(self, penalty: float, prompt_valid: torch.Tensor):
+        self.penalty, self.prompt_valid = penalty, prompt_valid.bool()  # (B, P)
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        valid = self.prompt_valid.to(input_ids.device)
+        grown = valid.new_ones((input_ids.shape[0], input_ids.shape[1] - valid.shape[1]))
+        seen = seen_tokens(input_ids, torch.cat([valid, grown], 1), scores.shape[-1])
+        return penalize_repeats(scores, seen, self.penalty)
 
 
 class HFEngine:
@@ -107,8 +122,10 @@ class HFEngine:
             temperature=None if greedy else params.temperature, top_p=None if greedy else params.top_p,
             top_k=None if greedy or params.top_k == 0 else params.top_k,
             min_p=None if greedy or params.min_p == 0 else params.min_p,
-            repetition_penalty=params.repetition_penalty,  # generate skips each row's left padding, as we do
             pad_token_id=self.pad_id, eos_token_id=self.eos_ids)
+        # custom processors run before generate's temperature and filters: the penalty on the raw logits
+        processors = [_RepeatPenalty(params.repetition_penalty, attn)] if params.repetition_penalty != 1.0 else []
+        processors += [budget] if budget else []
         watch = params.stop or on_done is not None
         criteria = StoppingCriteriaList([_RowWatcher(self, params.stop, ids.shape[1], on_done)] if watch else [])
         was_training = self.model.training
@@ -120,7 +137,7 @@ class HFEngine:
                 torch.manual_seed(params.seed)
                 out = self.model.generate(input_ids=ids.to(device), attention_mask=attn.to(device),
                                           generation_config=config, stopping_criteria=criteria,
-                                          logits_processor=LogitsProcessorList([budget] if budget else []))
+                                          logits_processor=LogitsProcessorList(processors))
             return out.cpu()
         finally:
             self.model.train(was_training)

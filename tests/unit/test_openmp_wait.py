@@ -16,7 +16,9 @@ PROBE = "import botgrpo_cli, torch; torch.ones(4).sum()"
 
 
 def _spin_count(**env: str) -> str:
-    clean = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    # a fresh shell's environment: no policy, and no LD_PRELOAD (vLLM's CPU engine, started by another
+    # test in this process, preloads libgomp for children, which then reads its settings before Python runs)
+    clean = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "LD_PRELOAD")}
     proc = subprocess.run([sys.executable, "-c", PROBE], env={**clean, "OMP_DISPLAY_ENV": "verbose", **env},
                           capture_output=True, text=True, timeout=120, check=True)
     line = next(x for x in proc.stderr.splitlines() if x.strip().startswith("GOMP_SPINCOUNT"))
