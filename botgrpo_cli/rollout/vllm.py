@@ -150,6 +150,7 @@ def load_llm(model_path: str, options: VLLMOptions, seed: int) -> Any:
     if options.kv_cache_gib is not None:
         launch["kv_cache_memory_bytes"] = int(options.kv_cache_gib * 2**30)
     set_threads = torch.set_num_threads
+    preload = os.environ.get("LD_PRELOAD")
     try:
         llm = LLM(model=model_path, tokenizer=model_path, tensor_parallel_size=options.tensor_parallel_size,
                   gpu_memory_utilization=options.gpu_memory_utilization, enable_sleep_mode=options.sleep_mode,
@@ -161,6 +162,13 @@ def load_llm(model_path: str, options: VLLMOptions, seed: int) -> Any:
         # vLLM's CPU worker replaces torch.set_num_threads with a no-op once it pins its threads; the
         # trainer in this process (run.threads) still owns that setting.
         torch.set_num_threads = set_threads
+        # vLLM's CPU platform sets LD_PRELOAD (tcmalloc, libgomp) for the processes it starts; an in-process
+        # engine is loaded by then, and the reward services and workers this process starts later must not
+        # inherit it (libgomp would read its settings before botgrpo sets them).
+        if preload is None:
+            os.environ.pop("LD_PRELOAD", None)
+        else:
+            os.environ["LD_PRELOAD"] = preload
     _ENGINES[key] = llm
     return llm
 
