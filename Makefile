@@ -10,6 +10,10 @@ NODE_DIR := rewards/react
 NODE_STAMP := $(NODE_DIR)/node_modules/.botgrpo-installed
 SYS_STAMP := .cache/.system-packages
 PYTEST_ARGS ?=
+# Test files run two at a time (pytest-xdist, one file per worker so a file's fixtures start once):
+# much of the suite waits on services, browsers and child processes. PYTEST_WORKERS=0 runs serially.
+PYTEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
 
 .PHONY: setup demo test test-unit test-record tiny-models system clean
 
@@ -57,11 +61,11 @@ tiny-models: setup
 
 # Everything: unit and integration tests, real services and real models (goal: ten minutes on 2 cores; not met yet, see docs/test-suite-time.md).
 test: tiny-models
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 # The edit loop's tier: the unit tests but those marked slow (goal: two minutes on 2 cores).
 test-unit: tiny-models
-	$(PY) -m pytest -q tests/unit -m "not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(PYTEST_PARALLEL) tests/unit -m "not slow" $(PYTEST_ARGS)
 
 # `make test` recorded for docs/test-suite-time.md: RECORD.xml (per-test durations), RECORD.commit,
 # RECORD.load (uptime at start and end); scripts/suite_time_table.py makes the table from two records.
@@ -70,7 +74,7 @@ test-record: tiny-models
 	@mkdir -p $(dir $(RECORD))
 	git rev-parse --short HEAD > $(RECORD).commit
 	uptime > $(RECORD).load
-	$(PY) -m pytest -q --durations=0 --junitxml=$(RECORD).xml $(PYTEST_ARGS); rc=$$?; uptime >> $(RECORD).load; exit $$rc
+	$(PY) -m pytest -q $(PYTEST_PARALLEL) --durations=0 --junitxml=$(RECORD).xml $(PYTEST_ARGS); rc=$$?; uptime >> $(RECORD).load; exit $$rc
 
 clean:
 	rm -rf $(VENV) $(NODE_DIR)/node_modules .cache runs

@@ -4,6 +4,7 @@ for it."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import tempfile
@@ -30,3 +31,14 @@ def atomic_dir(final: Path) -> Iterator[Path]:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def one_builder(final: Path) -> Iterator[None]:
+    """Hold the build lock of `final`: a second process building the same entry waits here, then
+    finds it built (check for it again inside), instead of building it twice or replacing it under
+    a reader."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with open(final.parent / f".{final.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield

@@ -173,3 +173,16 @@ def smollm2_dir(smollm2_gguf) -> Path:
     from botgrpo_cli.models.gguf import resolve_gguf
 
     return Path(resolve_gguf(str(smollm2_gguf), "float32"))
+
+
+def _start_rank(item) -> int:
+    """Which test files start first: those that load a real model, then the other integration files,
+    then the unit tests. `make test` runs files on two workers in this order, so the longest files
+    start early and the many short unit files fill the end instead of one long file running alone."""
+    if item.get_closest_marker("real_model"):
+        return 0
+    return 1 if "integration" in item.path.parts else 2
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=_start_rank)  # stable: each file's tests keep their order

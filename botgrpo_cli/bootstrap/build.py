@@ -14,6 +14,7 @@ from transformers import GenerationConfig
 
 from botgrpo_cli.bootstrap.base_rate import measure
 from botgrpo_cli.bootstrap.cache import INFO_FILE, atomic_dir, is_complete, model_dir, recipe_hash, write_json
+from botgrpo_cli.cache import one_builder
 from botgrpo_cli.bootstrap.model import SIZES, make_model
 from botgrpo_cli.bootstrap.sft import SftConfig, encode_pairs, train_sft
 from botgrpo_cli.bootstrap.tokenizer import save_tokenizer, train_tokenizer
@@ -65,10 +66,13 @@ def bootstrap(
         return final
     if final.is_dir() and any(final.iterdir()) and not (final / INFO_FILE).is_file():
         raise UserError(f"{final} exists and is not a bootstrapped model; pass an empty or new directory to --out")
-    with atomic_dir(final) as tmp:
-        info = _build(task_obj, recipe, seed, tmp, progress or (lambda *_: None))
-        info["recipe_hash"] = recipe_hash(recipe)
-        write_json(tmp / INFO_FILE, info)
+    with one_builder(final):
+        if not force and is_complete(final, recipe):  # another process built it while this one waited
+            return final
+        with atomic_dir(final) as tmp:
+            info = _build(task_obj, recipe, seed, tmp, progress or (lambda *_: None))
+            info["recipe_hash"] = recipe_hash(recipe)
+            write_json(tmp / INFO_FILE, info)
     if progress is None:  # library use: say what was built (the CLI prints its own summary)
         console.print(f"bootstrap {task_obj.name}: {describe(info)}")
     return final

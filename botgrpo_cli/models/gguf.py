@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from botgrpo_cli.cache import atomic_dir, cache_root
+from botgrpo_cli.cache import atomic_dir, cache_root, one_builder
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.models.gguf_packages import fetch, packaged
@@ -107,6 +107,8 @@ def resolve_gguf(name: str, dtype: str) -> str:
         raise UserError(f"GGUF file {name} not found; give the path of a .gguf file")
     target = converted_dir(path, dtype)
     if not (target / INFO_FILE).is_file():
-        _convert(path, dtype, target)
+        with one_builder(target):
+            if not (target / INFO_FILE).is_file():
+                _convert(path, dtype, target)
     _say_if_no_chat_template(target, path.resolve())
     return str(target)

