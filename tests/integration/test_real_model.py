@@ -88,7 +88,7 @@ def test_a_lora_bot_grpo_step_moves_the_adapter_and_keeps_the_text(autocast, smo
     cfg = load_config(None, algo="bot_grpo", sets=[
         f"model.name_or_path={gguf}", "model.lora_r=8", f"model.autocast={autocast}", "run.task=arith_synth",
         "run.steps=1", "rollout.prompts_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=24",
-        f"reward.function={VARIED_REWARD}:first_of_its_prompt", "reward.workers=1",
+        f"reward.function={VARIED_REWARD}:alternating", "reward.workers=1",
         "run.threads=2", "log.tensorboard=false", f"run.out_dir={run}"])
     result = train(cfg)
     want = "fp32 (model.autocast=off)" if autocast == "off" else "bf16 autocast (model.autocast=bfloat16"

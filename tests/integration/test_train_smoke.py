@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,11 @@ from safetensors.torch import load_file
 
 from botgrpo_cli.algos import PRESETS
 from botgrpo_cli.config import load_config
+from botgrpo_cli.reward_client.combined import CombinedPool, ServiceSpec
+from botgrpo_cli.reward_client.opening import service_pool
 from botgrpo_cli.trainer import train
 from botgrpo_cli.trainer.reports import TIMING_KEYS
+from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
 from adamw_steps import assert_same_steps
 
 TASK = "react_synth"
@@ -48,14 +52,33 @@ def _final_weights(run_dir: Path) -> dict[str, torch.Tensor]:
     return _weights(sorted((run_dir / "checkpoints").glob("step-*"))[-1] / "model")
 
 
+VARIED = Path(__file__).resolve().parents[1] / "fixtures" / "varied_reward.py"
+
+
+@contextmanager
+def react_and_varied(react_pool):
+    """The shared react service plus a reward function whose scores differ inside every group by
+    construction (tests/fixtures/varied_reward.py), summed: no group's advantages are all zero
+    whatever the tiny model samples, so a preset that updates must change the weights. The react
+    service stays open for the next test; the function's process is this test's own."""
+    spec = ServiceSpec("varied", weight=3.0, function=f"{VARIED}:alternating")  # 3 > react's range: sums differ
+    varied = service_pool(spec, 1, DEFAULT_DEADLINE_MS)
+    try:
+        yield CombinedPool([ServiceSpec("react"), spec], lambda s: react_pool if s.name == "react" else varied)
+    finally:
+        varied.close()
+
+
 @pytest.mark.parametrize("algo", sorted(PRESETS))
 def test_two_steps_of_every_preset_change_parameters(model_dir, pool, tmp_path, algo):
-    result = train(_cfg(model_dir, tmp_path / "run", algo, 2, "optim.lr=1e-2"), pool=pool)
+    with react_and_varied(pool) as both:
+        result = train(_cfg(model_dir, tmp_path / "run", algo, 2, "optim.lr=1e-2"), pool=both)
     assert [r["step"] for r in result.metrics] == [1, 2]
     for record in result.metrics:
         bad = [k for k, v in record.items() if v is None or not math.isfinite(v)]
         assert not bad, f"non-finite metrics: {bad}"
-        assert record["reward/masked"] == 0 and "reward/syntax_ok" in record and "adv/std" in record
+        assert record["reward/masked"] == 0 and "reward/syntax_ok" in record and "reward/varied/mean" in record
+        assert record["groups/zero_variance_frac"] == 0  # the construction held: no group had one reward for all
     before, after = _weights(model_dir), _final_weights(result.run_dir)
     assert any(not torch.equal(before[k], after[k]) for k in before), "no parameter changed"
     for name in ("config.yaml", "metrics.jsonl", "samples.html", "curves.png"):
