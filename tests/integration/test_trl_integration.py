@@ -2,41 +2,52 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
+from types import SimpleNamespace
 
 import pytest
 import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
-pytest.importorskip("trl")
+from botgrpo_cli.algos import compute_advantages, project_spans, token_rewards
+from botgrpo_tasks import get_task
 
-from datasets import Dataset  # noqa: E402
-from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
-from trl import GRPOConfig  # noqa: E402
-
-from botgrpo_cli.algos import compute_advantages, project_spans, token_rewards  # noqa: E402
-from botgrpo_cli.integrations.trl import BoTGRPOTrainer, reward_function  # noqa: E402
-from botgrpo_tasks import get_task  # noqa: E402
+# TRL (and the vLLM it imports) load in the `api` fixture, not at collection: the test processes that
+# do not run this file do not pay for them.
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("trl") is None, reason="trl is not installed")
 
 GROUP = 4
 
 
-class RecordingTrainer(BoTGRPOTrainer):
-    """Keeps what each generation produced (before TRL shuffles it) and what the loss received."""
+@pytest.fixture(scope="module")
+def api():
+    """TRL's config, our trainer and reward function, datasets' Dataset, and RecordingTrainer."""
+    from datasets import Dataset
+    from trl import GRPOConfig
 
-    def __init__(self, *args, **kwargs):
-        self.generated: list[dict] = []
-        self.loss_inputs: list[dict] = []
-        super().__init__(*args, **kwargs)
+    from botgrpo_cli.integrations.trl import BoTGRPOTrainer, reward_function
 
-    def _generate_and_score_completions(self, inputs):
-        out = super()._generate_and_score_completions(inputs)
-        self.generated.append({"out": {k: v.clone() for k, v in out.items() if torch.is_tensor(v)},
-                               "scored": self.token_reward.reward.last})
-        return out
+    class RecordingTrainer(BoTGRPOTrainer):
+        """Keeps what each generation produced (before TRL shuffles it) and what the loss received."""
 
-    def _compute_loss(self, model, inputs):
-        self.loss_inputs.append({k: v.detach().clone() for k, v in inputs.items() if torch.is_tensor(v)})
-        return super()._compute_loss(model, inputs)
+        def __init__(self, *args, **kwargs):
+            self.generated: list[dict] = []
+            self.loss_inputs: list[dict] = []
+            super().__init__(*args, **kwargs)
+
+        def _generate_and_score_completions(self, inputs):
+            out = super()._generate_and_score_completions(inputs)
+            self.generated.append({"out": {k: v.clone() for k, v in out.items() if torch.is_tensor(v)},
+                                   "scored": self.token_reward.reward.last})
+            return out
+
+        def _compute_loss(self, model, inputs):
+            self.loss_inputs.append({k: v.detach().clone() for k, v in inputs.items() if torch.is_tensor(v)})
+            return super()._compute_loss(model, inputs)
+
+    return SimpleNamespace(Dataset=Dataset, GRPOConfig=GRPOConfig, BoTGRPOTrainer=BoTGRPOTrainer,
+                           reward_function=reward_function, RecordingTrainer=RecordingTrainer)
 
 
 def _offsets(tokenizer, ids: list[int]) -> tuple[str, list[tuple[int, int]]]:
@@ -65,22 +76,22 @@ def _expected(tokenizer, generated: dict) -> torch.Tensor:
     return compute_advantages("bot_grpo", token_rewards=r, scores=scores, mask=mask, group_ids=groups)
 
 
-def test_bot_grpo_trainer_feeds_token_advantages_to_trl_loss(tiny_arith_model_dir, tmp_path):
+def test_bot_grpo_trainer_feeds_token_advantages_to_trl_loss(api, tiny_arith_model_dir, tmp_path):
     task = get_task("arith_synth")
     examples = task.train_examples()[:4]
-    dataset = Dataset.from_list([{"prompt": task.format_prompt(ex), "answer": ex.reference["answer"]}
-                                 for ex in examples])
+    dataset = api.Dataset.from_list([{"prompt": task.format_prompt(ex), "answer": ex.reference["answer"]}
+                                     for ex in examples])
     tokenizer = AutoTokenizer.from_pretrained(tiny_arith_model_dir)
     model = AutoModelForCausalLM.from_pretrained(tiny_arith_model_dir)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2 * GROUP, num_generations=GROUP,
-                      max_completion_length=48, max_steps=2, learning_rate=1e-3, beta=0.0, use_cpu=True,
-                      bf16=False, report_to="none", save_strategy="no", logging_steps=1, seed=0,
-                      dataloader_num_workers=0)
-    reward = reward_function("math", options=task.service_options)
+    args = api.GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2 * GROUP, num_generations=GROUP,
+                          max_completion_length=48, max_steps=2, learning_rate=1e-3, beta=0.0, use_cpu=True,
+                          bf16=False, report_to="none", save_strategy="no", logging_steps=1, seed=0,
+                          dataloader_num_workers=0)
+    reward = api.reward_function("math", options=task.service_options)
     try:
-        trainer = RecordingTrainer(model, reward_funcs=reward, args=args, train_dataset=dataset,
-                                   processing_class=tokenizer)
+        trainer = api.RecordingTrainer(model, reward_funcs=reward, args=args, train_dataset=dataset,
+                                       processing_class=tokenizer)
         trainer.train()
     finally:
         reward.close()
@@ -110,9 +121,9 @@ def test_bot_grpo_trainer_feeds_token_advantages_to_trl_loss(tiny_arith_model_di
     assert losses and all(math.isfinite(x) for x in losses)
 
 
-def test_reward_function_returns_none_for_unscorable(tmp_path):
+def test_reward_function_returns_none_for_unscorable(api, tmp_path):
     """The plain TRL reward function: sequence scores, None where the service answers with an error."""
-    reward = reward_function("math", reference_columns=["answer"])
+    reward = api.reward_function("math", reference_columns=["answer"])
     try:
         scores = reward(prompts=["1+1?", "2+2?"], completions=["\\boxed{2}", "x" * 3_000_000],
                         answer=["2", "4"], trainer_state=None)
@@ -136,17 +147,17 @@ def shorter(completions, **kwargs):
     return [-len(c) / 100 for c in completions]
 
 
-def test_bot_grpo_trainer_takes_span_returning_python_functions(tiny_arith_model_dir, tmp_path):
+def test_bot_grpo_trainer_takes_span_returning_python_functions(api, tiny_arith_model_dir, tmp_path):
     task = get_task("arith_synth")
-    dataset = Dataset.from_list([{"prompt": task.format_prompt(ex)} for ex in task.train_examples()[:2]])
+    dataset = api.Dataset.from_list([{"prompt": task.format_prompt(ex)} for ex in task.train_examples()[:2]])
     tokenizer = AutoTokenizer.from_pretrained(tiny_arith_model_dir)
-    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2 * GROUP, num_generations=GROUP,
-                      max_completion_length=16, max_steps=1, learning_rate=1e-3, use_cpu=True, bf16=False,
-                      report_to="none", save_strategy="no", seed=0, dataloader_num_workers=0,
-                      reward_weights=[1.0, 0.5])
-    trainer = RecordingTrainer(AutoModelForCausalLM.from_pretrained(tiny_arith_model_dir),
-                               reward_funcs=[first_digit, shorter], args=args, train_dataset=dataset,
-                               processing_class=tokenizer)
+    args = api.GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2 * GROUP, num_generations=GROUP,
+                          max_completion_length=16, max_steps=1, learning_rate=1e-3, use_cpu=True, bf16=False,
+                          report_to="none", save_strategy="no", seed=0, dataloader_num_workers=0,
+                          reward_weights=[1.0, 0.5])
+    trainer = api.RecordingTrainer(AutoModelForCausalLM.from_pretrained(tiny_arith_model_dir),
+                                   reward_funcs=[first_digit, shorter], args=args, train_dataset=dataset,
+                                   processing_class=tokenizer)
     try:
         trainer.train()
     finally:
@@ -162,20 +173,20 @@ def test_bot_grpo_trainer_takes_span_returning_python_functions(tiny_arith_model
     assert any(len(set(a[m].tolist())) > 1 for a, m in zip(out["advantages"], masks))  # the span's token credit
 
 
-def test_trainer_refuses_rewards_it_cannot_score():
+def test_trainer_refuses_rewards_it_cannot_score(api):
     with pytest.raises(TypeError, match="reward_function.*or Python reward functions"):
-        BoTGRPOTrainer("unused-model-id", reward_funcs=3)
+        api.BoTGRPOTrainer("unused-model-id", reward_funcs=3)
     with pytest.raises(TypeError, match="reward_function.*or Python reward functions"):
-        BoTGRPOTrainer("unused-model-id", reward_funcs=[shorter, reward_function("math")])
+        api.BoTGRPOTrainer("unused-model-id", reward_funcs=[shorter, api.reward_function("math")])
     with pytest.raises(KeyError, match="known"):
-        BoTGRPOTrainer("unused-model-id", reward_funcs=reward_function("math"), advantage="nope")
+        api.BoTGRPOTrainer("unused-model-id", reward_funcs=api.reward_function("math"), advantage="nope")
 
 
-def test_bot_grpo_trainer_loads_a_gguf_by_the_name_botgrpo_train_takes(smollm2_gguf, tmp_path):
-    args = GRPOConfig(output_dir=str(tmp_path), num_generations=2, per_device_train_batch_size=2, max_steps=1,
-                      use_cpu=True, bf16=False, report_to="none", save_strategy="no")
-    trainer = BoTGRPOTrainer(str(smollm2_gguf), reward_funcs=[shorter], args=args,
-                             train_dataset=Dataset.from_list([{"prompt": "Name a colour."}] * 2))
+def test_bot_grpo_trainer_loads_a_gguf_by_the_name_botgrpo_train_takes(api, smollm2_gguf, tmp_path):
+    args = api.GRPOConfig(output_dir=str(tmp_path), num_generations=2, per_device_train_batch_size=2, max_steps=1,
+                          use_cpu=True, bf16=False, report_to="none", save_strategy="no")
+    trainer = api.BoTGRPOTrainer(str(smollm2_gguf), reward_funcs=[shorter], args=args,
+                                 train_dataset=api.Dataset.from_list([{"prompt": "Name a colour."}] * 2))
     try:
         assert trainer.model.config.model_type == "llama" and trainer.processing_class.chat_template
     finally:

@@ -3,17 +3,17 @@ token credit: TRL's loss would weigh each completion by the mean of its token ad
 
 from __future__ import annotations
 
+import importlib.util
 from types import SimpleNamespace
 
 import pytest
 import torch
 
-pytest.importorskip("trl")
+from botgrpo_cli.algos import ADVANTAGES
 
-from trl import GRPOConfig  # noqa: E402
-
-from botgrpo_cli.algos import ADVANTAGES, compute_advantages  # noqa: E402
-from botgrpo_cli.integrations.trl import BoTGRPOTrainer, ServiceReward, gives_token_credit  # noqa: E402
+# TRL (and the vLLM it imports) load inside the tests that need them: collecting this file stays cheap
+# for the test processes that do not run it.
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("trl") is None, reason="trl is not installed")
 
 
 def test_sequence_level_ratio_averages_token_advantages_away():
@@ -27,6 +27,8 @@ def test_sequence_level_ratio_averages_token_advantages_away():
 
 
 def test_token_credit_is_decided_by_running_the_estimator():
+    from botgrpo_cli.integrations.trl import gives_token_credit
+
     for name in ADVANTAGES:
         credit = gives_token_credit(name, {}, 1.0, 1.0)
         assert gives_token_credit(name, {}, 1.0, 0.0) is False  # outcome only: constant per completion
@@ -34,6 +36,10 @@ def test_token_credit_is_decided_by_running_the_estimator():
 
 
 def test_trainer_refuses_gspo_with_token_credit_before_the_model_loads(tmp_path):
+    from trl import GRPOConfig
+
+    from botgrpo_cli.integrations.trl import BoTGRPOTrainer, ServiceReward
+
     reward = ServiceReward(SimpleNamespace(service="math"))  # never called: the refusal comes first
     args = GRPOConfig(output_dir=str(tmp_path), importance_sampling_level="sequence", use_cpu=True, report_to="none")
     with pytest.raises(ValueError, match="importance_sampling_level='sequence'.*token credit is lost"):
