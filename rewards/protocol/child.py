@@ -90,6 +90,7 @@ class LineChild:
         self._exited = threading.Event()
         self._lines: queue.Queue = queue.Queue()
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self._stderr_read = threading.Event()  # set once stderr reached its end (or is not kept)
         self._write_lock = threading.Lock()
         pipes = {"inherit": None, "tail": subprocess.PIPE, "discard": subprocess.DEVNULL, "stdout": subprocess.STDOUT}
         if stderr not in pipes:
@@ -111,6 +112,8 @@ class LineChild:
                 log.close()
         if stderr == "tail":
             threading.Thread(target=self._drain_stderr, name=f"{name}-stderr", daemon=True).start()
+        else:
+            self._stderr_read.set()
         watch = self._read if self._lines_out else self._wait
         threading.Thread(target=watch, name=f"{name}-reader", daemon=True).start()
 
@@ -130,7 +133,11 @@ class LineChild:
         return self.proc.returncode
 
     def stderr_tail(self) -> str:
-        """The last lines the child wrote on stderr (with stderr="tail"; empty otherwise)."""
+        """The last lines the child wrote on stderr (with stderr="tail"; empty otherwise). Once the
+        child has exited, everything it wrote is read first: on a busy machine the reader thread can
+        still be behind when the exit is seen, and a start error would show none of the reason."""
+        if self.exited:
+            self._stderr_read.wait(KILL_WAIT_S)  # bounded: a helper it left behind may hold the pipe open
         return "\n".join(self._stderr)
 
     def cpu_seconds(self) -> float | None:
@@ -273,9 +280,12 @@ class LineChild:
 
     def _drain_stderr(self) -> None:
         assert self.proc.stderr is not None
-        for raw in iter(self.proc.stderr.readline, b""):
-            self._stderr.append(raw.decode("utf-8", errors="replace").rstrip())
-        self.proc.stderr.close()
+        try:
+            for raw in iter(self.proc.stderr.readline, b""):
+                self._stderr.append(raw.decode("utf-8", errors="replace").rstrip())
+            self.proc.stderr.close()
+        finally:
+            self._stderr_read.set()
 
 
 def terminate_all(children: list[LineChild], timeout: float) -> None:
