@@ -175,13 +175,20 @@ def smollm2_dir(smollm2_gguf) -> Path:
     return Path(resolve_gguf(str(smollm2_gguf), "float32"))
 
 
+# The longest file (one vLLM engine and server, shared by its tests) starts before all others.
+LONGEST_FILE = "test_vllm_engine.py"
+
+
 def _start_rank(item) -> int:
-    """Which test files start first: those that load a real model, then the other integration files,
-    then the unit tests. `make test` runs files on two workers in this order, so the longest files
-    start early and the many short unit files fill the end instead of one long file running alone."""
-    if item.get_closest_marker("real_model"):
+    """Which test files start first: the longest, those that load a real model, the other integration
+    files, then the unit tests. `make test` runs files on two workers in this order, so the long
+    files start early and the many short unit files fill the end, instead of one long file running
+    alone at the end."""
+    if item.path.name == LONGEST_FILE:
         return 0
-    return 1 if "integration" in item.path.parts else 2
+    if item.get_closest_marker("real_model"):
+        return 1
+    return 2 if "integration" in item.path.parts else 3
 
 
 def pytest_collection_modifyitems(config, items):
