@@ -78,10 +78,11 @@ def solution(problem: Problem, slips: frozenset[int] = frozenset()) -> str:
     return "\n\n".join(paras + [f"\\boxed{{{problem.steps(slips)[-1][1]}}}"])
 
 
-# The calculator variant (task option calculator=true): most corpus solutions first ask the built-in
-# calculator tool for the product, as a model turn of its own, and then write the steps with the
+# The calculator variant (task option calculator=true): every corpus solution first asks the built-in
+# calculator tool for the product, as a model turn of its own, and then writes the steps with the
 # product it returned (so the tool call cures the product slip), as one transcript (base.TURN_END).
-CALL_RATE = 0.75  # corpus solutions that call the tool (the rest answer at once: groups differ)
+# Always, so that a trajectory is a call and an answer (two model turns); groups still differ in
+# the carries and borrows after the product.
 
 
 def calculator_call(expression: str) -> str:
@@ -187,7 +188,12 @@ class ArithSynthTask(SyntheticTask):
     # 800 steps instead of the tiny recipe's 500: at 500 the model computes too few steps right
     # (base pass@1 0.05, measured), at 1500 it exceeds 0.5 and leaves little to learn.
     bootstrap_sft = {"tiny": {"steps": 800}}
-    corpus_version = 3  # 2: slips never make a count negative; 3: the rates above
+
+    @property
+    def corpus_version(self) -> int:
+        """2: slips never make a count negative; 3: the rates above; 4 (calculator only): every
+        solution calls the calculator (it was three in four)."""
+        return 4 if self.options.get("calculator", False) else 3
 
     def _examples(self, split: str, n: int) -> list[Example]:
         return [
@@ -202,8 +208,7 @@ class ArithSynthTask(SyntheticTask):
         calls = bool(self.options.get("calculator", False))
         for p in draw_problems(seed, n, "train"):
             slips = draw_slips(rng, p, scale)
-            called = calls and rng.random() < CALL_RATE
-            items.append(CorpusItem(p, slips, prompt(p), with_calculator(p, slips) if called else solution(p, slips)))
+            items.append(CorpusItem(p, slips, prompt(p), with_calculator(p, slips) if calls else solution(p, slips)))
         return items
 
     def corpus(self, n: int, seed: int = 0) -> list[tuple[str, str]]:
