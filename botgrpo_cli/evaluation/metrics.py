@@ -102,8 +102,9 @@ def aggregate(problems: Sequence[Problem], ks: Sequence[int], metric_names: Sequ
 
 def _turn_figures(samples: Sequence[Sample]) -> dict[str, float]:
     """Multi-turn samples: model turns per sample, tool calls per sample, and the share of tool calls
-    that ran (valid JSON, a known tool, arguments it takes, no error or timeout); {} for single turns."""
-    if all(s.turns <= 1 and not s.tool_calls for s in samples):
+    that ran (valid JSON, a known tool, arguments it takes, no error or timeout); {} for single-turn
+    rollouts. A multi-turn evaluation reports them even when no sample called a tool (0 calls)."""
+    if not any(s.multi_turn for s in samples):
         return {}
     calls = sum(s.tool_calls for s in samples)
     out = {"turns_mean": sum(s.turns for s in samples) / len(samples), "tool_calls_mean": calls / len(samples)}

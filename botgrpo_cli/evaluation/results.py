@@ -24,6 +24,7 @@ class Sample:
     turns: int = 1  # model turns (multi-turn rollouts; text is then the whole transcript)
     tool_calls: int = 0
     tool_errors: int = 0  # calls answered with an error (raised, bad call, timed out)
+    multi_turn: bool = False  # sampled by multi-turn rollouts (tools, an environment, repair turns)
 
 
 @dataclass

@@ -59,7 +59,7 @@ class Pending:
     render: Future | None
     render_request: ScoreRequest | None
     render_note: str | None = None  # why the render pass fell back to no judge
-    counts: dict[str, int] = dataclasses.field(default_factory=dict)  # multi-turn: turns, tool_calls, tool_errors
+    counts: dict[str, int] = dataclasses.field(default_factory=dict)  # multi-turn: turns, tool_calls, tool_errors, multi_turn
 
 
 def _render_options(example: Any, save_group: dict) -> dict:
@@ -105,7 +105,7 @@ def submit_all(engine: Engine | MultiTurn, examples: list, prompts: list[str], n
             rows.append(Pending(lo + i // n, batch.texts[i], int(lengths[i]), bool(batch.finished[i]),
                                 future if by_environment is None else _done(by_environment),
                                 scoring.render_pool.submit(shown) if shown else None, shown,
-                                counts=engine.row_counts[i] if multi else {}))
+                                counts={**engine.row_counts[i], "multi_turn": True} if multi else {}))
         tick(len(chunk))
     return rows
 

@@ -251,3 +251,48 @@ def test_conversational_prompts_with_a_tool_and_an_environment(model_dir, user_d
     result = train(cfg)
     for m in result.metrics:
         assert m["turns/mean"] >= 2 and m["turns/tool_calls"] > 0 and m["turns/env_errors"] == 0
+
+
+AIME_SAMPLE = Path(__file__).resolve().parents[1] / "data" / "aime_sample.jsonl"
+ARITH_TEMPLATE = "{problem}\nSolve step by step, one equation per paragraph.\n"  # the warm start's own prompt
+
+
+def test_aime_with_the_built_in_calculator_trains_and_evaluates(model_dir, pool, tmp_path, seen):
+    """The aime task (a user's table of problems with answers) and run.tools=[calculator]: the word
+    problems the warm start knows, through aime's own loading and math scoring, call the calculator."""
+    from botgrpo_tasks import get_task
+
+    table = tmp_path / "problems.jsonl"
+    rows = [{"problem": ex.prompt.split("\nSolve")[0], "answer": ex.reference["answer"]}
+            for ex in get_task("arith_synth").train_examples()[:30]]
+    table.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = load_config(None, algo="bot_grpo", sets=[*SMALL, "run.task=aime", "run.tools=[calculator]", "run.steps=1",
+                                                   "run.eval_every=1", "run.eval_prompts=4"])
+    cfg.model.name_or_path, cfg.run.out_dir = str(model_dir), str(tmp_path / "run")
+    cfg.run.task_options = {"path": str(table), "prompt_template": ARITH_TEMPLATE}
+    result = train(cfg, pool=pool)
+    (m,) = result.metrics
+    assert m["turns/mean"] >= 2 and m["turns/tool_calls"] >= 8 and m["turns/tool_errors"] == 0
+    assert m["eval/turns"] >= 2 and m["eval/failed_scoring"] == 0
+    (batch,) = seen["batches"]
+    for text in batch.texts:  # the built-in's answer is the product the call asked for
+        assert text.split("<tool_response>\n")[1].split("\n")[0] == str(eval_product(text))
+
+
+def test_aime_problems_evaluate_with_the_calculator(model_dir, tmp_path):
+    """Real competition problems (far outside what the tiny model learned): the evaluation runs the
+    turns, scores every transcript and reports the tool figures even where the model calls nothing."""
+    from typer.testing import CliRunner
+
+    from botgrpo_cli.cli import app
+
+    out = tmp_path / "eval"
+    result = CliRunner().invoke(app, ["eval", "--task", "aime", "--task-option", f"path={AIME_SAMPLE}", "--task-option",
+                                      f"eval_path={AIME_SAMPLE}", "--model", str(model_dir), "--out", str(out), "--n",
+                                      "2", "--limit", "4", "--tool", "calculator", "--max-turns", "2",
+                                      "--max-new-tokens", "32", "--threads", "1"])
+    assert result.exit_code == 0, result.output
+    figures = json.loads((out / "eval.json").read_text())["evaluations"][0]["aggregates"]
+    assert figures["samples"] == 8 and figures["failed_scoring"] == 0
+    assert 1.0 <= figures["turns_mean"] <= 2.0 and figures["tool_calls_mean"] >= 0
+    assert "tool calls per sample" in (out / "eval.md").read_text()

@@ -86,3 +86,18 @@ def test_markdown_tables_show_figures_and_per_problem_pass_at_k():
     assert rows[0] == "| problem | n | correct | pass@1 | pass@2 |"  # pass@8 > n is left out
     assert rows[3] == "| b | 4 | 1 | 0.250 | 0.500 |"
     assert not any(math.isnan(v) for v in aggregate(problems, [1], ["correct"]).values())
+
+
+def test_turn_figures_only_for_multi_turn_samples_and_zero_calls_shown():
+    single = aggregate(_table(), [1], ["correct"])
+    assert "turns_mean" not in single and "tool_calls_mean" not in single
+    no_calls = _table()
+    for p in no_calls:
+        for s in p.samples:
+            s.multi_turn = True  # a run with tools whose model answered at once
+    figs = aggregate(no_calls, [1], ["correct"])
+    assert figs["turns_mean"] == 1.0 and figs["tool_calls_mean"] == 0.0 and "tool_calls_valid" not in figs
+    no_calls[0].samples[0].turns, no_calls[0].samples[0].tool_calls, no_calls[0].samples[0].tool_errors = 2, 2, 1
+    figs = aggregate(no_calls, [1], ["correct"])
+    assert figs["turns_mean"] == pytest.approx(17 / 16) and figs["tool_calls_mean"] == pytest.approx(2 / 16)
+    assert figs["tool_calls_valid"] == pytest.approx(0.5)
