@@ -62,13 +62,16 @@ def test_greedy_repair_transcripts_equal_on_both_engines(tiny_model_dir, pool):
 
 @pytest.mark.parametrize("engine", ["fast", "hf"])
 def test_repair_turns_train(tiny_model_dir, pool, tmp_path, engine):
-    cfg = load_config(None, algo="bot_grpo", sets=[*SMALL, f"rollout.engine={engine}"])
+    cfg = load_config(None, algo="bot_grpo", sets=[*SMALL, f"rollout.engine={engine}", "run.eval_every=2",
+                                                   "run.eval_prompts=2"])
     cfg.model.name_or_path, cfg.run.out_dir = str(tiny_model_dir), str(tmp_path / "run")
     result = train(cfg, pool=pool)
     assert [m["step"] for m in result.metrics] == [1, 2]
     for m in result.metrics:
         assert m["turns/mean"] > 1 and m["reward/masked"] == 0 and m["turns/masked_tokens"] > 0
         assert m["reward/attempts"] > 1
+    last = result.metrics[-1]  # the held-out evaluation, on this engine, revises too
+    assert last["eval/turns"] > 1 and last["eval/failed_scoring"] == 0
 
 
 def test_repair_turns_evaluate(tiny_model_dir, tmp_path):
