@@ -195,6 +195,10 @@ class ArithSynthTask(SyntheticTask):
         solution calls the calculator (it was three in four)."""
         return 4 if self.options.get("calculator", False) else 3
 
+    @property
+    def warm_start_tools(self) -> tuple[str, ...]:
+        return ("calculator",) if self.options.get("calculator", False) else ()
+
     def _examples(self, split: str, n: int) -> list[Example]:
         return [
             Example(id=f"arith_synth/{split}/{i}", prompt=prompt(p), reference={"answer": str(p.answer())})

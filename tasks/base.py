@@ -65,6 +65,9 @@ class Task:
     # With rollout.max_turns > 1: after a failed attempt the service's diagnostic comes back as the
     # next user message and the model revises (botgrpo_cli/turns/feedback.py); the last attempt decides.
     revises: bool = False
+    # The tools a bootstrapped variant's warm start learned to call (run.tools for it); its base rate is
+    # measured with them.
+    warm_start_tools: tuple[str, ...] = ()
 
     def __init__(self, seed: int = 0, think_tags: Any = DEFAULT_TAGS, **options: Any):
         self.seed = seed

@@ -14,11 +14,13 @@ BATCH = 64  # prompts per generate call
 
 def measure(task: Task, model: Any, tokenizer: Any, n: int, seed: int, progress: Progress) -> dict[str, Any]:
     """Base success rate on the first `n` eval prompts (one sample each); the service's metric
-    means over scored samples. A service that cannot start leaves the rate unmeasured."""
+    means over scored samples. A variant whose warm start learned tools is measured calling them
+    (multi-turn, as it is run). A service that cannot start leaves the rate unmeasured."""
     from botgrpo_cli.evaluation.metrics import metric_means, success_rate
     from botgrpo_cli.evaluation.sampling import Scoring, held_out
     from botgrpo_cli.reward_client import RewardPool, ServiceStartError
     from botgrpo_cli.rollout import FastEngine, SamplingParams
+    from botgrpo_cli.rollout.turns import MultiTurn, build_settings
 
     total = min(n, len(task.eval_examples()))
     progress("sample", 0, total)
@@ -30,13 +32,20 @@ def measure(task: Task, model: Any, tokenizer: Any, n: int, seed: int, progress:
 
     params = SamplingParams(max_new_tokens=task.max_new_tokens, temperature=1.0, top_p=1.0, stop=tuple(task.stop),
                             seed=seed)
+    tools = list(getattr(task, "warm_start_tools", ()))
+    settings = build_settings(tools, None, None, task, {}, None, tool_workers=1) if tools else None
+    engine = FastEngine(model, tokenizer)
     try:
         with RewardPool(task.service) as pool:
-            problems = held_out(FastEngine(model, tokenizer), tokenizer, task, Scoring.of_task(task, pool), params, n,
-                                batch_size=BATCH, tick=tick)
+            problems = held_out(engine if settings is None else MultiTurn(engine, tokenizer, settings), tokenizer,
+                                task, Scoring.of_task(task, pool), params, n, batch_size=BATCH, tick=tick)
     except (ImportError, OSError, ServiceStartError) as err:  # no service here: the model is still usable
         return {"base_success_rate": None, "measure_error": f"could not start service {task.service!r}: {err}"}
+    finally:
+        if settings is not None and settings.tools is not None:
+            settings.tools.close()
     progress("score", total, total)
     rate = success_rate(problems)
     means = metric_means(problems, list(dict.fromkeys((task.success_metric, *task.eval_metrics))))
-    return {"base_success_rate": rate, "base_metrics": {**means, task.success_metric: rate}, "n_measured": total}
+    return {"base_success_rate": rate, "base_metrics": {**means, task.success_metric: rate}, "n_measured": total,
+            **({"measured_with_tools": tools} if tools else {})}

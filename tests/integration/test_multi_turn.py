@@ -118,6 +118,13 @@ def _cfg(model_dir: Path, out: Path, *extra: str, algo: str = "grpo"):
     return cfg
 
 
+def test_the_warm_starts_base_rate_is_measured_calling_the_calculator(model_dir):
+    from botgrpo_cli.bootstrap import read_info
+
+    info = read_info(model_dir)
+    assert info["measured_with_tools"] == ["calculator"] and info["base_success_rate"] > 0  # not 0: it calls first
+
+
 def test_tool_turns_greedy_equal_on_both_engines_and_only_model_tokens_trained(engines):
     from botgrpo_tasks import get_task
 
