@@ -66,14 +66,17 @@ class Settings:
         return mine | ({"algo_sets": self.algo_sets} if self.algo_sets else {})  # older work dirs stay valid
 
     def eval_spec(self) -> EvalSpec:
-        """Held-out sampling with the training runs' task options, temperature and length limit."""
+        """Held-out sampling with the training runs' task options, temperature, length limit and turns."""
         from botgrpo_cli.config import load_config
 
         cfg = load_config(None, sets=list(self.sets))
         return EvalSpec(task=self.task, prompts=self.eval_prompts, samples=self.eval_samples,
                         task_options=dict(cfg.run.task_options), service_options=dict(self.eval_service_options),
                         temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p,
-                        max_new_tokens=cfg.rollout.max_new_tokens)
+                        max_new_tokens=cfg.rollout.max_new_tokens, max_turns=cfg.rollout.max_turns,
+                        tools=list(cfg.run.tools), environment=cfg.run.environment,
+                        tool_deadline_s=cfg.rollout.tool_deadline_s,
+                        environment_deadline_s=cfg.rollout.environment_deadline_s)
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,13 @@ class EvalSpec:
     top_p: float = 1.0  # as in training
     max_new_tokens: int | None = None  # as in training; None = the task's
     chunk: int = 128  # rows generated at once
+    # multi-turn as in training (rollout.max_turns, run.tools, run.environment): tool calls, an
+    # environment's messages or a revising task's repair turns; None / [] / None: single turns
+    max_turns: int | None = None
+    tools: list = field(default_factory=list)
+    environment: str | None = None
+    tool_deadline_s: float = 10.0
+    environment_deadline_s: float = 30.0
 
 
 @dataclass
@@ -307,11 +317,13 @@ def evaluate_model(model_dir: Path | str, spec: EvalSpec, pool: Any, threads: in
     """Sample `spec.samples` completions for each of `spec.prompts` held-out prompts and score them
     through the evaluation path (a LoRA checkpoint loads onto its base model, as in `botgrpo eval`).
     Failed scorings count as failures (they are reported in `failed`); metric means are over the
-    scored samples, as in `botgrpo eval`."""
+    scored samples, as in `botgrpo eval`. Multi-turn runs are evaluated multi-turn (the final
+    attempt decides; `turns` is the mean number of model turns)."""
     from botgrpo_cli.evaluation import models
     from botgrpo_cli.evaluation.metrics import failed_scorings, metric_means
     from botgrpo_cli.evaluation.sampling import Scoring, held_out
     from botgrpo_cli.rollout import FastEngine, SamplingParams
+    from botgrpo_cli.rollout.turns import MultiTurn, build_settings, turns_over
     from botgrpo_tasks import get_task
 
     t0 = time.perf_counter()
@@ -326,14 +338,22 @@ def evaluate_model(model_dir: Path | str, spec: EvalSpec, pool: Any, threads: in
         params = SamplingParams(max_new_tokens=spec.max_new_tokens or task.max_new_tokens, seed=EVAL_SEED,
                                 temperature=spec.temperature, top_p=spec.top_p, stop=tuple(task.stop))
         scoring = Scoring.of_task(task, pool, options=spec.service_options)
-        problems = held_out(FastEngine(model, tok), tok, task, scoring, params, spec.prompts, spec.samples,
-                            batch_size=max(1, spec.chunk // spec.samples))
+        settings = build_settings(list(spec.tools), spec.environment, spec.max_turns, task, {}, None,
+                                  tool_deadline_s=spec.tool_deadline_s,
+                                  environment_deadline_s=spec.environment_deadline_s)
+        with turns_over(FastEngine(model, tok), tok, task, settings, pool, scoring.options,
+                        scoring.deadline_ms) as engine:
+            kwargs = engine.template_kwargs if isinstance(engine, MultiTurn) else None
+            problems = held_out(engine, tok, task, scoring, params, spec.prompts, spec.samples,
+                                batch_size=max(1, spec.chunk // spec.samples), template_kwargs=kwargs)
         names = sorted({k for p in problems for s in p.samples for k in s.metrics})
     finally:
         torch.set_num_threads(saved_threads)
+    samples = [s for p in problems for s in p.samples]
+    turns = {"turns": sum(s.turns for s in samples) / len(samples)} if settings is not None and samples else {}
     return {"samples": spec.samples, "prompts": len(problems), "counts": [p.correct for p in problems],
             "means": metric_means(problems, names), "success_metric": task.success_metric,
-            "failed": failed_scorings(problems), "seconds": round(time.perf_counter() - t0, 2)}
+            "failed": failed_scorings(problems), "seconds": round(time.perf_counter() - t0, 2), **turns}
 
 
 def main(argv: list[str]) -> int:

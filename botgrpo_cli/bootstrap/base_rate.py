@@ -20,7 +20,7 @@ def measure(task: Task, model: Any, tokenizer: Any, n: int, seed: int, progress:
     from botgrpo_cli.evaluation.sampling import Scoring, held_out
     from botgrpo_cli.reward_client import RewardPool, ServiceStartError
     from botgrpo_cli.rollout import FastEngine, SamplingParams
-    from botgrpo_cli.rollout.turns import MultiTurn, build_settings
+    from botgrpo_cli.rollout.turns import build_settings, turns_over
 
     total = min(n, len(task.eval_examples()))
     progress("sample", 0, total)
@@ -34,16 +34,13 @@ def measure(task: Task, model: Any, tokenizer: Any, n: int, seed: int, progress:
                             seed=seed)
     tools = list(getattr(task, "warm_start_tools", ()))
     settings = build_settings(tools, None, None, task, {}, None, tool_workers=1) if tools else None
-    engine = FastEngine(model, tokenizer)
     try:
-        with RewardPool(task.service) as pool:
-            problems = held_out(engine if settings is None else MultiTurn(engine, tokenizer, settings), tokenizer,
-                                task, Scoring.of_task(task, pool), params, n, batch_size=BATCH, tick=tick)
+        with RewardPool(task.service) as pool, turns_over(FastEngine(model, tokenizer), tokenizer, task,
+                                                          settings) as engine:
+            problems = held_out(engine, tokenizer, task, Scoring.of_task(task, pool), params, n, batch_size=BATCH,
+                                tick=tick)
     except (ImportError, OSError, ServiceStartError) as err:  # no service here: the model is still usable
         return {"base_success_rate": None, "measure_error": f"could not start service {task.service!r}: {err}"}
-    finally:
-        if settings is not None and settings.tools is not None:
-            settings.tools.close()
     progress("score", total, total)
     rate = success_rate(problems)
     means = metric_means(problems, list(dict.fromkeys((task.success_metric, *task.eval_metrics))))

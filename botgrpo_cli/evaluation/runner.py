@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from botgrpo_cli.config import AUTOCAST_SETTINGS, ModelConfig, RewardConfig, RolloutConfig, RunConfig
 from botgrpo_tasks.base import CHAT_TEMPLATE
@@ -17,7 +17,7 @@ from botgrpo_cli.evaluation.metrics import aggregate, success_defined, without_s
 from botgrpo_cli.evaluation.results import Problem
 from botgrpo_cli.redact import redact
 from botgrpo_cli.evaluation.sampling import Scoring, evaluate
-from botgrpo_cli.rollout.turns import MultiTurn
+from botgrpo_cli.rollout.turns import MultiTurn, build_settings, turns_over
 from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
 
 SPLITS = ("eval", "train", "all")  # all: every problem the task has (for aime: the whole file)
@@ -191,22 +191,11 @@ def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOption
     return entry, problems
 
 
-@contextmanager
-def _turns(engine: Any, tok: Any, task: Any, opts: EvalOptions, scoring: Scoring) -> Iterator[Any]:
+def _turns(engine: Any, tok: Any, task: Any, opts: EvalOptions, scoring: Scoring) -> Any:
     """The engine, or multi-turn rollouts over it (tools started for the evaluation, closed after)."""
-    from botgrpo_cli.rollout.turns import build_settings, revise_with
-
     settings = build_settings(opts.tools, opts.environment, opts.max_turns, task, opts.chat_template_kwargs,
                               opts.system_prompt)
-    if settings is None:
-        yield engine
-        return
-    revise_with(settings, task, scoring.pool, scoring.options, opts.deadline_ms)
-    try:
-        yield MultiTurn(engine, tok, settings)
-    finally:
-        if settings.tools is not None:
-            settings.tools.close()
+    return turns_over(engine, tok, task, settings, scoring.pool, scoring.options, opts.deadline_ms)
 
 
 def progress_ticker(progress: Any, label: str, total: int) -> Callable[[int], None]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -93,6 +93,23 @@ def revise_with(settings: TurnSettings, task: Any, pool: Any, options: dict, dea
 
     settings.environment = service_feedback(pool, options, deadline_ms, task.success_metric)
     settings.environment_deadline_s = max(settings.environment_deadline_s, deadline_ms / 1000 + 5)
+
+
+@contextlib.contextmanager
+def turns_over(engine: Any, tok: Any, task: Any, settings: TurnSettings | None, pool: Any = None,
+               options: dict | None = None, deadline_ms: int = 30_000) -> Iterator[Any]:
+    """The engine, or multi-turn rollouts over it when `settings` is not None: a revising task's
+    repair turns checked through `pool` (revise_with), the tools' workers closed after."""
+    if settings is None:
+        yield engine
+        return
+    if pool is not None:
+        revise_with(settings, task, pool, dict(options or {}), deadline_ms)
+    try:
+        yield MultiTurn(engine, tok, settings)
+    finally:
+        if settings.tools is not None:
+            settings.tools.close()
 
 
 @dataclass

@@ -49,6 +49,30 @@ def test_every_caller_gets_the_same_success_rate(arith, tiny_arith_model_dir):
     assert 0 < rate < 1  # a rate that could disagree: some samples succeed, some do not
 
 
+def test_every_caller_evaluates_multi_turn_alike(arith, botgrpo_cache):
+    """With a tool, each caller runs the turns: the same trajectories give the same rate."""
+    from botgrpo_cli.bootstrap import bootstrap
+    from botgrpo_cli.rollout.turns import build_settings, turns_over
+
+    pool = arith[3]
+    task = get_task("arith_synth", calculator=True)
+    model_dir = bootstrap(task)
+    model, tok = models.load(models.Target("model", str(model_dir)))
+    settings = build_settings(["calculator"], None, None, task, {}, None, tool_workers=1)
+    with turns_over(FastEngine(model, tok), tok, task, settings) as engine:
+        problems = held_out(engine, tok, task, Scoring.of_task(task, pool), _params(task), PROMPTS, batch_size=PROMPTS)
+        trainer = held_out_success(engine, tok, task, Scoring.of_task(task, pool), _params(task), PROMPTS, PROMPTS)
+    spec = EvalSpec("arith_synth", PROMPTS, 1, chunk=PROMPTS, task_options={"calculator": True}, tools=["calculator"])
+    bench = evaluate_model(model_dir, spec, pool, threads=torch.get_num_threads())
+    base = measure(task, model, tok, PROMPTS, SEED, lambda *_: None)
+    rate = success_rate(problems)
+    assert all(s.turns == 2 and s.tool_calls == 1 for p in problems for s in p.samples)  # a call, then the answer
+    assert trainer["eval/success"] == rate and trainer["eval/turns"] == 2
+    assert sum(bench["counts"]) / PROMPTS == rate and bench["turns"] == 2
+    assert base["base_success_rate"] == rate and base["measured_with_tools"] == ["calculator"]
+    assert 0 < rate < 1
+
+
 def test_a_lora_checkpoint_evaluates_as_the_adapted_model(arith, tiny_arith_model_dir, tmp_path):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM

@@ -92,3 +92,14 @@ def test_repair_turns_evaluate(tiny_model_dir, tmp_path):
     samples = [s for p in report["evaluations"][0]["problems"] for s in p["samples"]]
     assert any(s["turns"] == 2 and "The checker rejected it" in s["text"] for s in samples)
     assert all(s["metrics"]["attempts"] == s["turns"] for s in samples)
+
+
+def test_bench_convergence_evaluates_with_the_repair_turns_it_trained_with(tiny_model_dir, pool):
+    from botgrpo_cli.bench.convergence import Settings, evaluate_model
+
+    settings = Settings("react_synth", ["grpo"], [0], 2, 1, [0.5], "all_ok", 4, 2,
+                        sets=["rollout.max_turns=2", "rollout.max_new_tokens=48"])
+    spec = settings.eval_spec()
+    assert spec.max_turns == 2 and spec.max_new_tokens == 48
+    record = evaluate_model(tiny_model_dir, spec, pool)
+    assert record["prompts"] == 4 and record["failed"] == 0 and record["turns"] > 1  # the final attempt decides
