@@ -32,7 +32,7 @@ from botgrpo_cli.turns.environment import (EnvironmentFailed, Transcript, as_mes
 from botgrpo_cli.turns.render import appended_text, first_prompt, shows_tools
 from botgrpo_cli.turns.tool_calls import parse_tool_calls
 from botgrpo_cli.turns.tools import Toolbox
-from botgrpo_rewards.protocol import ScoreResponse
+from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS, ScoreResponse
 
 Ended = Callable[[int, str, "ScoreResponse | None"], None]  # (row, transcript text, environment's reward)
 STATS = ("turns", "trajectories", "tool_calls", "tool_errors", "tool_timeouts", "env_errors", "masked_tokens",
@@ -97,7 +97,7 @@ def revise_with(settings: TurnSettings, task: Any, pool: Any, options: dict, dea
 
 @contextlib.contextmanager
 def turns_over(engine: Any, tok: Any, task: Any, settings: TurnSettings | None, pool: Any = None,
-               options: dict | None = None, deadline_ms: int = 30_000) -> Iterator[Any]:
+               options: dict | None = None, deadline_ms: int = DEFAULT_DEADLINE_MS) -> Iterator[Any]:
     """The engine, or multi-turn rollouts over it when `settings` is not None: a revising task's
     repair turns checked through `pool` (revise_with), the tools' workers closed after."""
     if settings is None:
