@@ -52,7 +52,9 @@ class ServiceFeedback:
         return None if self.passed(response) else diagnostic_message(response)
 
     def reward(self, transcript: Transcript) -> ScoreResponse:
-        """The final attempt's score and metrics; every attempt's spans at its place in the transcript."""
+        """The final attempt's score and metrics, with `attempts` and the first attempt's success
+        (`first_attempt_<metric>`: what the repair turns added is the difference); every attempt's
+        spans at its place in the transcript."""
         last = self._check(transcript, len(transcript.turns) - 1)
         if not last.usable:
             return last
@@ -61,7 +63,9 @@ class ServiceFeedback:
             start = transcript.turns[turn][0]
             if response.usable:
                 spans += [(s.start + start, s.end + start, s.reward) for s in response.spans]
-        metrics = {**last.metrics, "attempts": float(len(transcript.turns))}
+        first = self._check(transcript, 0)
+        metrics = {**last.metrics, "attempts": float(len(transcript.turns)),
+                   f"first_attempt_{self.success_metric}": float(self.passed(first))}
         return {"score": last.score, "spans": spans, "metrics": metrics}
 
 

@@ -56,7 +56,7 @@ def test_greedy_repair_transcripts_equal_on_both_engines(tiny_model_dir, pool):
         between = fast.texts[i][fast.offsets[i][b0 - 1][1]:fast.offsets[i][a1][0]]
         assert "The checker rejected it" in between and not bool(fast.loss_mask[i, b0:a1].any())
         first_turn_end = fast.offsets[i][b0 - 1][1]
-        assert fast_scores[i].metrics["attempts"] == 2
+        assert fast_scores[i].metrics["attempts"] == 2 and fast_scores[i].metrics["first_attempt_all_ok"] == 0
         assert any(s.end <= first_turn_end for s in fast_scores[i].spans)  # the first attempt's spans kept
 
 
@@ -103,3 +103,4 @@ def test_bench_convergence_evaluates_with_the_repair_turns_it_trained_with(tiny_
     assert spec.max_turns == 2 and spec.max_new_tokens == 48
     record = evaluate_model(tiny_model_dir, spec, pool)
     assert record["prompts"] == 4 and record["failed"] == 0 and record["turns"] > 1  # the final attempt decides
+    assert 0 <= record["means"]["first_attempt_all_ok"] <= record["means"]["all_ok"]  # a repair can only add

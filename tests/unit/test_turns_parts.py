@@ -117,3 +117,26 @@ def test_samples_page_tints_only_the_model_tokens():
                              [True, True, False, True])
     assert html.count('class="t"') == 3 and '<span class="m"' in html and "&lt;r&gt;" in html
     assert "+9.0000" not in html  # the untrained token's value neither shows nor sets the row's scale
+
+
+def test_repair_feedback_keeps_each_attempts_spans_and_the_first_attempts_success():
+    from botgrpo_cli.turns.environment import Transcript
+    from botgrpo_cli.turns.feedback import ServiceFeedback
+    from botgrpo_rewards.protocol import ScoreResponse, Span
+
+    def score(text: str, row: dict) -> ScoreResponse:  # a checker that passes only the word "fixed"
+        ok = text == "fixed"
+        return ScoreResponse(id=text, status="ok", score=1.0 if ok else -1.0, metrics={"all_ok": float(ok)},
+                             spans=[Span(0, len(text), 0.5 if ok else -0.5)], info={"message": "bad"})
+
+    env = ServiceFeedback(score, "all_ok")
+    env.reset({"prompt": "p"})
+    text = "broken\n\nThe checker rejected it: bad.\n\nfixed"
+    first = Transcript(row={}, messages=[], text=text, turns=[(0, 6)])
+    assert "The checker rejected it: bad." in env.step(first)
+    both = Transcript(row={}, messages=[], text=text, turns=[(0, 6), (len(text) - 5, len(text))])
+    assert env.step(both) is None  # passed: done
+    reward = env.reward(both)
+    assert reward["score"] == 1.0 and reward["metrics"]["all_ok"] == 1.0
+    assert reward["metrics"]["attempts"] == 2.0 and reward["metrics"]["first_attempt_all_ok"] == 0.0
+    assert reward["spans"] == [(0, 6, -0.5), (len(text) - 5, len(text), 0.5)]  # each at its attempt's place
