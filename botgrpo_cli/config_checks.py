@@ -69,9 +69,9 @@ def check(cfg: Config) -> None:
     _check_reward_target(cfg.reward, fail)
     if cfg.reward.services:
         _check_services(cfg.reward, fail)
-    if cfg.rollout.engine == "vllm_server" and not (cfg.rollout.vllm_url or "").startswith(("http://", "https://")):
-        fail("rollout.vllm_url", "must be http://HOST:PORT of a `botgrpo vllm serve MODEL` server for "
-                                 "rollout.engine=vllm_server")
+    if cfg.rollout.vllm_url is not None and not cfg.rollout.vllm_url.startswith(("http://", "https://")):
+        fail("rollout.vllm_url", "must be http://HOST:PORT of a `botgrpo vllm serve MODEL` server (or unset: with "
+                                 "rollout.engine=vllm_server botgrpo then starts one)")
     if not cfg.rollout.vllm_server_timeout_s > 0:
         fail("rollout.vllm_server_timeout_s", f"must be > 0, got {cfg.rollout.vllm_server_timeout_s}")
     if cfg.run.distributed == "fsdp" and cfg.rollout.engine not in ("vllm", "auto"):

@@ -22,6 +22,8 @@ def register(app: typer.Typer) -> None:
         kv_cache_gib: Annotated[Optional[float], typer.Option(help="KV cache memory in GiB.")] = None,
         gpu_memory_utilization: Annotated[float, typer.Option(help="Share of the GPU (on a CPU: RAM).")] = 0.9,
         enforce_eager: Annotated[bool, typer.Option(help="No CUDA graphs or compilation.")] = False,
+        parent: Annotated[Optional[int], typer.Option(hidden=True, help="Exit when this process is gone "
+                                                      "(a trainer that started the server).")] = None,
     ) -> None:
         """Serve generation for `botgrpo train --set rollout.engine=vllm_server --set rollout.vllm_url=...`:
         the trainer pushes its weights after every step and samples each step's rows here."""
@@ -36,6 +38,6 @@ def register(app: typer.Typer) -> None:
         path = resolve_model_path(ModelConfig(name_or_path=model, dtype=dtype), "")
         options = VLLMOptions(gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
                               dtype=dtype, enforce_eager=enforce_eager, kv_cache_gib=kv_cache_gib)
-        run_server(load_llm(path, options, seed=0), model, host, port)
+        run_server(load_llm(path, options, seed=0), model, host, port, parent)
 
     app.add_typer(vllm_app, name="vllm", help="vLLM: serve generation for rollout.engine=vllm_server.")

@@ -130,6 +130,11 @@ def load_weights(llm: Any, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
     llm.reset_prefix_cache()
 
 
+def context_of(llm: Any) -> int:
+    """Prompt + completion tokens the engine takes (vLLM refuses longer requests)."""
+    return int(llm.llm_engine.model_config.max_model_len)
+
+
 _ENGINES: dict[tuple, Any] = {}  # (model path, options) -> a loaded vLLM LLM, one per process
 
 
@@ -183,6 +188,7 @@ class VLLMEngine:
         self.pad_id = pad_id_of(tokenizer, self.eos_ids)
         self.tp_group = _placement(options.tensor_parallel_size)[0]
         self.llm = load_llm(model_path, options, seed)
+        self.context = context_of(self.llm)  # multi-turn ends a trajectory that would not fit
         self.syncs = 0  # weight syncs so far
         self.asleep = False
         if options.sleep_mode:

@@ -10,24 +10,38 @@ whose count differs (restarted, so holding the files' weights) gets the weights 
 is generated again, with one line saying so; a server that is gone or does not answer within
 `rollout.vllm_server_timeout_s` ends the run with one line (the last checkpoint stands). Requests
 name no path or URL: weights travel in the request body.
+
+Without `rollout.vllm_url` the trainer starts the server itself (`ManagedServer`: a child process on a
+free port of 127.0.0.1, stopped with the run). A server it started that dies is started again, and
+the request it died on is sent again: the restarted server answers with a push count of 0, so the
+weights are pushed and the step's batch generated again, as for any restarted server.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import queue
+import re
 import socket
+import subprocess
+import sys
+import threading
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections import deque
 from typing import Any, Iterator
 
 import torch
 
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
-from botgrpo_cli.rollout.vllm import VLLMEngine, load_weights, sample_rows
+from botgrpo_cli.rollout.vllm import VLLMEngine, VLLMOptions, context_of, load_weights, sample_rows
 
 MAX_BODY = 64 * 2**30  # the largest weight push taken (bytes)
+MAX_RESTARTS = 3  # restarts of a server botgrpo started, per run: past them a crashing server ends the run
+READY = re.compile(r"vLLM server ready on (http://127\.0\.0\.1:\d+)")
 
 
 def serialize(weights: Iterator[tuple[str, torch.Tensor]]) -> bytes:
@@ -60,7 +74,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         if self.path != "/health":
             return self._reply(404, {"error": "GET /health only"})
-        self._reply(200, {"weights": self.server.pushes, "model": self.server.model_name})
+        self._reply(200, {"weights": self.server.pushes, "model": self.server.model_name,
+                          "max_model_len": context_of(self.server.llm)})
 
     def do_POST(self) -> None:  # noqa: N802
         try:
@@ -92,9 +107,11 @@ class _Server(ThreadingHTTPServer):
         self.lock = threading.Lock()
 
 
-def serve(llm: Any, model_name: str, host: str, port: int) -> None:
-    """Answer requests until interrupted; prints the URL once ready."""
+def serve(llm: Any, model_name: str, host: str, port: int, parent: int | None = None) -> None:
+    """Answer requests until interrupted (or until process `parent` is gone); prints the URL once ready."""
     server = _Server((host, port), llm, model_name)
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
     console.print(f"vLLM server ready on http://{host}:{server.server_address[1]} ({model_name})")
     try:
         server.serve_forever()
@@ -102,22 +119,125 @@ def serve(llm: Any, model_name: str, host: str, port: int) -> None:
         server.server_close()
 
 
-class VLLMServerEngine(VLLMEngine):
-    """The colocated engine's rows, seeds, options and batches, sampled by a server."""
+def _exit_with(parent: int) -> None:
+    """A server started by a trainer ends when the trainer is gone (even killed), freeing its memory."""
+    import time
 
-    def __init__(self, model: Any, tokenizer: Any, url: str, timeout_s: float):
+    while os.getppid() == parent:
+        time.sleep(2)
+    os._exit(0)
+
+
+class ManagedServer:
+    """`botgrpo vllm serve` in a child process of this one (127.0.0.1, a free port): started, started
+    again after it died, and stopped; `url` is where it listens now."""
+
+    def __init__(self, model_path: str, options: VLLMOptions, start_timeout_s: float):
+        dtype = options.dtype if options.dtype != "auto" else "float32"
+        self.args = [sys.executable, "-m", "botgrpo_cli", "vllm", "serve", model_path, "--port", "0",
+                     "--dtype", dtype, "--gpu-memory-utilization", str(options.gpu_memory_utilization),
+                     "--parent", str(os.getpid()),
+                     "--enforce-eager" if options.enforce_eager else "--no-enforce-eager"]
+        if options.max_model_len is not None:
+            self.args += ["--max-model-len", str(options.max_model_len)]
+        if options.kv_cache_gib is not None:
+            self.args += ["--kv-cache-gib", str(options.kv_cache_gib)]
+        self.start_timeout_s = start_timeout_s
+        self.proc: subprocess.Popen | None = None
+        self.log: deque[str] = deque(maxlen=15)  # its last lines, for the message when it fails
+        self.url = ""
+        self.restarts = 0
+        self.start()
+
+    def start(self) -> None:
+        # COLUMNS: the ready line stays on one line however long the model's path is
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     env={**os.environ, "COLUMNS": "500"})
+        ready: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, args=(self.proc, ready), daemon=True).start()
+        try:
+            url = ready.get(timeout=self.start_timeout_s)
+        except queue.Empty:
+            url = None
+        if url is None:
+            self.close()
+            tail = "\n".join(self.log)
+            raise UserError(f"the vLLM server botgrpo started for rollout.engine=vllm_server did not come up within "
+                            f"{self.start_timeout_s:g} s (rollout.vllm_server_timeout_s); its last lines:\n{tail}")
+        self.url = url
+
+    def _read(self, proc: subprocess.Popen, ready: "queue.Queue[str | None]") -> None:
+        """Keep the child's output drained; hand over its URL once it prints it (None if it exits first)."""
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            self.log.append(line.rstrip())
+            found = READY.search(line)
+            if found:
+                ready.put(found.group(1))
+        ready.put(None)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def restart(self) -> None:
+        """Start it again after it died; UserError once it has died more than MAX_RESTARTS times."""
+        code = self.proc.returncode if self.proc is not None else None
+        if self.restarts >= MAX_RESTARTS:
+            raise UserError(f"the vLLM server botgrpo started died again (exit code {code}) after {self.restarts} "
+                            "restarts; its last lines:\n" + "\n".join(self.log))
+        self.restarts += 1
+        console.print(f"[yellow]warning:[/] the vLLM server botgrpo started died (exit code {code}); starting it "
+                      "again, pushing this run's weights and generating the step again")
+        self.start()
+
+    def close(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class VLLMServerEngine(VLLMEngine):
+    """The colocated engine's rows, seeds, options and batches, sampled by a server (at `url`, or the
+    one `server` runs: then restarted if it dies)."""
+
+    def __init__(self, model: Any, tokenizer: Any, url: str, timeout_s: float, server: ManagedServer | None = None):
         from botgrpo_cli.rollout.base import eos_ids, pad_id_of
         from botgrpo_cli.rollout.offsets import OffsetDecoder
 
+        self.server = server
         self.url, self.timeout_s = url.rstrip("/"), timeout_s
-        self.pushed = self._call("GET", "/health")["weights"]  # the server's count: ours from here on
+        health = self._call("GET", "/health")
+        self.pushed = health["weights"]  # the server's count: ours from here on
+        self.context = health.get("max_model_len")
         self.model, self.tok = model, tokenizer
         self.decoder = OffsetDecoder(tokenizer)
         self.eos_ids = eos_ids(model, tokenizer)
         self.pad_id = pad_id_of(tokenizer, self.eos_ids)
         self.tp_group, self.asleep, self.syncs, self.options = None, False, 0, None
 
+    def close(self) -> None:
+        """Stop the server this engine started (a server at rollout.vllm_url is the user's)."""
+        if self.server is not None:
+            self.server.close()
+
     def _call(self, method: str, path: str, body: bytes | None = None) -> dict:
+        try:
+            return self._request(method, path, body)
+        except UserError:
+            if self.server is None or self.server.alive():
+                raise
+        # the server we started died: start it again and send the request again (a weight count of 0
+        # in its answer makes _sample push the weights and generate the batch again)
+        self.server.restart()
+        self.url = self.server.url
+        return self._request(method, path, body)
+
+    def _request(self, method: str, path: str, body: bytes | None = None) -> dict:
         req = urllib.request.Request(self.url + path, data=body, method=method)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
@@ -150,15 +270,29 @@ class VLLMServerEngine(VLLMEngine):
         return [(list(tokens), list(logps)) for tokens, logps in answer["samples"]]
 
 
-def check_url(url: str | None) -> str:
-    if not url or not url.startswith(("http://", "https://")):
-        raise UserError("rollout.engine=vllm_server needs rollout.vllm_url=http://HOST:PORT "
-                        "(a server started with `botgrpo vllm serve MODEL`)")
+def check_url(url: str) -> str:
+    if not url.startswith(("http://", "https://")):
+        raise UserError("rollout.vllm_url must be http://HOST:PORT (a server started with `botgrpo vllm serve MODEL`), "
+                        "or unset for botgrpo to start one")
     return url
 
 
-def engine_for(model: Any, tokenizer: Any, url: str | None, timeout_s: float) -> VLLMServerEngine:
-    engine = VLLMServerEngine(model, tokenizer, check_url(url), timeout_s)
-    engine.sync_weights()  # the server loaded the files; the policy may be resumed or LoRA-adapted
+def engine_for(model: Any, tokenizer: Any, url: str | None, timeout_s: float,
+               start: tuple[str, VLLMOptions] | None = None) -> VLLMServerEngine:
+    """The engine over the server at `url`; without one, over a server started here on start's
+    (model path, options)."""
+    server = None
+    if url is None:
+        if start is None:
+            raise UserError("rollout.engine=vllm_server needs rollout.vllm_url, or the model to start a server on")
+        server = ManagedServer(start[0], start[1], timeout_s)
+        url = server.url
+    try:
+        engine = VLLMServerEngine(model, tokenizer, check_url(url), timeout_s, server)
+        engine.sync_weights()  # the server loaded the files; the policy may be resumed or LoRA-adapted
+    except BaseException:
+        if server is not None:
+            server.close()
+        raise
     return engine
 

@@ -117,13 +117,14 @@ def _engine(cfg: Config, model: Any, tok: Any, path: str) -> Engine:
         return HFEngine(model, tok)
     if cfg.rollout.engine == "fast":
         return FastEngine(model, tok)
+    from botgrpo_cli.rollout.vllm import VLLMEngine, VLLMOptions
+
+    options = VLLMOptions.from_config(cfg.rollout, cfg.model.dtype)
     if cfg.rollout.engine == "vllm_server":
         from botgrpo_cli.rollout.vllm_server import engine_for
 
-        return engine_for(model, tok, cfg.rollout.vllm_url, cfg.rollout.vllm_server_timeout_s)
-    from botgrpo_cli.rollout.vllm import VLLMEngine, VLLMOptions
-
-    engine = VLLMEngine(model, tok, path, VLLMOptions.from_config(cfg.rollout, cfg.model.dtype), seed=cfg.run.seed)
+        return engine_for(model, tok, cfg.rollout.vllm_url, cfg.rollout.vllm_server_timeout_s, (path, options))
+    engine = VLLMEngine(model, tok, path, options, seed=cfg.run.seed)
     engine.sync_weights()  # a resumed or LoRA policy differs from the files vLLM loaded
     return engine
 
@@ -262,6 +263,7 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
         stop=tuple(task.stop if cfg.rollout.stop is None else cfg.rollout.stop),
         thinking_budget=cfg.rollout.thinking_budget, think_tags=task.think_tags)
     pool = shared_pool or open_reward(cfg.reward, task.service)
+    engine = None
     try:
         if dist.main:
             _prepare_run_dir(run_dir, cfg)
@@ -278,5 +280,7 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     finally:
         if settings is not None and settings.tools is not None:
             settings.tools.close()
+        if engine is not None and hasattr(engine, "close"):
+            engine.close()  # a vLLM server the run started
         if shared_pool is None:
             pool.close()

