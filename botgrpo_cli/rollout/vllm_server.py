@@ -119,6 +119,10 @@ def serve(llm: Any, model_name: str, host: str, port: int, parent: int | None = 
         server.server_close()
 
 
+class NotAnswering(UserError):
+    """The server is gone, or did not answer in time."""
+
+
 def _exit_with(parent: int) -> None:
     """A server started by a trainer ends when the trainer is gone (even killed), freeing its memory."""
     import time
@@ -176,8 +180,16 @@ class ManagedServer:
                 ready.put(found.group(1))
         ready.put(None)
 
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+    def died(self, wait_s: float = 10.0) -> bool:
+        """Whether it has exited, waiting up to wait_s for it (a killed process drops its connections
+        a moment before it can be reaped)."""
+        if self.proc is None:
+            return True
+        try:
+            self.proc.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
 
     def restart(self) -> None:
         """Start it again after it died; UserError once it has died more than MAX_RESTARTS times."""
@@ -228,8 +240,8 @@ class VLLMServerEngine(VLLMEngine):
     def _call(self, method: str, path: str, body: bytes | None = None) -> dict:
         try:
             return self._request(method, path, body)
-        except UserError:
-            if self.server is None or self.server.alive():
+        except NotAnswering:
+            if self.server is None or not self.server.died():
                 raise
         # the server we started died: start it again and send the request again (a weight count of 0
         # in its answer makes _sample push the weights and generate the batch again)
@@ -247,7 +259,7 @@ class VLLMServerEngine(VLLMEngine):
                             ) from None
         except (urllib.error.URLError, socket.timeout, ConnectionError, TimeoutError) as err:
             reason = getattr(err, "reason", err)
-            raise UserError(f"the vLLM server at {self.url} is not answering ({path}: {reason}); start it with "
+            raise NotAnswering(f"the vLLM server at {self.url} is not answering ({path}: {reason}); start it with "
                             f"`botgrpo vllm serve MODEL` (or check rollout.vllm_url), then continue with --resume"
                             ) from None
 

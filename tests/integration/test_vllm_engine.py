@@ -109,10 +109,8 @@ def pool():
 
 
 @pytest.fixture(scope="module")
-def smol_dir(smollm2_gguf) -> str:
-    from botgrpo_cli.models.gguf import resolve_gguf
-
-    return resolve_gguf(str(smollm2_gguf), "float32")
+def smol_dir(smollm2_dir) -> str:
+    return str(smollm2_dir)
 
 
 @pytest.fixture(scope="module")
