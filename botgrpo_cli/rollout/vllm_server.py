@@ -83,7 +83,7 @@ class _Handler(BaseHTTPRequestHandler):
             with self.server.lock:  # one engine: requests take turns
                 if self.path == "/generate":
                     req = json.loads(body)
-                    samples = sample_rows(self.server.llm, req["rows"], req["seeds"], req["options"])
+                    samples = sample_rows(self.server.llm, req["rows"], req["seeds"], req["options"], req.get("extra"))
                     return self._reply(200, {"samples": samples, "weights": self.server.pushes})
                 if self.path == "/weights":
                     from safetensors.torch import load
@@ -266,9 +266,9 @@ class VLLMServerEngine(VLLMEngine):
     def _push(self, weights: Iterator[tuple[str, torch.Tensor]]) -> None:
         self.pushed = self._call("POST", "/weights", serialize(weights))["weights"]
 
-    def _sample(self, rows: list[list[int]], seeds: list[int], options: dict[str, Any]
-                ) -> list[tuple[list[int], list[float]]]:
-        body = json.dumps({"rows": rows, "seeds": seeds, "options": options}).encode()
+    def _sample(self, rows: list[list[int]], seeds: list[int], options: dict[str, Any],
+                extra: list[dict | None] | None = None) -> list[tuple[list[int], list[float]]]:
+        body = json.dumps({"rows": rows, "seeds": seeds, "options": options, "extra": extra}).encode()
         answer = self._call("POST", "/generate", body)
         if answer["weights"] != self.pushed:  # restarted (or pushed to by another trainer): not our weights
             console.print(f"[yellow]warning:[/] the vLLM server at {self.url} no longer holds this run's weights "

@@ -230,9 +230,12 @@ def engine_mismatch(algo: AlgoConfig, batch: RolloutBatch, logp_old: torch.Tenso
     if batch.logp_old is None or logp_old is None:
         return None, {}
     mode = "token_truncate" if algo.mismatch_is == "auto" else algo.mismatch_is
-    weights = None if mode == "off" else mismatch_weights(logp_old, batch.logp_old, batch.trained, mode,
+    # NaN: a token the engine did not choose (a close tag the thinking budget forced); the trainer's
+    # own, as in the lean loop
+    engine = torch.where(torch.isnan(batch.logp_old), logp_old, batch.logp_old)
+    weights = None if mode == "off" else mismatch_weights(logp_old, engine, batch.trained, mode,
                                                            algo.mismatch_is_max, algo.mismatch_is_min)
-    return weights, mismatch_stats(logp_old, batch.logp_old, batch.trained, weights)
+    return weights, mismatch_stats(logp_old, engine, batch.trained, weights)
 
 
 def estimator_options(algo: AlgoConfig, batch: RolloutBatch, rho: torch.Tensor, step_separator: str | None,

@@ -223,7 +223,7 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     settings = _turn_settings(cfg, task)  # a tool or environment that does not import fails here, before any model loads
     base = resolve_model_path(cfg.model, cfg.run.task, cfg.run.task_options)  # an offline hub id fails here, at once
     dist = _distributed(cfg)
-    cfg.rollout.engine, engine_reason = choose_engine(cfg.rollout.engine, cfg.rollout.thinking_budget)
+    cfg.rollout.engine, engine_reason = choose_engine(cfg.rollout.engine)
     if cfg.run.distributed == "fsdp" and cfg.rollout.engine != "vllm":
         raise UserError(f"run.distributed=fsdp needs rollout.engine=vllm (HF generate cannot sample sharded "
                         f"weights); this run chose {cfg.rollout.engine}: {engine_reason}")

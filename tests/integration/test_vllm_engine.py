@@ -44,6 +44,7 @@ TOL = 2e-3
 SETS = ["rollout.engine=vllm", "rollout.vllm_enforce_eager=true", "rollout.vllm_max_model_len=1024",
         "rollout.vllm_kv_cache_gib=0.5"]
 OPTIONS = VLLMOptions(dtype="float32", enforce_eager=True, max_model_len=1024, kv_cache_gib=0.5)
+TAGS = ("<think>", "</think>")
 SMALL_SETS = ["model.dtype=float32", "rollout.vllm_enforce_eager=true", "rollout.vllm_max_model_len=256",
               "rollout.vllm_kv_cache_gib=0.05"]
 SMALL_OPTIONS = VLLMOptions(dtype="float32", enforce_eager=True, max_model_len=256, kv_cache_gib=0.05)
@@ -184,6 +185,16 @@ def test_greedy_rows_equal_the_lean_loop(engine, policy, tok, prompts):
     assert torch.equal(ours.completion_ids, lean.completion_ids) and torch.equal(ours.mask, lean.mask)
     assert torch.equal(ours.finished, lean.finished) and ours.prompt_ids == lean.prompt_ids
     assert ours.prompts == lean.prompts and ours.group_ids.tolist() == [0, 0, 1, 1]
+    # the thinking budget: prompts that open the block, 4 tokens inside it, then the close tag is forced
+    think = dataclasses.replace(params, thinking_budget=4, think_tags=TAGS)
+    opened = [p + TAGS[0] for p in prompts]
+    ours, lean = engine.generate(opened, 1, think), FastEngine(policy, tok).generate(opened, 1, think)
+    assert ours.texts == lean.texts and torch.equal(ours.completion_ids, lean.completion_ids)
+    close = tok.encode(TAGS[1], add_special_tokens=False)
+    for row, logps in zip(ours.completion_ids.tolist(), ours.logp_old):
+        assert row[4:4 + len(close)] == close  # SmolLM2 does not close the block itself within 4 tokens
+        forced = torch.isnan(logps).nonzero().flatten().tolist()
+        assert forced == list(range(4, 4 + len(close)))  # the forced tokens, and only they, carry no engine log-prob
 
 
 def test_seed_n_stop_and_length_mean_what_they_mean_in_the_lean_loop(synced, small_tok, small_prompts):
@@ -331,6 +342,13 @@ def test_a_server_samples_what_the_colocated_engine_samples(server, synced, smal
     assert there.texts == here.texts and torch.equal(there.completion_ids, here.completion_ids)
     torch.testing.assert_close(there.logp_old, here.logp_old, atol=1e-4, rtol=0)
     assert _gap(small_policy, there, remote.pad_id) < TOL
+    think = SamplingParams(max_new_tokens=12, temperature=1.0, seed=11, thinking_budget=3, think_tags=TAGS)
+    opened = [p + TAGS[0] for p in small_prompts]
+    budgeted = synced.generate(opened, 2, think)
+    assert budgeted.logp_old.isnan().any()  # the small random model never closes the block itself: forced
+    remote_budgeted = remote.generate(opened, 2, think)  # the budget travels with the request
+    assert remote_budgeted.texts == budgeted.texts
+    assert torch.equal(remote_budgeted.logp_old.isnan(), budgeted.logp_old.isnan())
     other = _load(small_dir)
     with torch.no_grad():
         for p in other.parameters():

@@ -97,6 +97,14 @@ def test_the_trainer_corrects_by_default_only_when_an_engine_reports_log_probs()
     torch.testing.assert_close(weights, torch.tensor([[0.0, 0.5, 1.0], [1.5, 0.0, 0.0]]))
 
 
+def test_a_token_the_engine_did_not_choose_counts_as_the_trainers_own():
+    forced = ENGINE.clone()
+    forced[0, 0] = float("nan")  # a close tag the thinking budget forced inside vLLM
+    weights, stats = engine_mismatch(AlgoConfig(), _batch(forced), TRAINER)
+    torch.testing.assert_close(weights, torch.tensor([[1.0, 0.5, 1.0], [1.5, 0.0, 0.0]]))
+    assert stats["mismatch/abs_diff_max"] == pytest.approx(LN(2.0))  # row 0's ratio 3 left out; 0.5 is the largest gap
+
+
 def test_bad_mismatch_settings_are_one_clear_line():
     with pytest.raises(UserError, match="algo.mismatch_is"):
         load_config(None, sets=["algo.mismatch_is=tis"])

@@ -93,9 +93,6 @@ def test_server_settings_are_checked_before_anything_loads():
     assert load_config(None, sets=["rollout.engine=vllm_server"]).rollout.vllm_url is None  # the run starts one
     with pytest.raises(UserError, match="rollout.vllm_url"):
         load_config(None, sets=["rollout.engine=vllm_server", "rollout.vllm_url=localhost:8011"])
-    with pytest.raises(UserError, match="rollout.thinking_budget"):
-        load_config(None, sets=["rollout.engine=vllm_server", "rollout.vllm_url=http://127.0.0.1:1",
-                                "rollout.thinking_budget=8"])
     cfg = load_config(None, sets=["rollout.engine=vllm_server", "rollout.vllm_url=http://127.0.0.1:1"])
     assert cfg.rollout.vllm_server_timeout_s > 0
 
@@ -115,10 +112,24 @@ def test_a_server_nobody_runs_is_one_line_at_once():
 def test_the_default_engine_is_chosen_per_machine_with_a_reason():
     from botgrpo_cli.rollout.choice import choose_engine
 
-    assert choose_engine("auto", None, cuda=False, vllm_installed=True)[0] == "fast"  # CPU: the lean loop is faster
-    assert "lean decode loop" in choose_engine("auto", None, cuda=False, vllm_installed=True)[1]
-    assert choose_engine("auto", None, cuda=True, vllm_installed=True)[0] == "vllm"
-    assert choose_engine("auto", None, cuda=True, vllm_installed=False) == (
+    assert choose_engine("auto", cuda=False, vllm_installed=True)[0] == "fast"  # CPU: the lean loop is faster
+    assert "lean decode loop" in choose_engine("auto", cuda=False, vllm_installed=True)[1]
+    assert choose_engine("auto", cuda=True, vllm_installed=True)[0] == "vllm"
+    assert choose_engine("auto", cuda=True, vllm_installed=False) == (
         "fast", "a GPU without vLLM (`make setup` installs it)")
-    assert choose_engine("auto", 64, cuda=True, vllm_installed=True)[0] == "fast"  # its thinking budget is the loop's
-    assert choose_engine("vllm", None, cuda=False, vllm_installed=True) == ("vllm", "rollout.engine=vllm")
+    assert choose_engine("vllm", cuda=False, vllm_installed=True) == ("vllm", "rollout.engine=vllm")
+
+
+def test_the_forced_close_tags_are_found_again_and_a_server_takes_only_budget_arguments():
+    pytest.importorskip("vllm", reason="the logits processor is vLLM's interface")
+    from botgrpo_cli.rollout.vllm_thinking import KEY, check_args, forced_positions, request_args
+
+    args = request_args([5, 6], [7, 8], 3, opened=False)
+    assert forced_positions([1, 5, 6, 9, 9, 9, 7, 8, 9], args[KEY]) == [6, 7]  # the lean loop's rule, replayed
+    assert forced_positions([5, 6, 9, 7, 8, 9, 9, 9, 9], args[KEY]) == []  # closed in time
+    assert forced_positions([9, 9, 7, 8, 9], request_args([5], [7, 8], 2, opened=True)[KEY]) == [2, 3]
+    check_args(None)
+    check_args(args)
+    for bad in ({"other": 1}, {KEY: {**args[KEY], "budget": "3"}}, {KEY: {**args[KEY], "open": ["x"]}}):
+        with pytest.raises(ValueError, match="extra_args"):
+            check_args(bad)
