@@ -300,8 +300,9 @@ def test_multi_turn_greedy_transcripts_equal_the_lean_loops(engine, policy, tok,
 
 
 def _config(model: Path | str, out: Path, steps: int, sets: list[str], max_new: int = 8):
+    """bot_grpo on one prompt a step, a group of two: the least a step's statistics need."""
     return load_config(None, algo="bot_grpo", sets=[
-        f"model.name_or_path={model}", "run.task=arith_synth", f"run.steps={steps}", "rollout.prompts_per_step=2",
+        f"model.name_or_path={model}", "run.task=arith_synth", f"run.steps={steps}", "rollout.prompts_per_step=1",
         "rollout.group_size=2", f"rollout.max_new_tokens={max_new}", "optim.lr=1e-4", "run.threads=2",
         "model.autocast=off",  # fp32 log-probs on every CPU: the gap is the engine's alone
         "log.tensorboard=false", f"run.out_dir={out}", *sets])
