@@ -91,7 +91,8 @@ def server_start(small_dir):
 
 @pytest.fixture(scope="module", autouse=True)
 def _server_loads_meanwhile(request):
-    if any("server" in getattr(item, "fixturenames", ()) for item in request.session.items):
+    if any("server" in getattr(item, "fixturenames", ()) for item in request.session.items
+           if getattr(item, "module", None) is request.module):
         request.getfixturevalue("server_start")
 
 
