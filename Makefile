@@ -10,10 +10,11 @@ NODE_DIR := rewards/react
 NODE_STAMP := $(NODE_DIR)/node_modules/.botgrpo-installed
 SYS_STAMP := .cache/.system-packages
 PYTEST_ARGS ?=
-# Test files run two at a time (pytest-xdist, one file per worker so a file's fixtures start once):
-# much of the suite waits on services, browsers and child processes. PYTEST_WORKERS=0 runs serially.
+# Test files run two at a time (pytest-xdist, one file per worker so a file's fixtures start once),
+# in the order tests/conftest.py gives (longest first, not xdist's by test count): much of the suite
+# waits on services, browsers and child processes. PYTEST_WORKERS=0 runs serially.
 PYTEST_WORKERS ?= 2
-PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 .PHONY: setup demo test test-unit test-record tiny-models system clean
 

@@ -9,6 +9,12 @@ are session-scoped here, so each starts once per run whichever files use it.
 
 from __future__ import annotations
 
+# First, before any test module imports torch: botgrpo_cli sets libgomp's spin count, which libgomp
+# reads once, when torch loads it. A test process whose first import was torch kept the default
+# (threads spin for milliseconds when out of work), and two such processes on 2 cores, each with
+# torch threads, ran their model tests 2-4x slower than alone.
+import botgrpo_cli  # noqa: F401
+
 import os
 import time
 from pathlib import Path
