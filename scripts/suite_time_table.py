@@ -8,7 +8,8 @@ A run recorded with `make test-record RECORD=PATH` (PATH.xml) also has PATH.comm
 and PATH.load (`uptime` at its start and at its end), read when the options do not name others; the
 heading gives both.
 A file's time is the sum of its tests' setup, call and teardown (pytest's JUnit default), so a
-module-scoped fixture counts once, in the file that uses it.
+module-scoped fixture counts once, in the file that uses it. With several workers (pytest-xdist) the
+files run side by side: their times add up to more than pytest's wall time, the last row.
 """
 
 from __future__ import annotations
@@ -87,9 +88,9 @@ def table(before: Run, after: Run) -> str:
         delta = after.files.get(name, 0.0) - before.files.get(name, 0.0)
         lines.append(f"| {name} | {cell(before, name)} | {cell(after, name)} | {delta:+.1f} |")
     tb, ta = sum(before.files.values()), sum(after.files.values())
-    lines.append(f"| **all tests** | **{tb:.1f} ({sum(before.tests.values())})** | "
+    lines.append(f"| **all tests, summed** | **{tb:.1f} ({sum(before.tests.values())})** | "
                  f"**{ta:.1f} ({sum(after.tests.values())})** | **{ta - tb:+.1f}** |")
-    lines.append(f"| **pytest total** (with collection) | **{before.seconds:.1f}** | **{after.seconds:.1f}** | "
+    lines.append(f"| **pytest's wall time** (with collection) | **{before.seconds:.1f}** | **{after.seconds:.1f}** | "
                  f"**{after.seconds - before.seconds:+.1f}** |")
     return "\n".join(lines)
 
