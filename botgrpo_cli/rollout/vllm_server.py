@@ -38,6 +38,7 @@ import torch
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.rollout.vllm import VLLMEngine, VLLMOptions, context_of, load_weights, sample_rows
+from botgrpo_rewards.protocol import LineChild
 
 MAX_BODY = 64 * 2**30  # the largest weight push taken (bytes)
 MAX_RESTARTS = 3  # restarts of a server botgrpo started, per run: past them a crashing server ends the run
@@ -147,53 +148,50 @@ class ManagedServer:
         if options.kv_cache_gib is not None:
             self.args += ["--kv-cache-gib", str(options.kv_cache_gib)]
         self.start_timeout_s = start_timeout_s
-        self.proc: subprocess.Popen | None = None
+        self.child: LineChild | None = None
         self.log: deque[str] = deque(maxlen=15)  # its last lines, for the message when it fails
         self.url = ""
         self.restarts = 0
         self.start()
 
     def start(self) -> None:
+        ready: queue.Queue[str] = queue.Queue()
+
+        def line(raw: bytes) -> None:  # keeps the child's output drained; hands over its URL once printed
+            text = raw.decode("utf-8", errors="replace").rstrip()
+            self.log.append(text)
+            found = READY.search(text)
+            if found:
+                ready.put(found.group(1))
+
         # COLUMNS: the ready line stays on one line however long the model's path is
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     env={**os.environ, "COLUMNS": "500"})
-        ready: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, args=(self.proc, ready), daemon=True).start()
+        self.child = LineChild(self.args, "vLLM server", env={"COLUMNS": "500"}, on_line=line, stderr="stdout",
+                               on_exit=lambda: ready.put(""))
         try:
             url = ready.get(timeout=self.start_timeout_s)
         except queue.Empty:
-            url = None
-        if url is None:
+            url = ""
+        if not url:
             self.close()
             tail = "\n".join(self.log)
             raise UserError(f"the vLLM server botgrpo started for rollout.engine=vllm_server did not come up within "
                             f"{self.start_timeout_s:g} s (rollout.vllm_server_timeout_s); its last lines:\n{tail}")
         self.url = url
 
-    def _read(self, proc: subprocess.Popen, ready: "queue.Queue[str | None]") -> None:
-        """Keep the child's output drained; hand over its URL once it prints it (None if it exits first)."""
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            self.log.append(line.rstrip())
-            found = READY.search(line)
-            if found:
-                ready.put(found.group(1))
-        ready.put(None)
-
     def died(self, wait_s: float = 10.0) -> bool:
         """Whether it has exited, waiting up to wait_s for it (a killed process drops its connections
         a moment before it can be reaped)."""
-        if self.proc is None:
+        if self.child is None:
             return True
         try:
-            self.proc.wait(timeout=wait_s)
+            self.child.proc.wait(timeout=wait_s)
         except subprocess.TimeoutExpired:
             return False
         return True
 
     def restart(self) -> None:
         """Start it again after it died; UserError once it has died more than MAX_RESTARTS times."""
-        code = self.proc.returncode if self.proc is not None else None
+        code = self.child.returncode if self.child is not None else None
         if self.restarts >= MAX_RESTARTS:
             raise UserError(f"the vLLM server botgrpo started died again (exit code {code}) after {self.restarts} "
                             "restarts; its last lines:\n" + "\n".join(self.log))
@@ -203,14 +201,9 @@ class ManagedServer:
         self.start()
 
     def close(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        """SIGTERM, 10 s to exit, then SIGKILL."""
+        if self.child is not None and not self.child.exited:
+            self.child.terminate(10)
 
 
 class VLLMServerEngine(VLLMEngine):

@@ -363,12 +363,12 @@ def test_a_server_samples_what_the_colocated_engine_samples(server, synced, smal
 def test_a_server_that_stops_answering_is_one_line(server, small_policy, small_tok, small_prompts):
     remote = _server_engine(small_policy, small_tok, server.url)
     remote.timeout_s = 3  # the wait this test sits through: a frozen server answers nothing, however long
-    os.kill(server.proc.pid, signal.SIGSTOP)  # alive, holding its socket, answering nothing
+    os.kill(server.child.pid, signal.SIGSTOP)  # alive, holding its socket, answering nothing
     try:
         with pytest.raises(UserError, match=r"vLLM server at http://127\.0\.0\.1:\d+ is not answering"):
             remote.generate(small_prompts, 2, SamplingParams(max_new_tokens=4))
     finally:
-        os.kill(server.proc.pid, signal.SIGCONT)
+        os.kill(server.child.pid, signal.SIGCONT)
 
 
 def test_a_server_that_dies_mid_run_ends_the_run_with_one_line(server, small_dir, tmp_path, pool):
@@ -381,7 +381,7 @@ def test_a_server_that_dies_mid_run_ends_the_run_with_one_line(server, small_dir
     def kill_after_first(step: int, metrics: dict) -> None:
         seen.append(metrics)
         if step == 1:
-            server.proc.kill()  # the user's server: the run does not restart it
+            server.child.kill()  # the user's server: the run does not restart it
 
     with pytest.raises(UserError, match=r"vLLM server at http://127\.0\.0\.1:\d+ is not answering"):
         train(cfg, on_step=kill_after_first, pool=pool)

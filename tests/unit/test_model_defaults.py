@@ -37,8 +37,7 @@ def test_unset_defaults_validate_and_explicit_ones_are_checked():
     assert cfg.optim.lr is None and cfg.optim.micro_batch_size is None
     with pytest.raises(UserError, match="optim.lr must be > 0"):
         load_config(sets=["optim.lr=0"])
-    with pytest.raises(UserError, match="thinking_budget works with rollout.engine fast or hf"):
-        load_config(sets=["rollout.thinking_budget=64", "rollout.engine=vllm"])
+    assert load_config(sets=["rollout.thinking_budget=64", "rollout.engine=vllm"]).rollout.thinking_budget == 64
 
 
 class ChatTok:
