@@ -10,10 +10,11 @@ NODE_DIR := rewards/react
 NODE_STAMP := $(NODE_DIR)/node_modules/.botgrpo-installed
 SYS_STAMP := .cache/.system-packages
 PYTEST_ARGS ?=
-# Test files run two at a time (pytest-xdist, one file per worker so a file's fixtures start once),
+# Test files run three at a time (pytest-xdist, one file per worker so a file's fixtures start once),
 # in the order tests/conftest.py gives (longest first, not xdist's by test count): much of the suite
-# waits on services, browsers and child processes. PYTEST_WORKERS=0 runs serially.
-PYTEST_WORKERS ?= 2
+# waits on services, browsers and child processes, so a third worker on 2 cores still gains (measured
+# in docs/test-suite-time.md). PYTEST_WORKERS=0 runs serially.
+PYTEST_WORKERS ?= 3
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 .PHONY: setup demo test test-unit test-record tiny-models system clean
@@ -60,7 +61,7 @@ tiny-models: setup
 	BOTGRPO_CACHE=$(CURDIR)/.cache/botgrpo $(VENV)/bin/botgrpo bootstrap --task arith_synth --task-option calculator=true
 	BOTGRPO_CACHE=$(CURDIR)/.cache/botgrpo $(VENV)/bin/botgrpo bootstrap --task react_synth --task-option revise=true
 
-# Everything: unit and integration tests, real services and real models (goal: ten minutes on 2 cores; 10.5-11.3 measured, see docs/test-suite-time.md).
+# Everything: unit and integration tests, real services and real models (goal: ten minutes on 2 cores; see docs/test-suite-time.md).
 test: tiny-models
 	$(PY) -m pytest -q $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
