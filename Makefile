@@ -53,13 +53,14 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 demo: setup
 	$(VENV)/bin/botgrpo train
 
-# The suite's tiny models are built (or found cached) before pytest starts, so no test's timeout
-# pays for a model build on a fresh clone or a loaded machine.
+# The suite's tiny models are built, and its real models (SmolLM2, Gemma 3) converted from their GGUF
+# files, before pytest starts (or found cached), so no test's time pays for a build on a fresh clone.
 tiny-models: setup
 	BOTGRPO_CACHE=$(CURDIR)/.cache/botgrpo $(VENV)/bin/botgrpo bootstrap --task react_synth
 	BOTGRPO_CACHE=$(CURDIR)/.cache/botgrpo $(VENV)/bin/botgrpo bootstrap --task arith_synth
 	BOTGRPO_CACHE=$(CURDIR)/.cache/botgrpo $(VENV)/bin/botgrpo bootstrap --task arith_synth --task-option calculator=true
 	BOTGRPO_CACHE=$(CURDIR)/.cache/botgrpo $(VENV)/bin/botgrpo bootstrap --task react_synth --task-option revise=true
+	BOTGRPO_CACHE=$(CURDIR)/.cache/botgrpo $(PY) scripts/real_models.py
 
 # Everything: unit and integration tests, real services and real models (goal: ten minutes on 2 cores; see docs/test-suite-time.md).
 test: tiny-models
