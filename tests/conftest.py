@@ -187,7 +187,7 @@ LONGEST_FILE = "test_vllm_engine.py"
 
 def _start_rank(item) -> int:
     """Which test files start first: the longest, those that load a real model, the other integration
-    files, then the unit tests. `make test` runs files on two workers in this order, so the long
+    files, then the unit tests. `make test` runs files on several workers in this order, so the long
     files start early and the many short unit files fill the end, instead of one long file running
     alone at the end."""
     if item.path.name == LONGEST_FILE:
