@@ -5,6 +5,7 @@ for it."""
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import shutil
 import tempfile
@@ -39,6 +40,17 @@ def one_builder(final: Path) -> Iterator[None]:
     finds it built (check for it again inside), instead of building it twice or replacing it under
     a reader."""
     final.parent.mkdir(parents=True, exist_ok=True)
-    with open(final.parent / f".{final.name}.lock", "w") as lock:
+    lock_path = lock_file(final)
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+def lock_file(final: Path) -> Path:
+    """Where the build lock of `final` lives: in the cache's own locks/ directory, keyed by the
+    entry's absolute path, so no lock is left beside an entry (or in a user's --out directory).
+    Lock files stay after the build: unlinking one another process may be waiting on would let a
+    third lock a fresh file and build beside it."""
+    key = hashlib.sha256(str(final.resolve()).encode()).hexdigest()[:16]
+    return cache_root() / "locks" / f"{final.name}-{key}.lock"
