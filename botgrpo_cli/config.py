@@ -225,7 +225,8 @@ class RunConfig:
     eval_every: int = opt(0, "evaluate success on held-out prompts every N steps; 0 = never")
     eval_prompts: int = opt(32, "held-out prompts per evaluation")
     threads: int = opt(0, "torch CPU threads (per process); 0 = torch's default")
-    distributed: str = opt("ddp", "with several processes: ddp (replicas) or fsdp (sharded; GPUs, rollout.engine=vllm)",
+    distributed: str = opt("ddp", "with several processes: ddp (replicas) or fsdp (FSDP2, sharded by decoder layer; "
+                                  "needs rollout.engine=vllm)",
                            ("ddp", "fsdp"))
     fail_on: list = opt([], "CI checks ending the run with one line and exit code 1: nonfinite (a loss or gradient "
                             "norm not finite), masked (every completion of a step masked: the reward service "

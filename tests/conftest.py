@@ -181,6 +181,27 @@ def smollm2_dir(smollm2_gguf) -> Path:
     return Path(resolve_gguf(str(smollm2_gguf), "float32"))
 
 
+@pytest.fixture(scope="session")
+def small_model_dir(tmp_path_factory, tiny_arith_model_dir) -> Path:
+    """The bootstrap's "small" architecture (head_dim 32), freshly initialised (seed 0), with the
+    tiny arith model's tokenizer: what vLLM's CPU attention takes (it refuses the tiny models' head_dim
+    16), built in a second, for tests where only the plumbing matters."""
+    import shutil
+
+    import torch
+
+    from botgrpo_cli.bootstrap.model import make_model
+    from botgrpo_cli.models.loading import load_tokenizer
+
+    out = tmp_path_factory.mktemp("small-hd32")
+    tok = load_tokenizer(str(tiny_arith_model_dir))
+    torch.manual_seed(0)
+    make_model("small", len(tok), tok.eos_token_id, tok.pad_token_id, max_positions=256).save_pretrained(out)
+    for f in Path(tiny_arith_model_dir).glob("tokenizer*"):
+        shutil.copy(f, out / f.name)
+    return out
+
+
 # The longest file (one vLLM engine and server, shared by its tests) starts before all others.
 LONGEST_FILE = "test_vllm_engine.py"
 

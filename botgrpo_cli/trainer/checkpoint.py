@@ -55,10 +55,11 @@ class Loaded:
 
 
 def save(run_dir: Path, state: TrainState, model: Any, tokenizer: Any, opt: Any, sched: Any,
-         cfg_yaml: str, keep_last: int, weights: dict | None = None) -> Path:
+         cfg_yaml: str, keep_last: int, weights: dict | None = None, optim_state: dict | None = None) -> Path:
     """Write checkpoints/step-N atomically and drop all but the newest `keep_last`.
-    weights: the full state dict when the model's own is sharded (FSDP); opt None: no optimizer state.
-    A disk or permission error is a UserError naming the last good checkpoint."""
+    weights, optim_state: the model's and the optimizer's full state dicts when their own are sharded
+    (FSDP); opt None: no optimizer state. A disk or permission error is a UserError naming the last
+    good checkpoint."""
     root = run_dir / "checkpoints"
     final = path_of(run_dir, state.step)
     tmp = root / f".tmp-{final.name}"
@@ -69,7 +70,8 @@ def save(run_dir: Path, state: TrainState, model: Any, tokenizer: Any, opt: Any,
         model.save_pretrained(tmp / "model", state_dict=weights)
         tokenizer.save_pretrained(tmp / "model")
         if opt is not None:
-            torch.save({"optimizer": opt.state_dict(), "scheduler": sched.state_dict()}, tmp / "optim.pt")
+            optim = opt.state_dict() if optim_state is None else optim_state
+            torch.save({"optimizer": optim, "scheduler": sched.state_dict()}, tmp / "optim.pt")
         torch.save(rng_state(), tmp / "rng.pt")
         (tmp / "state.json").write_text(json.dumps(state.__dict__))
         (tmp / "config.yaml").write_text(cfg_yaml)
@@ -142,10 +144,11 @@ def latest_intact(run_dir: Path, warn: Callable[[str], None]) -> Loaded | None:
     return None
 
 
-def restore(loaded: Loaded, opt: Any, sched: Any) -> TrainState:
-    """Load optimizer, scheduler and RNG states (the model is loaded from path/model by the caller)."""
+def restore(loaded: Loaded, opt: Any, sched: Any, load_optimizer: Callable[[dict], None] | None = None) -> TrainState:
+    """Load optimizer, scheduler and RNG states (the model is loaded from path/model by the caller).
+    load_optimizer: how the optimizer takes its saved state when it is sharded (FSDP)."""
     try:
-        opt.load_state_dict(loaded.optim["optimizer"])
+        (load_optimizer or opt.load_state_dict)(loaded.optim["optimizer"])
         sched.load_state_dict(loaded.optim["scheduler"])
         set_rng_state(loaded.rng)
     except (KeyError, ValueError, TypeError, RuntimeError) as err:

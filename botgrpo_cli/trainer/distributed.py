@@ -1,4 +1,5 @@
-"""Several training processes under accelerate (DDP by default, FSDP on request).
+"""Several training processes under accelerate (DDP by default; FSDP2 on request, sharded here with
+torch's own `fully_shard`, on CPUs over gloo as on GPUs over NCCL).
 
 Each process keeps a contiguous share of the step's prompts with their whole groups; the loss is
 normalised by global counts so that the averaged gradient equals one process's over the global
@@ -70,30 +71,91 @@ class Dist:
 
     def no_sync(self, model: Any, last: bool) -> Any:
         """Skip the gradient all-reduce on every micro-batch but the last (DDP / FSDP)."""
-        if self.world == 1 or last or self.accelerator is None:
+        if self.world == 1 or self.accelerator is None:
             return contextlib.nullcontext()
-        return self.accelerator.no_sync(model)
+        if is_fsdp(model):  # FSDP2: reduce-scatter only after the last micro-batch's backward
+            model.set_requires_gradient_sync(last)
+            return contextlib.nullcontext()
+        return contextlib.nullcontext() if last else self.accelerator.no_sync(model)
 
     def clip_grad_norm(self, params: list, max_norm: float) -> float:
         """Clip by the global gradient norm (over shards under FSDP); the norm before clipping."""
+        if any(is_sharded(p) for p in params):
+            norm = torch.nn.utils.clip_grad_norm_(params, max_norm)  # a DTensor: the shards' norms combined
+            return float(norm.full_tensor())
         if self.accelerator is not None:
             return float(self.accelerator.clip_grad_norm_(params, max_norm))
         return float(torch.nn.utils.clip_grad_norm_(params, max_norm))
 
+    def full_state_dict(self, model: Any) -> dict[str, torch.Tensor] | None:
+        """The whole model's weights on rank 0 (a collective under FSDP: every rank calls it); None
+        when the model is not sharded (its own state dict is whole)."""
+        if not is_fsdp(model):
+            return None
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+        return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+
+    def full_optimizer_state(self, model: Any, opt: torch.optim.Optimizer) -> dict | None:
+        """The optimizer's whole state on rank 0, keyed by parameter name (a collective under FSDP);
+        None when the model is not sharded (the optimizer's own state dict is whole)."""
+        if not is_fsdp(model):
+            return None
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
+
+        return get_optimizer_state_dict(model, opt, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+
+    def optimizer_loader(self, model: Any, opt: torch.optim.Optimizer) -> Any:
+        """How a saved full optimizer state reaches this process's shards (FSDP); None: the optimizer's own."""
+        if not is_fsdp(model):
+            return None
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+        options = StateDictOptions(full_state_dict=True)  # every rank read the whole state from the file
+        return lambda state: set_optimizer_state_dict(model, opt, state, options=options)
+
 
 def make_accelerator(distributed: str) -> Any:
-    """An Accelerator for this process: gloo on CPU, NCCL on GPUs; DDP, or FSDP2 when asked."""
+    """An Accelerator for this process: gloo on CPU, NCCL on GPUs. It wraps the model in DDP; under
+    run.distributed=fsdp the model is sharded by `fully_shard_policy` instead (accelerate shards only
+    on accelerators; torch's FSDP2 runs on CPUs too)."""
     from accelerate import Accelerator
-    from accelerate.utils import DistributedDataParallelKwargs, FullyShardedDataParallelPlugin
+    from accelerate.utils import DistributedDataParallelKwargs
 
     cpu = not torch.cuda.is_available()
     if distributed == "fsdp":
-        if cpu:
-            raise UserError("run.distributed=fsdp needs GPUs; on CPU use the default run.distributed=ddp")
-        plugin = FullyShardedDataParallelPlugin(fsdp_version=2, auto_wrap_policy="transformer_based_wrap")
-        return Accelerator(fsdp_plugin=plugin)
+        return Accelerator(cpu=cpu)
     # gradient_as_bucket_view: DDP's buckets hold the gradients themselves, not a second copy
     return Accelerator(cpu=cpu, kwargs_handlers=[DistributedDataParallelKwargs(gradient_as_bucket_view=True)])
+
+
+def fully_shard_policy(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+    """Shard the policy over the processes with FSDP2: each decoder layer (the classes the model
+    names in `_no_split_modules`) is one unit, gathered for its own forward and backward, and the
+    root unit holds the rest (embeddings, a tied head, the final norm). Build the optimizer after
+    this: the parameters become DTensors."""
+    from torch.distributed.fsdp import fully_shard
+
+    model = model.to(device)
+    inner = getattr(getattr(model, "base_model", None), "model", model)  # a PEFT model's transformer
+    layer_names = set(getattr(inner, "_no_split_modules", None) or ())
+    layers = [m for m in model.modules() if type(m).__name__ in layer_names]
+    if not layers:
+        raise UserError(f"run.distributed=fsdp shards by decoder layer, and {type(inner).__name__} names none "
+                        "(_no_split_modules); use run.distributed=ddp")
+    for layer in layers:
+        fully_shard(layer)
+    fully_shard(model)
+    return model
+
+
+def is_fsdp(model: Any) -> bool:
+    """Whether `model` is sharded with FSDP2 (`fully_shard`)."""
+    return hasattr(model, "set_requires_gradient_sync") and hasattr(model, "unshard")
+
+
+def is_sharded(param: torch.Tensor) -> bool:
+    return hasattr(param, "full_tensor")
 
 
 def shard(items: list[T], rank: int, world: int) -> list[T]:

@@ -22,7 +22,7 @@ from botgrpo_cli.rollout.turns import MultiTurn, TurnSettings, build_settings, r
 from botgrpo_cli.trainer import checkpoint, defaults
 from botgrpo_cli.trainer.checkpoint import TrainState
 from botgrpo_cli.trainer.degenerate import check_settings
-from botgrpo_cli.trainer.distributed import Dist
+from botgrpo_cli.trainer.distributed import Dist, fully_shard_policy
 from botgrpo_cli.models.loading import load_tokenizer, thinking_mismatch
 from botgrpo_cli.models.precision import autocast, choose
 from botgrpo_cli.trainer.policy import load_model, loads_reference_copy, resolve_model_path
@@ -95,11 +95,11 @@ class Session:
 
     def save(self) -> None:
         """Rank 0 writes the checkpoint (under FSDP every rank first helps gather the weights)."""
-        fsdp = self.cfg.run.distributed == "fsdp" and self.dist.world > 1
-        weights = self.dist.accelerator.get_state_dict(self.model) if fsdp else None
+        weights = self.dist.full_state_dict(self.model)
+        optim_state = self.dist.full_optimizer_state(self.model, self.opt)
         if self.dist.main:
-            checkpoint.save(self.run_dir, self.state, self.policy, self.tok, None if fsdp else self.opt, self.sched,
-                            self.cfg.to_yaml(), self.cfg.run.keep_last, weights)
+            checkpoint.save(self.run_dir, self.state, self.policy, self.tok, self.opt, self.sched,
+                            self.cfg.to_yaml(), self.cfg.run.keep_last, weights, optim_state)
         self.dist.barrier()
 
 
@@ -234,9 +234,6 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     check_settings(cfg, lambda msg: dist.main and console.print(f"[yellow]warning:[/] {msg}", soft_wrap=True),
                    loaded.state.step if loaded is not None else 0)
     run_dir = dist.from_main(run_dir)  # a time-stamped name is rank 0's; also a barrier before it writes
-    if ckpt is not None and cfg.run.distributed == "fsdp" and dist.world > 1:
-        raise UserError("--resume with run.distributed=fsdp is not supported yet (checkpoints hold the model, "
-                        "not the sharded optimizer); resume with run.distributed=ddp or start a new run")
     tok = load_tokenizer(base)
     mismatch = thinking_mismatch(tok, task.think_tags, cfg.rollout.thinking_budget, cfg.run.chat_template_kwargs)
     if mismatch and dist.main:
@@ -250,12 +247,16 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     defaults.resolve(cfg, model, tok, base, prompts, max_new)  # lr, micro-batch: before the optimizer and config.yaml
     ref = load_model(base, cfg.model, trainable=False).to(dist.accelerator.device) if loads_reference_copy(cfg) else None
     bf16, why = choose(cfg.model.autocast, model)
-    opt, sched = make_optimizer(model, cfg)
-    model, opt = dist.accelerator.prepare(model, opt)  # to the device; DDP/FSDP under several processes
+    if cfg.run.distributed == "fsdp" and dist.world > 1:
+        model = fully_shard_policy(model, dist.accelerator.device)
+        opt, sched = make_optimizer(model, cfg)  # over the sharded parameters
+    else:
+        opt, sched = make_optimizer(model, cfg)
+        model, opt = dist.accelerator.prepare(model, opt)  # to the device; DDP under several processes
     stream = PromptStream(task.train_examples(), cfg.run.seed)
     state = TrainState(step=0, data_position=0)
     if ckpt is not None:
-        state = checkpoint.restore(loaded, opt, sched)
+        state = checkpoint.restore(loaded, opt, sched, dist.optimizer_loader(model, opt))
         stream.position = state.data_position
     params = SamplingParams(
         max_new_tokens=max_new, temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p, top_k=cfg.rollout.top_k,
@@ -270,6 +271,9 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
         engine = _engine(cfg, getattr(model, "module", model), tok, base)
         if dist.main:
             console.print(f"precision: {why}")
+            if dist.world > 1:
+                layout = "FSDP2, each decoder layer sharded" if cfg.run.distributed == "fsdp" else "DDP, whole replicas"
+                console.print(f"distributed: {layout}, over {dist.world} processes")
         if settings is not None:
             revise_with(settings, task, pool, {**task.service_options, **cfg.reward.options}, cfg.reward.deadline_ms)
         turns = None if settings is None else MultiTurn(engine, tok, settings)

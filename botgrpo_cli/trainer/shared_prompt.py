@@ -22,6 +22,7 @@ from torch import Tensor
 
 from botgrpo_cli.decoder_layers import (attend_and_feed_forward, base_of, causal_mask, query_key_value,
                                         rope_moving_with_length, unsupported_reason)
+from botgrpo_cli.trainer.distributed import is_fsdp
 from botgrpo_cli.trainer.packing import pack
 
 
@@ -38,8 +39,8 @@ def runs_of_equal_prompts(prompt_ids: list[list[int]]) -> list[int]:
 
 def why_not_shared(model: Any) -> str | None:
     """Why the shared-prompt forward cannot stand in for the model's own (None when it can)."""
-    if hasattr(model, "module"):  # DistributedDataParallel / FSDP: its forward keeps the gradients in sync
-        return "the model is wrapped for distributed training"
+    if hasattr(model, "module") or is_fsdp(model):  # DDP's forward keeps the gradients in sync, FSDP2's
+        return "the model is wrapped for distributed training"  # gathers each layer's shards first
     reason = unsupported_reason(model)
     if reason is not None:
         return reason
