@@ -5,8 +5,8 @@ resume that re-syncs. On a small freshly initialised model (head_dim 32: vLLM's 
 the tiny bootstrapped models' 16), where only the plumbing matters: seeds, n, stop strings and the
 length limit mean what they mean in the lean loop; weight syncs (full and LoRA) are verified by the
 engine's own log-probs matching the trainer's and caught when skipped; server mode samples what the
-colocated engine samples, ends a run with one line when its server stops answering or dies, and
-restarts a server the run started.
+colocated engine samples (two-turn transcripts too), ends a run with one line when its server stops
+answering or dies, and restarts a server the run started.
 
 One engine per model serves the whole module: every VLLMEngine built on the same model folder with
 the same options (the fixtures' and the ones `train` builds) shares the process's loaded vLLM engine.
@@ -57,21 +57,8 @@ def _load(path) -> torch.nn.Module:
 
 
 @pytest.fixture(scope="module")
-def small_dir(tmp_path_factory, tiny_arith_model_dir) -> str:
-    """The bootstrap's "small" architecture (head_dim 32), freshly initialised (seed 0), with the
-    tiny arith model's tokenizer: what vLLM's CPU attention takes, built in a second."""
-    import shutil
-
-    from botgrpo_cli.bootstrap.model import make_model
-    from botgrpo_cli.models.loading import load_tokenizer
-
-    out = tmp_path_factory.mktemp("small-hd32")
-    tok = load_tokenizer(str(tiny_arith_model_dir))
-    torch.manual_seed(0)
-    make_model("small", len(tok), tok.eos_token_id, tok.pad_token_id, max_positions=256).save_pretrained(out)
-    for f in Path(tiny_arith_model_dir).glob("tokenizer*"):
-        shutil.copy(f, out / f.name)
-    return str(out)
+def small_dir(small_model_dir) -> str:
+    return str(small_model_dir)
 
 
 @pytest.fixture(scope="module")
@@ -279,20 +266,31 @@ class AskAgain:
         return 0.0, []
 
 
-def test_multi_turn_greedy_transcripts_equal_the_lean_loops(engine, policy, tok, prompts):
+def _assert_two_turns_equal(ours_engine, their_engine, tok, prompts: list[str]):
+    """Greedy two-turn transcripts (AskAgain) from two engines: the same tokens, turns and loss masks,
+    the environment's message untrained and the second turn trained. Returns rows, params and settings."""
     from botgrpo_cli.rollout.turns import MultiTurn, TurnSettings
 
-    assert engine.llm.llm_engine.vllm_config.cache_config.enable_prefix_caching  # turn 2 reuses turn 1's blocks
-    rows = [{"prompt": p} for p in ("What is 7 * 8?", "Name a prime number above 10.")]
+    rows = [{"prompt": p} for p in prompts]
     params = SamplingParams(max_new_tokens=12, temperature=0.0)
     settings = TurnSettings(max_turns=2, environment=AskAgain)
-    ours = MultiTurn(engine, tok, settings).generate([r["prompt"] for r in rows], 1, params, rows=rows)
-    lean = MultiTurn(FastEngine(policy, tok), tok, settings).generate([r["prompt"] for r in rows], 1, params, rows=rows)
-    assert ours.texts == lean.texts and ours.turns == lean.turns and ours.prompt_ids == lean.prompt_ids
-    assert torch.equal(ours.completion_ids, lean.completion_ids) and torch.equal(ours.loss_mask, lean.loss_mask)
+    ours = MultiTurn(ours_engine, tok, settings).generate(prompts, 1, params, rows=rows)
+    theirs = MultiTurn(their_engine, tok, settings).generate(prompts, 1, params, rows=rows)
+    assert ours.texts == theirs.texts and ours.turns == theirs.turns and ours.prompt_ids == theirs.prompt_ids
+    assert torch.equal(ours.completion_ids, theirs.completion_ids) and torch.equal(ours.loss_mask, theirs.loss_mask)
+    assert all(len(turns) == 2 for turns in ours.turns)
     for i, ((a0, b0), (a1, b1)) in enumerate(ours.turns):
         assert "Are you sure?" in tok.decode(ours.completion_ids[i, b0:a1])  # the environment's message ...
         assert not ours.loss_mask[i, b0:a1].any() and ours.loss_mask[i, a1:b1].all()  # ... masked, turn 2 trained
+    return rows, params, settings
+
+
+def test_multi_turn_greedy_transcripts_equal_the_lean_loops(engine, policy, tok, prompts):
+    from botgrpo_cli.rollout.turns import MultiTurn
+
+    assert engine.llm.llm_engine.vllm_config.cache_config.enable_prefix_caching  # turn 2 reuses turn 1's blocks
+    rows, params, settings = _assert_two_turns_equal(engine, FastEngine(policy, tok), tok,
+                                                     ["What is 7 * 8?", "Name a prime number above 10."])
     sampled = MultiTurn(engine, tok, settings).generate([r["prompt"] for r in rows], 1, dataclasses.replace(
         params, temperature=1.0, seed=2), rows=rows)  # the engine's log-probs sit on the model's own tokens
     mine = batch_logps(policy, sampled.prompt_ids, sampled.completion_ids, sampled.mask, engine.pad_id, 1.0, 8)
@@ -351,6 +349,7 @@ def test_a_server_samples_what_the_colocated_engine_samples(server, synced, smal
     remote_budgeted = remote.generate(opened, 2, think)  # the budget travels with the request
     assert remote_budgeted.texts == budgeted.texts
     assert torch.equal(remote_budgeted.logp_old.isnan(), budgeted.logp_old.isnan())
+    _assert_two_turns_equal(remote, synced, small_tok, small_prompts)  # multi-turn through the server too
     other = _load(small_dir)
     with torch.no_grad():
         for p in other.parameters():
