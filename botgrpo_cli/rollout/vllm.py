@@ -164,6 +164,8 @@ def load_llm(model_path: str, options: VLLMOptions, seed: int) -> Any:
     if options.sleep_mode and not torch.cuda.is_available():
         raise UserError("rollout.vllm_sleep_mode frees GPU memory and needs CUDA; set it to false on this machine")
     launch = _placement(options.tensor_parallel_size)[1]
+    if not torch.cuda.is_available():
+        launch.update(whole_prefills(model_path, options.max_model_len))
     if options.kv_cache_gib is not None:
         launch["kv_cache_memory_bytes"] = int(options.kv_cache_gib * 2**30)
     set_threads = torch.set_num_threads
@@ -307,6 +309,23 @@ class VLLMEngine:
 
 def _in_process() -> bool:
     return os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0"
+
+
+DEFAULT_PREFILL_BUDGET = 4096  # vLLM's own step budget on a CPU
+
+
+def whole_prefills(model_path: str, max_model_len: int | None) -> dict[str, Any]:
+    """vLLM arguments for an engine on a CPU: every prompt prefilled whole, in one engine step.
+    vLLM prefills a step's prompts in chunks of its token budget (4096), and a seeded request cut
+    mid-prompt rewinds its random generator, which a CPU generator cannot do: a step whose prompts
+    held more than 4096 tokens failed ("CPU Generator does not use offset"). Without chunks vLLM
+    needs a budget of at least the context (rollout.vllm_max_model_len, else the model's own)."""
+    if max_model_len is None:
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(model_path).get_text_config()
+        max_model_len = getattr(config, "max_position_embeddings", None)
+    return {"enable_chunked_prefill": False, "max_num_batched_tokens": max(DEFAULT_PREFILL_BUDGET, max_model_len or 0)}
 
 
 def _placement(tp: int) -> tuple[Any, dict]:

@@ -208,6 +208,21 @@ def test_seed_n_stop_and_length_mean_what_they_mean_in_the_lean_loop(synced, sma
     assert bool(stopped.finished[0]) and len(stopped.offsets[0]) == int(stopped.lengths[0])
 
 
+def test_a_step_past_the_prefill_budget_samples_each_row_as_alone(synced, small_tok, small_prompts):
+    """A step whose prompts hold more tokens than vLLM prefills at once (4096): each seeded row still
+    samples what it samples alone. (vLLM's CPU backend, prefilling in chunks, failed here with "CPU
+    Generator does not use offset": a seeded request cut mid-prompt rewinds its generator.) The
+    prompts differ from their first token, so no cached block shortens another's prefill."""
+    budget = synced.llm.llm_engine.vllm_config.scheduler_config.max_num_batched_tokens
+    base = small_prompts[0] + " 1 + 1 = 2." * 12
+    prompts = [f"{k} {base}" for k in range(budget // len(small_tok(base)["input_ids"]) + 3)]
+    assert sum(len(small_tok(p)["input_ids"]) for p in prompts) > budget
+    params = SamplingParams(max_new_tokens=4, temperature=1.0, seed=9)
+    batch = synced.generate(prompts, 1, params)
+    alone = synced.generate(prompts[-4:], 1, params)
+    assert batch.texts[-4:] == alone.texts and len(set(batch.texts)) > 1
+
+
 def test_a_sync_is_verified_by_log_probs_and_a_skipped_one_is_caught(synced, small_policy, small_prompts):
     policy = small_policy
     params = SamplingParams(max_new_tokens=16, temperature=1.0, seed=3)

@@ -10,7 +10,7 @@ from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.rollout import OffsetDecoder
-from botgrpo_cli.rollout.vllm import VLLMEngine, VLLMOptions, finish_row, policy_weights, row_seed
+from botgrpo_cli.rollout.vllm import VLLMEngine, VLLMOptions, finish_row, policy_weights, row_seed, whole_prefills
 
 
 def test_row_seeds_depend_on_prompt_and_index_only():
@@ -18,6 +18,14 @@ def test_row_seeds_depend_on_prompt_and_index_only():
     assert len(seeds) == 8  # distinct per prompt and per completion index
     assert row_seed(5, [1], 1) == row_seed(5, (1,), 1) and row_seed(5, [1], 1) != row_seed(6, [1], 1)
     assert all(0 <= s < 2**31 - 1 for s in seeds)  # within vLLM's seed range
+
+
+def test_a_cpu_engine_prefills_each_prompt_whole_within_the_context(tmp_path):
+    # no chunks (a CPU generator cannot rewind), so the step budget must hold the longest context
+    assert whole_prefills("unused", 256) == {"enable_chunked_prefill": False, "max_num_batched_tokens": 4096}
+    assert whole_prefills("unused", 8192)["max_num_batched_tokens"] == 8192
+    Qwen2Config(max_position_embeddings=16384).save_pretrained(tmp_path)  # no limit given: the model's own
+    assert whole_prefills(str(tmp_path), None)["max_num_batched_tokens"] == 16384
 
 
 @pytest.fixture(scope="module")
