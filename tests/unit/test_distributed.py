@@ -10,7 +10,8 @@ import torch
 
 from botgrpo_cli.algos import policy_loss
 from botgrpo_cli.algos.losses import BY_TOKENS, LOSS_AGGS
-from botgrpo_cli.trainer.distributed import Dist, loss_weights, reduce_metrics, shard
+from botgrpo_cli.errors import UserError
+from botgrpo_cli.trainer.distributed import Dist, fully_shard_policy, is_fsdp, loss_weights, reduce_metrics, shard
 
 
 @dataclass(frozen=True)
@@ -71,3 +72,9 @@ def test_shard_keeps_contiguous_equal_shares():
 def test_metrics_pass_through_with_one_process():
     m = {"loss": 0.5, "time/step_s": 1.0}
     assert reduce_metrics(m, Dist()) == m
+
+
+def test_fsdp_needs_decoder_layers_to_shard():
+    with pytest.raises(UserError, match="names none .*run.distributed=ddp"):
+        fully_shard_policy(torch.nn.Linear(2, 2), torch.device("cpu"))
+    assert not is_fsdp(torch.nn.Linear(2, 2))
