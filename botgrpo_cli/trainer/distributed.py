@@ -19,6 +19,7 @@ from typing import Any, Sequence, TypeVar
 import torch
 
 from botgrpo_cli.algos.losses import BY_TOKENS
+from botgrpo_cli.decoder_layers import base_of
 from botgrpo_cli.errors import UserError
 
 T = TypeVar("T")
@@ -137,7 +138,7 @@ def fully_shard_policy(model: torch.nn.Module, device: torch.device) -> torch.nn
     from torch.distributed.fsdp import fully_shard
 
     model = model.to(device)
-    inner = getattr(getattr(model, "base_model", None), "model", model)  # a PEFT model's transformer
+    inner = base_of(model)  # under a PEFT wrapper, the transformer that names its layers
     layer_names = set(getattr(inner, "_no_split_modules", None) or ())
     layers = [m for m in model.modules() if type(m).__name__ in layer_names]
     if not layers:
