@@ -35,6 +35,7 @@ from concurrent.futures import Future
 from typing import Any, Callable, Iterable, Sequence
 
 from botgrpo_cli.reward_client.pool import score_all
+from botgrpo_cli.reward_client.scored import checked
 from botgrpo_rewards.protocol import Batcher, Item
 from botgrpo_rewards.protocol import (
     DEFAULT_MEMORY_MB,
@@ -48,14 +49,11 @@ from botgrpo_rewards.protocol import (
 )
 from botgrpo_rewards.protocol import (
     STATUS_TIMEOUT,
-    ProtocolError,
     ScoreRequest,
     ScoreResponse,
     Span,
     error_response,
     request_from_json,
-    validate_metrics,
-    validate_spans,
 )
 
 SUBMIT_BATCH = 64  # the most requests `submit` hands to one call
@@ -106,21 +104,6 @@ def combine(rid: Any, names: Sequence[str], weights: Sequence[float], parts: Seq
     info["services"] = statuses
     spans.sort(key=lambda s: (s.start, s.end))
     return ScoreResponse(id=rid, status="ok", score=score, spans=spans, metrics=metrics, info=info)
-
-
-def checked(part: ScoreResponse | None, text: str, label: str) -> ScoreResponse | None:
-    """A function's verdict with the protocol's checks on what a score may carry (a finite score of
-    any size; spans with integer offsets inside the text and rewards in [-1, 1]; finite metrics)."""
-    if part is None or not part.ok:
-        return part
-    try:
-        if not math.isfinite(part.score):
-            raise ProtocolError(f"score must be a finite number, got {part.score!r}")
-        part.spans = validate_spans(list(part.spans), len(text))
-        part.metrics = validate_metrics(part.metrics)
-    except ProtocolError as err:
-        return error_response(part.id, "bad_result", f"reward function {label} returned an invalid result: {err}")
-    return part
 
 
 def failure(err: WorkerFailed | WorkerTimeout) -> ScoreResponse:
@@ -210,7 +193,7 @@ class FunctionPool:
             if not reply.get("ok"):  # the function raised
                 parts.append([error_response(None, "backend", str(reply.get("error")))] * len(texts))
                 continue
-            parts.append([checked(read_item(item, process.label), t, process.label)
+            parts.append([checked(read_item(item, process.label), len(t), f"reward function {process.label}")
                           for item, t in zip(reply["result"], texts)])
             for name, values in (reply.get("logged") or {}).get("metrics", {}).items():
                 finite = [v for v in values if math.isfinite(v)]

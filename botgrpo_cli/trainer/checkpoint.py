@@ -29,6 +29,7 @@ import torch
 
 from botgrpo_cli import rundir
 from botgrpo_cli.errors import UserError
+from botgrpo_cli.trainer.nonfinite import nonfinite_tensors, optimizer_tensors
 
 PREFIX = rundir.STEP_PREFIX
 CHECKSUMS = "checksums.json"
@@ -63,6 +64,7 @@ def save(run_dir: Path, state: TrainState, model: Any, tokenizer: Any, opt: Any,
     root = run_dir / "checkpoints"
     final = path_of(run_dir, state.step)
     tmp = root / f".tmp-{final.name}"
+    _refuse_nonfinite(run_dir, final, model, weights, opt, optim_state)
     try:
         root.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -91,6 +93,22 @@ def save(run_dir: Path, state: TrainState, model: Any, tokenizer: Any, opt: Any,
         raise UserError(f"could not write checkpoint {final}: {reason}; {last}. Free disk space or "
                         f"fix permissions, then continue with `botgrpo train --resume --out {run_dir}`") from None
     return final
+
+
+def _refuse_nonfinite(run_dir: Path, final: Path, model: Any, weights: dict | None, opt: Any,
+                      optim_state: dict | None) -> None:
+    """UserError, before anything is written, when the weights or the optimizer's moments hold a NaN
+    or an infinity: such a checkpoint could only spread the damage on resume (trainer/nonfinite.py)."""
+    named = list((weights if weights is not None else model.state_dict()).items())
+    if opt is not None:
+        named += optimizer_tensors(opt.state_dict() if optim_state is None else optim_state)
+    bad = nonfinite_tensors(named)
+    if bad:
+        good = checkpoints(run_dir)
+        last = f"the last good checkpoint is {good[-1]}" if good else "no checkpoint was written before"
+        raise UserError(f"not writing checkpoint {final}: NaN or infinite values in {len(bad)} tensors "
+                        f"({', '.join(bad[:3])}{', ...' if len(bad) > 3 else ''}); {last}. Lower optim.lr or "
+                        "check the reward, then continue with --resume")
 
 
 def path_of(run_dir: Path, step: int) -> Path:

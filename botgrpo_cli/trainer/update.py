@@ -17,6 +17,7 @@ from botgrpo_cli.trainer.defaults import MAX_AUTO_MICRO_BATCH
 from botgrpo_cli.trainer.distributed import Dist, loss_weights
 from botgrpo_cli.trainer.logprobs import forward_logps
 from botgrpo_cli.trainer.minibatches import plan, units
+from botgrpo_cli.trainer.nonfinite import step_if_finite
 from botgrpo_cli.trainer.packing import used_width
 
 
@@ -120,8 +121,8 @@ def _optimizer_step(model: Any, opt: torch.optim.Optimizer, inp: UpdateInputs, c
     params = [p for p in model.parameters() if p.requires_grad]
     clip = cfg.optim.grad_clip if cfg.optim.grad_clip > 0 else float("inf")
     totals["grad_norm"] = dist.clip_grad_norm(params, clip)
-    opt.step()
-    opt.zero_grad(set_to_none=True)
+    stepped = step_if_finite(opt, totals.get("loss", 0.0), totals["grad_norm"], dist)  # a NaN never reaches a weight
+    totals["update/nonfinite_skipped"] = float(not stepped)
     return totals
 
 

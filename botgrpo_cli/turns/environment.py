@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from botgrpo_cli.errors import UserError
+from botgrpo_cli.reward_client.scored import checked
 from botgrpo_rewards.protocol import SpecError, first_line, load_function
 from botgrpo_rewards.protocol import absolute_spec
 from botgrpo_rewards.protocol import ErrorInfo, ScoreResponse, Span
@@ -117,26 +118,26 @@ def as_messages(value: Any, what: str) -> list[dict] | None:
 
 
 def as_response(value: Any, rid: str, text_length: int) -> ScoreResponse | None:
-    """An environment's reward -> a ScoreResponse (None: the task's reward decides)."""
+    """An environment's reward -> a ScoreResponse (None: the task's reward decides), checked as a
+    reward function's verdict is (scored.checked: a finite score, integer spans inside the
+    transcript, finite metrics); a reward that fails the checks is a failed scoring saying why."""
     if value is None:
         return None
     if isinstance(value, ScoreResponse):  # a service's own answer, passed on
-        return dataclasses.replace(value, id=rid)
-    score, spans, metrics = value, [], {}
-    if isinstance(value, dict):
-        score, spans, metrics = value.get("score"), value.get("spans", []), value.get("metrics", {})
-    elif isinstance(value, (tuple, list)):
-        score, spans = value
-    try:
-        score = float(score)
-        spans = sorted((int(s), int(e), float(r)) for s, e, r in spans)
-        metrics = {str(k): float(v) for k, v in dict(metrics).items()}
-    except (TypeError, ValueError) as err:
-        return failed_response(rid, f"the environment's reward is not a score with (start, end, reward) spans: {err}")
-    if any(not 0 <= s <= e <= text_length for s, e, _ in spans):
-        return failed_response(rid, f"the environment's reward has a span outside the transcript (0..{text_length})")
-    return ScoreResponse(id=rid, status="ok", score=score, spans=[Span(s, e, r) for s, e, r in spans],
-                         metrics=metrics)
+        response = dataclasses.replace(value, id=rid)
+    else:
+        score, spans, metrics = value, [], {}
+        try:
+            if isinstance(value, dict):
+                score, spans, metrics = value.get("score"), value.get("spans") or [], value.get("metrics") or {}
+            elif isinstance(value, (tuple, list)):
+                score, spans = value
+            response = ScoreResponse(id=rid, status="ok", score=score, spans=[Span(s, e, r) for s, e, r in spans],
+                                     metrics=dict(metrics))
+        except (TypeError, ValueError) as err:
+            return failed_response(rid, "the environment's reward is not a score, (score, spans) with (start, end, "
+                                        f"reward) spans, or a dict of score, spans and metrics: {err}")
+    return checked(response, text_length, "the environment's reward")
 
 
 def failed_response(rid: str, message: str) -> ScoreResponse:

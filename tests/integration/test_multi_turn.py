@@ -66,6 +66,23 @@ class AskTwice:
         return score, [(first_start, first_end, -0.5)]
 '''
 
+NAN_ENV = '''
+import itertools
+
+CALLS = itertools.count()  # next() is atomic: of the 8 rewards asked side by side, every other one is NaN
+
+
+class HalfNaN:
+    def reset(self, row):
+        return row["prompt"]
+
+    def step(self, transcript):
+        return None
+
+    def reward(self, transcript):
+        return float("nan") if next(CALLS) % 2 else (1.0 if "\\\\boxed" in transcript.text else -1.0)
+'''
+
 
 @pytest.fixture(scope="module")
 def model_dir(botgrpo_cache) -> Path:
@@ -83,6 +100,7 @@ def user_dir(tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("user")
     (home / "my_tools.py").write_text(USER_TOOLS)
     (home / "my_env.py").write_text(USER_ENV)
+    (home / "nan_env.py").write_text(NAN_ENV)
     rows = [{"prompt": [{"role": "user", "content": ex.prompt}], "answer": ex.reference["answer"]}
             for ex in get_task("arith_synth").train_examples()[:20]]
     (home / "chats.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -303,3 +321,15 @@ def test_aime_problems_evaluate_with_the_calculator(model_dir, tmp_path):
     assert figures["samples"] == 8 and figures["failed_scoring"] == 0
     assert 1.0 <= figures["turns_mean"] <= 2.0 and figures["tool_calls_mean"] >= 0
     assert "tool calls per sample" in (out / "eval.md").read_text()
+
+
+def test_a_nan_reward_from_an_environment_is_masked_counted_and_never_saved(model_dir, user_dir, pool, tmp_path):
+    """Issue 50: 4 of 8 rewards NaN; the run trains on the other 4 and saves finite weights."""
+    from botgrpo_cli.trainer import checkpoint
+
+    result = train(_cfg(model_dir, tmp_path / "run", f"run.environment={user_dir}/nan_env.py:HalfNaN",
+                        "rollout.max_turns=1", "run.steps=1"), pool=pool)
+    (m,) = result.metrics
+    assert m["reward/masked"] == 4 and m["update/nonfinite_skipped"] == 0
+    assert all(m[k] is not None for k in ("reward/mean", "loss", "grad_norm")), m  # null in the JSON when NaN
+    assert checkpoint.read(checkpoint.latest(result.run_dir)).state.step == 1  # its weights are finite

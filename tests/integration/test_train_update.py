@@ -230,3 +230,26 @@ def test_trained_tokens_with_holes_train_only_themselves(algo):
     loss, _ = policy_loss(a.loss, logp=logp, logp_old=inp.logp_old, advantages=inp.advantages * trained,
                           mask=trained, loss_agg=a.loss_agg, max_completion_length=7, **a.loss_options)
     assert metrics["loss"] == pytest.approx(float(loss.detach()), rel=1e-4, abs=1e-6)
+
+
+def test_a_step_whose_loss_is_not_finite_changes_no_weight_and_is_never_saved(tmp_path):
+    from botgrpo_cli.errors import UserError
+    from botgrpo_cli.trainer import checkpoint
+
+    model = _model()
+    cfg = load_config(None, algo="grpo", sets=["optim.lr=1e-3"])
+    opt, sched = make_optimizer(model, cfg)
+    before = _params(model)
+    inputs = _inputs(model)
+    inputs.advantages[0, 0] = float("nan")  # one NaN advantage: a NaN loss and NaN gradients
+    metrics = update(model, opt, sched, inputs, cfg, pad_id=0, max_len=7)
+    assert metrics["update/nonfinite_skipped"] == 1.0 and not torch.isfinite(torch.tensor(metrics["grad_norm"]))
+    assert torch.equal(_params(model), before) and not opt.state  # no weight, no moment touched
+    metrics = update(model, opt, sched, _inputs(model), cfg, pad_id=0, max_len=7)  # the next finite step trains
+    assert metrics["update/nonfinite_skipped"] == 0.0 and not torch.equal(_params(model), before)
+    with torch.no_grad():
+        next(model.parameters())[0, 0] = float("inf")  # however a weight got there, it is never written
+    state = checkpoint.TrainState(step=3, data_position=0)
+    with pytest.raises(UserError, match="not writing checkpoint .*step-000003: NaN or infinite values in 1 tensors"):
+        checkpoint.save(tmp_path, state, model, None, opt, sched, "", keep_last=2)
+    assert not (tmp_path / "checkpoints").exists()

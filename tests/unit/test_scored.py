@@ -74,3 +74,15 @@ def test_given_mask_is_respected_and_wider_than_offsets():
     tr = to_token_rewards(scored, [[(0, 1), (1, 2)], [(0, 1)]], mask)
     assert tr.r.tolist() == [[1.0, 1.0, 0.0, 0.0], [-1.0, 0.0, 0.0, 0.0]]
     assert offsets_mask([[(0, 1)], [], [(0, 1), (1, 2)]]).tolist() == [[True, False], [False, False], [True, True]]
+
+
+def test_a_reward_that_is_not_finite_is_masked_and_counted_whatever_its_door():
+    # an environment's reward, a TRL adapter's, a service's: one check where rows enter the batch
+    scored = Scored([_ok(float("nan")), _ok(0.5, [Span(0, 1, float("inf"))]), _ok(0.5, m=float("-inf")),
+                     _ok(1.0), ScoreResponse(id="x", status="error")])
+    assert scored.ok.tolist() == [False, False, False, True, False]
+    assert scored.masked == 4
+    assert torch.isfinite(scored.scores).all() and scored.spans[1] == []
+    assert "score must be a finite number, got nan" in scored.responses[0].error.message
+    r = to_token_rewards(scored, [[(0, 1), (1, 2)]] * 5)
+    assert torch.isfinite(r.r).all() and r.ok.tolist() == [False, False, False, True, False]

@@ -140,3 +140,19 @@ def test_repair_feedback_keeps_each_attempts_spans_and_the_first_attempts_succes
     assert reward["score"] == 1.0 and reward["metrics"]["all_ok"] == 1.0
     assert reward["metrics"]["attempts"] == 2.0 and reward["metrics"]["first_attempt_all_ok"] == 0.0
     assert reward["spans"] == [(0, 6, -0.5), (len(text) - 5, len(text), 0.5)]  # each at its attempt's place
+
+
+def test_environment_spans_pass_the_protocols_one_validator():
+    """Float offsets are refused with the protocol's message, as on the reward-function path (issue 50)."""
+    for spans in ([(0.6, 2.7, 0.5)], [(0, 2.0, 0.5)]):
+        bad = as_response((0.5, spans), "r", 10)
+        assert not bad.usable and "span offsets must be integers" in bad.error.message
+    assert "overlaps" in as_response((0.5, [(0, 4, 0.5), (2, 6, 0.5)]), "r", 10).error.message
+    assert "outside [-1.0, 1.0]" in as_response((0.5, [(0, 4, 3.0)]), "r", 10).error.message
+
+
+def test_environment_rewards_that_are_not_finite_are_failures():
+    for value in (float("nan"), (float("inf"), []), {"score": 0.5, "metrics": {"m": float("nan")}},
+                  (0.5, [(0, 4, float("nan"))])):
+        bad = as_response(value, "r", 10)
+        assert not bad.usable and "finite" in bad.error.message, value
