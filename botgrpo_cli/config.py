@@ -19,7 +19,7 @@ from botgrpo_cli import learning_rate
 from botgrpo_cli.config_checks import check
 from botgrpo_cli.config_fields import choices_of, opt
 from botgrpo_cli.errors import UnknownName, UserError, known_hint
-from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
+from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS, DEFAULT_MEMORY_MB
 from botgrpo_tasks.base import CHAT_TEMPLATE
 
 DTYPES = ("float32", "bfloat16", "float16")  # model.dtype and rollout.vllm_dtype
@@ -99,6 +99,13 @@ class RolloutConfig:
     tool_deadline_s: float = opt(10.0, "seconds a tool call may take; past it the call is an error for the model "
                                        "(counted) and its worker process is started again")
     tool_workers: int = opt(2, "worker processes running tool calls side by side")
+    tool_memory_mb: int = opt(DEFAULT_MEMORY_MB, "how far each tool worker process may grow past its size once its "
+                                                 "tools are loaded, in MB (RLIMIT_AS, as reward.function_memory_mb; a "
+                                                 "call past it is an error for the model, counted); 0 = no bound")
+    max_message_chars: int = opt(100_000, "longest tool result or environment message (characters) put in a "
+                                          "transcript: a longer tool result becomes an error for the model, a "
+                                          "longer environment message ends its trajectory as a failed scoring; "
+                                          "both counted in turns/oversized_messages")
     environment_deadline_s: float = opt(30.0, "seconds an environment's reset, step or reward may take; past it (or "
                                               "when it raises) that trajectory ends and is counted as a failed scoring")
     vllm_gpu_memory_utilization: float = opt(0.3, "vllm: share of the GPU (on a CPU: of the RAM) vLLM takes for "
@@ -148,7 +155,7 @@ class RewardConfig:
         None, "tasks without a reward of their own (prompts): a completion succeeds when its score is above this; "
               "None = the reward's own `success` metric when it reports one, else for a service score > 0 and for "
               "reward functions no success rule (shown as n/a)")
-    function_memory_mb: int = opt(8192, "how far each reward function's process may grow past its size once "
+    function_memory_mb: int = opt(DEFAULT_MEMORY_MB, "how far each reward function's process may grow past its size once "
                                          "loaded, in MB (RLIMIT_AS; a function past it fails that batch); 0 = no bound")
     url: Optional[Union[str, list]] = opt(None, "the reward service on other machines: http://HOST:PORT or a list "
                                                 "(requests spread over them, a failed one's re-sent to another); the "

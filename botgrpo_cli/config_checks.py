@@ -18,11 +18,11 @@ _POSITIVE = ["rollout.group_size", "rollout.prompts_per_step", "rollout.vllm_ten
              "algo.mini_batches", "algo.epochs", "optim.micro_batch_size", "run.keep_last", "run.eval_prompts",
              "log.every", "optim.lr", "reward.workers", "reward.deadline_ms", "optim.micro_batch_memory_gb",
              "rollout.thinking_budget", "rollout.max_turns", "rollout.tool_deadline_s", "rollout.tool_workers",
-             "rollout.environment_deadline_s"]
+             "rollout.environment_deadline_s", "rollout.max_message_chars"]
 _NON_NEGATIVE = ["run.steps", "run.save_every", "run.eval_every", "log.samples_every", "optim.warmup_steps",
                  "optim.grad_clip", "algo.beta", "algo.entropy_coef", "model.lora_r",
                  "optim.weight_decay", "algo.overlong_cache", "run.threads", "rollout.temperature",
-                 "rollout.top_k"]
+                 "rollout.top_k", "rollout.tool_memory_mb"]
 
 
 def check(cfg: Config) -> None:

@@ -32,11 +32,12 @@ from botgrpo_cli.turns.environment import (EnvironmentFailed, Transcript, as_mes
 from botgrpo_cli.turns.render import appended_text, first_prompt, shows_tools
 from botgrpo_cli.turns.tool_calls import parse_tool_calls
 from botgrpo_cli.turns.tools import Toolbox
-from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS, ScoreResponse
+from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS, DEFAULT_MEMORY_MB, ScoreResponse
 
 Ended = Callable[[int, str, "ScoreResponse | None"], None]  # (row, transcript text, environment's reward)
-STATS = ("turns", "trajectories", "tool_calls", "tool_errors", "tool_timeouts", "env_errors", "masked_tokens",
-         "trained_tokens")
+STATS = ("turns", "trajectories", "tool_calls", "tool_errors", "tool_timeouts", "env_errors", "oversized_messages",
+         "masked_tokens", "trained_tokens")
+MAX_MESSAGE_CHARS = 100_000  # rollout.max_message_chars: ~25k tokens, more than a real context has room for
 
 
 @dataclass
@@ -47,6 +48,7 @@ class TurnSettings:
     environment_deadline_s: float = 30.0
     template_kwargs: dict[str, Any] = field(default_factory=dict)  # the run's chat template arguments
     system_prompt: str | None = None  # put before an environment's first messages
+    max_message_chars: int = MAX_MESSAGE_CHARS  # longest tool or environment message a transcript takes
 
     @property
     def schemas(self) -> list[dict] | None:
@@ -67,7 +69,9 @@ def max_turns_of(max_turns: int | None, tools: list, environment: str | None) ->
 
 def build_settings(tools: list[str], environment: str | None, max_turns: int | None, task: Any,
                    template_kwargs: dict, system_prompt: str | None, tool_workers: int = 2,
-                   tool_deadline_s: float = 10.0, environment_deadline_s: float = 30.0) -> TurnSettings | None:
+                   tool_deadline_s: float = 10.0, environment_deadline_s: float = 30.0,
+                   max_message_chars: int = MAX_MESSAGE_CHARS, tool_memory_mb: int = DEFAULT_MEMORY_MB
+                   ) -> TurnSettings | None:
     """The multi-turn settings (tools imported, not started; the environment class found), or None
     for single turns. UserError when more turns are asked with nothing to answer between them."""
     turns = max_turns_of(max_turns, tools, environment)
@@ -78,10 +82,10 @@ def build_settings(tools: list[str], environment: str | None, max_turns: int | N
                         f"run.environment, or a task that revises (react, react_synth); task {task.name} does not")
     from botgrpo_cli.turns.environment import load_environment
 
-    return TurnSettings(max_turns=turns, tools=Toolbox(list(tools), tool_workers, tool_deadline_s) if tools else None,
-                        environment=load_environment(environment) if environment else None,
+    toolbox = Toolbox(list(tools), tool_workers, tool_deadline_s, tool_memory_mb) if tools else None
+    return TurnSettings(max_turns=turns, tools=toolbox, environment=load_environment(environment) if environment else None,
                         environment_deadline_s=environment_deadline_s, template_kwargs=dict(template_kwargs),
-                        system_prompt=system_prompt)
+                        system_prompt=system_prompt, max_message_chars=max_message_chars)
 
 
 def revise_with(settings: TurnSettings, task: Any, pool: Any, options: dict, deadline_ms: int) -> None:
@@ -127,6 +131,7 @@ class _Trajectory:
     tool_errors: int = 0  # calls answered with an error (raised, bad call, timed out, crashed)
     tool_timeouts: int = 0
     env_errors: int = 0
+    oversized: int = 0  # tool results and environment messages past rollout.max_message_chars
     error: str | None = None  # why an environment call ended the trajectory early
     transcript: Transcript | None = None  # set when it ends
 
@@ -219,6 +224,7 @@ class MultiTurn:
             t.env = s.environment()
             try:
                 first = as_messages(call_with_deadline(t.env.reset, s.environment_deadline_s, dict(t.row)), "reset")
+                self._refuse_oversized(t, first, "reset")
             except EnvironmentFailed as err:  # the trajectory runs on the task's prompt, and is scored failed
                 t.env_errors, t.error = 1, f"environment: {err}"
                 first = None
@@ -269,7 +275,7 @@ class MultiTurn:
                 t.tool_calls += len(answered)
                 t.tool_errors += sum(r.error is not None for _, r in answered)
                 t.tool_timeouts += sum(r.error == "timeout" for _, r in answered)
-                new = [{"role": "tool", "name": r.name, "content": r.content} for _, r in answered]
+                new = [{"role": "tool", "name": r.name, "content": self._bounded_result(t, r)} for _, r in answered]
             elif t.env is not None and t.error is None:
                 new = stepped.get(i)
             else:
@@ -296,12 +302,37 @@ class MultiTurn:
             try:
                 if isinstance(answer, EnvironmentFailed):
                     raise answer
-                out.append(as_messages(answer, "step"))
+                messages = as_messages(answer, "step")
+                self._refuse_oversized(t, messages, "step")
+                out.append(messages)
             except EnvironmentFailed as err:
                 t.env_errors += 1
                 t.error = f"environment: {err}"
                 out.append(None)
         return out
+
+    # ---------------------------------------------------------------- bounds
+
+    def _bounded_result(self, t: _Trajectory, result: Any) -> str:
+        """A tool's answer as its message: past rollout.max_message_chars, an error for the model
+        instead (a 30 MB result would grow every tensor of the batch; docs/multi-turn.md)."""
+        limit = self.settings.max_message_chars
+        if len(result.content) <= limit:
+            return result.content
+        t.oversized += 1
+        t.tool_errors += result.error is None  # an answer that is now an error
+        return (f"Error: the tool {result.name} returned {len(result.content)} characters, more than the "
+                f"{limit} a message may hold (rollout.max_message_chars); ask it for less")
+
+    def _refuse_oversized(self, t: _Trajectory, messages: list[dict] | None, what: str) -> None:
+        """EnvironmentFailed when one of an environment's messages is past rollout.max_message_chars:
+        its trajectory ends as a failed scoring (masked and counted), the run goes on."""
+        limit = self.settings.max_message_chars
+        longest = max((len(m["content"]) for m in messages or []), default=0)
+        if longest > limit:
+            t.oversized += 1
+            raise EnvironmentFailed(f"{what} returned a message of {longest} characters, more than the {limit} a "
+                                    "message may hold (rollout.max_message_chars)")
 
     # ---------------------------------------------------------------- results
 
@@ -326,6 +357,7 @@ class MultiTurn:
         return {"turns/mean": c["turns"] / max(1, c["trajectories"]), "turns/tool_calls": float(c["tool_calls"]),
                 "turns/tool_errors": float(c["tool_errors"]), "turns/tool_timeouts": float(c["tool_timeouts"]),
                 "turns/env_errors": float(c["env_errors"]),
+                "turns/oversized_messages": float(c["oversized_messages"]),
                 "turns/masked_tokens": float(c["masked_tokens"]), "turns/trained_tokens": float(c["trained_tokens"])}
 
     def _batch(self, trajectories: list[_Trajectory], prompt_ids: list[list[int]], prompt_texts: list[str],
@@ -354,6 +386,7 @@ class MultiTurn:
                             ("tool_errors", sum(t.tool_errors for t in trajectories)),
                             ("tool_timeouts", sum(t.tool_timeouts for t in trajectories)),
                             ("env_errors", sum(t.env_errors for t in trajectories)),
+                            ("oversized_messages", sum(t.oversized for t in trajectories)),
                             ("trained_tokens", int(loss_mask.sum())),
                             ("masked_tokens", int(mask.sum()) - int(loss_mask.sum()))):
             self._counts[name] += value

@@ -132,7 +132,8 @@ def _engine(cfg: Config, model: Any, tok: Any, path: str) -> Engine:
 def _turn_settings(cfg: Config, task: Any) -> TurnSettings | None:
     r, run = cfg.rollout, cfg.run
     return build_settings(list(run.tools), run.environment, r.max_turns, task, run.chat_template_kwargs,
-                          run.system_prompt, r.tool_workers, r.tool_deadline_s, r.environment_deadline_s)
+                          run.system_prompt, r.tool_workers, r.tool_deadline_s, r.environment_deadline_s,
+                          r.max_message_chars, r.tool_memory_mb)
 
 
 def _distributed(cfg: Config) -> Dist:

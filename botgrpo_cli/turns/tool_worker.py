@@ -1,8 +1,11 @@
-"""The child process that runs tools: `python -m botgrpo_cli.turns.tool_worker SPEC...`, one JSON
+"""The child process that runs tools: `python -m botgrpo_cli.turns.tool_worker MEMORY_MB SPEC...`, one JSON
 call per stdin line ({"name", "arguments"}), one JSON answer per stdout line ({"ok": true, "result":
 text} or {"ok": false, "error": text}); JSON both ways, never pickle. Its first line is
 {"ok": true, "result": "ready"} once every tool imported, or {"ok": false, "error": ...} (then it exits).
-What the tools print goes to stderr. A tool that hangs is the parent's to kill (tools.Toolbox)."""
+What the tools print goes to stderr. A tool that hangs is the parent's to kill (tools.Toolbox).
+Memory: once the tools are imported the process may grow by MEMORY_MB at most (RLIMIT_AS, the
+reward functions' bound_memory; 0 = no bound): a tool that allocates past it gets a MemoryError,
+which is an error for the model, and the worker goes on."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import os
 import sys
 from typing import Any, Callable, TextIO
 
-from botgrpo_rewards.protocol import FunctionLoadError, first_line, load_function
+from botgrpo_rewards.protocol import FunctionLoadError, bound_memory, first_line, load_function
 from botgrpo_rewards.protocol import where_raised
 
 
@@ -30,6 +33,8 @@ def handle(tools: dict[str, Callable[..., Any]], line: str) -> dict:
         call = json.loads(line)
         fn = tools[call["name"]]
         return {"ok": True, "result": as_text(fn(**call["arguments"]))}
+    except MemoryError:
+        return {"ok": False, "error": "MemoryError: the tool allocated past its memory bound (rollout.tool_memory_mb)"}
     except Exception as err:  # the tool's bug (or a bad call) costs this call, never the worker
         return {"ok": False, "error": f"{type(err).__name__}: {first_line(err)}{where_raised(err)}"}
 
@@ -45,11 +50,12 @@ def _protocol_stdout() -> TextIO:
 def main() -> int:
     out = _protocol_stdout()
     try:
-        tools = {spec.rpartition(":")[2]: load_function(spec) for spec in sys.argv[1:]}
+        tools = {spec.rpartition(":")[2]: load_function(spec) for spec in sys.argv[2:]}
     except FunctionLoadError as err:
         out.write(json.dumps({"ok": False, "error": str(err)}) + "\n")
         out.flush()
         return 1
+    bound_memory(int(sys.argv[1]))
     out.write('{"ok": true, "result": "ready"}\n')
     out.flush()
     for line in sys.stdin:

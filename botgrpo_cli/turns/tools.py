@@ -4,8 +4,9 @@ through its chat template's tool schemas, run in worker processes with a deadlin
 A spec is `path/to/file.py:NAME`, `MODULE:NAME`, or a built-in's name (`calculator`). The functions
 are imported here once (to read their schemas: transformers' get_json_schema, as TRL does) and in
 each worker. A call that hangs past `deadline_s` (its worker is killed and started again), raises,
-names no known tool or passes arguments the function does not take comes back as an error text for
-the model, and is counted: never the run's end.
+names no known tool, passes arguments the function does not take or allocates past `memory_mb`
+(rollout.tool_memory_mb, RLIMIT_AS as for reward functions) comes back as an error text for the
+model, and is counted: never the run's end.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any, Callable
 
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.turns.tool_calls import ToolCall
-from botgrpo_rewards.protocol import (ChildExited, FunctionLoadError, LineChild, absolute_spec, is_ready_line,
+from botgrpo_rewards.protocol import (DEFAULT_MEMORY_MB, ChildExited, FunctionLoadError, LineChild, absolute_spec, is_ready_line,
                                       load_function, ready_child, split_spec)
 from botgrpo_rewards.registry import TOOLS
 
@@ -66,7 +67,8 @@ def tool_schema(fn: Callable[..., Any], spec: str) -> dict:
 class Toolbox:
     """The run's tools: schemas for the template, and `run(calls)` through `workers` worker processes."""
 
-    def __init__(self, specs: list[str], workers: int = 2, deadline_s: float = 10.0):
+    def __init__(self, specs: list[str], workers: int = 2, deadline_s: float = 10.0,
+                 memory_mb: int = DEFAULT_MEMORY_MB):
         if not specs:
             raise UserError("run.tools is empty: name at least one tool, or leave it unset")
         self.specs = [resolve_spec(s) for s in specs]
@@ -81,7 +83,7 @@ class Toolbox:
                 raise UserError(f"run.tools names two tools called {name!r}; tool names must be unique")
             self.functions[name] = fn
         self.schemas = [tool_schema(fn, spec) for spec, fn in zip(self.specs, self.functions.values())]
-        self.deadline_s, self.n_workers = deadline_s, max(1, workers)
+        self.deadline_s, self.n_workers, self.memory_mb = deadline_s, max(1, workers), memory_mb
         self._free: queue.Queue[LineChild] = queue.Queue()
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -90,7 +92,8 @@ class Toolbox:
     # ---------------------------------------------------------------- workers
 
     def _spawn(self) -> LineChild:
-        child = LineChild([sys.executable, "-m", "botgrpo_cli.turns.tool_worker", *self.specs], "tool-worker",
+        child = LineChild([sys.executable, "-m", "botgrpo_cli.turns.tool_worker", str(self.memory_mb),
+                           *self.specs], "tool-worker",
                           ready=is_ready_line, stderr="inherit")
         try:
             return ready_child(child, "the tool worker")

@@ -333,3 +333,71 @@ def test_a_nan_reward_from_an_environment_is_masked_counted_and_never_saved(mode
     assert m["reward/masked"] == 4 and m["update/nonfinite_skipped"] == 0
     assert all(m[k] is not None for k in ("reward/mean", "loss", "grad_norm")), m  # null in the JSON when NaN
     assert checkpoint.read(checkpoint.latest(result.run_dir)).state.step == 1  # its weights are finite
+
+
+BIG_TOOLS = '''
+def calculator(expression: str) -> str:
+    """Answers far more than any context holds.
+
+    Args:
+        expression: ignored
+    """
+    return "7" * 1_000_000
+
+
+def hungry(size_gib: int) -> str:
+    """Asks for address space it never touches (numpy.empty), the way a leaking tool grows.
+
+    Args:
+        size_gib: how much
+    """
+    import numpy
+    numpy.empty(size_gib * 2**30, dtype=numpy.uint8)
+    return "allocated"
+'''
+
+
+class Flood:
+    """An environment whose answer after the first turn is a 1 MB string."""
+
+    def reset(self, row):
+        return row["prompt"]
+
+    def step(self, transcript):
+        return "x" * 1_000_000
+
+
+def test_a_message_past_max_message_chars_never_enters_the_transcript(engines, tmp_path):
+    """Issue 50: a tool's huge result becomes an error for the model; an environment's ends its
+    trajectory as a failed scoring; both counted, and the batch stays the size of its turns."""
+    from botgrpo_tasks import get_task
+
+    tok, by_name = engines
+    (tmp_path / "big_tools.py").write_text(BIG_TOOLS)
+    task = get_task("arith_synth", **CALCULATOR)
+    examples = task.train_examples()[:2]
+    prompts = [task.format_prompt(ex, tok) for ex in examples]
+    params = SamplingParams(max_new_tokens=48, temperature=0.0)
+    with Toolbox([f"{tmp_path}/big_tools.py:calculator"], workers=1) as tools:
+        turns = MultiTurn(by_name["fast"], tok, TurnSettings(max_turns=2, tools=tools, max_message_chars=1000))
+        batch = turns.generate(prompts, 1, params, rows=examples)
+    stats = turns.take_stats()
+    assert stats["turns/tool_calls"] == stats["turns/oversized_messages"] == stats["turns/tool_errors"] == 2
+    assert all("more than the 1000 a message may hold (rollout.max_message_chars)" in t for t in batch.texts)
+    assert batch.completion_ids.shape[1] < 300  # no megabyte of tokens in the batch
+    turns = MultiTurn(by_name["fast"], tok, TurnSettings(max_turns=2, environment=Flood, max_message_chars=1000))
+    batch = turns.generate(prompts, 1, params, rows=examples)
+    stats = turns.take_stats()
+    assert stats["turns/env_errors"] == stats["turns/oversized_messages"] == 2 and batch.completion_ids.shape[1] < 300
+    assert all(not r.usable and "max_message_chars" in r.error.message for r in turns.scores.values())
+
+
+def test_a_tool_past_its_memory_bound_is_an_error_and_its_worker_goes_on(tmp_path):
+    """Issue 50: tools get the reward functions' RLIMIT_AS bound (rollout.tool_memory_mb)."""
+    from botgrpo_cli.turns.tool_calls import ToolCall
+
+    (tmp_path / "big_tools.py").write_text(BIG_TOOLS)
+    with Toolbox([f"{tmp_path}/big_tools.py:hungry"], workers=1, memory_mb=256) as tools:
+        over, under = tools.run([ToolCall("hungry", {"size_gib": 1}), ToolCall("hungry", {"size_gib": 0})])
+    assert over.error == "error" and "memory bound (rollout.tool_memory_mb)" in over.content
+    assert under.error is None and under.content == "allocated" and tools.stats["restarts"] == 0
