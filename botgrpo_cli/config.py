@@ -23,6 +23,7 @@ from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS, DEFAULT_MEMORY_MB
 from botgrpo_tasks.base import CHAT_TEMPLATE
 
 DTYPES = ("float32", "bfloat16", "float16")  # model.dtype and rollout.vllm_dtype
+VLLM_TOKEN_ENV = "BOTGRPO_VLLM_TOKEN"  # `vllm serve --token`, and the trainer's when rollout.vllm_url carries none
 AUTOCAST_SETTINGS = ("auto", "bfloat16", "off")  # model.autocast and `botgrpo eval --autocast` (models/precision.py)
 
 
@@ -115,7 +116,8 @@ class RolloutConfig:
     vllm_max_model_len: Optional[int] = opt(None, "vllm: prompt + completion tokens; None = the model's limit")
     vllm_enforce_eager: bool = opt(False, "vllm: no CUDA graphs or compilation (starts in seconds, decodes slower)")
     vllm_dtype: Optional[str] = opt(None, "vllm: weight dtype; None = model.dtype", DTYPES)
-    vllm_url: Optional[str] = opt(None, "vllm_server: the server's address, http://HOST:PORT; None = the run starts "
+    vllm_url: Optional[str] = opt(None, "vllm_server: the server's address, http://HOST:PORT (a server started "
+                                       "with --token: http://:TOKEN@HOST:PORT, or $BOTGRPO_VLLM_TOKEN); None = the run starts "
                                        "one on 127.0.0.1 with the rollout.vllm_* options, restarts it if it dies "
                                        "and stops it at the end")
     vllm_server_timeout_s: float = opt(600.0, "vllm_server: a request (a step's generation, a weight push) not "

@@ -33,7 +33,7 @@ from typing import Any, Callable
 from botgrpo_rewards.http_conn import CLOSED, Connection
 from botgrpo_rewards.http_routes import MAX_BATCH, expected_authorization
 from botgrpo_rewards.log_tally import LogTally
-from botgrpo_rewards.protocol import MAX_LINE_BYTES, TOKEN_ENV, is_loopback
+from botgrpo_rewards.protocol import MAX_LINE_BYTES, TOKEN_ENV, refuse_open_bind
 from botgrpo_rewards.service import ServiceRunner
 
 log = logging.getLogger("botgrpo_rewards")
@@ -81,12 +81,7 @@ def parse_address(text: str) -> tuple[str, int]:
 
 def check_exposure(host: str, settings: HttpSettings) -> None:
     """Refuse to serve beyond loopback with no token, unless explicitly allowed."""
-    if settings.token is None and not is_loopback(host) and not settings.allow_remote_without_token:
-        raise ValueError(f"refusing to serve on {host} without a token: anyone who can reach it could use the "
-                         f"service; pass --token (or set {TOKEN_ENV}), bind 127.0.0.1, or pass "
-                         "--allow-remote-without-token")
-    if settings.token is not None and not settings.token.strip():
-        raise ValueError("--token is empty; give a secret string")
+    refuse_open_bind(host, settings.token, settings.allow_remote_without_token, f"--token (or set {TOKEN_ENV})")
     if not settings.timeout_s > 0:
         raise ValueError(f"--http-timeout-s must be more than 0 seconds, got {settings.timeout_s}")
     if not settings.header_timeout_s > 0:

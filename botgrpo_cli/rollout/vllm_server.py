@@ -9,7 +9,8 @@ server has taken. The trainer pushes its weights after each step and counts its 
 whose count differs (restarted, so holding the files' weights) gets the weights again and the batch
 is generated again, with one line saying so; a server that is gone or does not answer within
 `rollout.vllm_server_timeout_s` ends the run with one line (the last checkpoint stands). Requests
-name no path or URL: weights travel in the request body.
+name no path or URL: weights travel in the request body. What a request carries is checked before
+the engine sees it (vllm_requests.py: rows, pushes, the bearer token of a server started with --token).
 
 Without `rollout.vllm_url` the trainer starts the server itself (`ManagedServer`: a child process on a
 free port of 127.0.0.1, stopped with the run). A server it started that dies is started again, and
@@ -27,6 +28,7 @@ import socket
 import subprocess
 import sys
 import threading
+import traceback
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -38,6 +40,9 @@ import torch
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.rollout.vllm import VLLMEngine, VLLMOptions, context_of, load_weights, sample_rows
+from botgrpo_cli.rollout.vllm_requests import (Expected, Refused, check_authorization, check_push, check_rows,
+                                               model_parameters, split_token)
+from botgrpo_rewards.http_routes import expected_authorization
 from botgrpo_rewards.protocol import LineChild
 
 MAX_BODY = 64 * 2**30  # the largest weight push taken (bytes)
@@ -63,57 +68,104 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
+        if code == 401:
+            self.send_header("WWW-Authenticate", 'Bearer realm="botgrpo-vllm"')
         self.end_headers()
         self.wfile.write(body)
 
     def _body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.headers.get("Content-Length") or "0"
+        length = int(raw) if raw.isascii() and raw.isdigit() else -1
         if not 0 < length <= MAX_BODY:
-            raise ValueError(f"a request body of {length} bytes")
+            raise Refused(400, f"a request body of {raw} bytes (Content-Length 1..{MAX_BODY})")
         return self.rfile.read(length)
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        try:
+            check_authorization(self.headers.get("Authorization"), self.server.expected)
+        except Refused as err:
+            return self._reply(err.status, {"error": str(err)})
         if self.path != "/health":
             return self._reply(404, {"error": "GET /health only"})
+        if self.server.broken:  # the truth: a reload that failed half-way left the engine unusable
+            return self._reply(503, {"error": self.server.broken, "weights": self.server.pushes})
         self._reply(200, {"weights": self.server.pushes, "model": self.server.model_name,
                           "max_model_len": context_of(self.server.llm)})
 
     def do_POST(self) -> None:  # noqa: N802
         try:
+            check_authorization(self.headers.get("Authorization"), self.server.expected)
             body = self._body()
+            if self.path not in ("/generate", "/weights"):
+                return self._reply(404, {"error": "POST /generate or /weights only"})
             with self.server.lock:  # one engine: requests take turns
+                if self.server.broken:
+                    return self._reply(503, {"error": self.server.broken})
                 if self.path == "/generate":
-                    req = json.loads(body)
-                    samples = sample_rows(self.server.llm, req["rows"], req["seeds"], req["options"], req.get("extra"))
-                    return self._reply(200, {"samples": samples, "weights": self.server.pushes})
-                if self.path == "/weights":
-                    from safetensors.torch import load
-
-                    load_weights(self.server.llm, load(body).items())
-                    self.server.pushes += 1
-                    return self._reply(200, {"weights": self.server.pushes})
-            self._reply(404, {"error": "POST /generate or /weights only"})
+                    return self._reply(200, {"samples": self._generate(body), "weights": self.server.pushes})
+                self._load(body)
+                return self._reply(200, {"weights": self.server.pushes})
+        except Refused as err:
+            self._reply(err.status, {"error": str(err)[:500]})
         except (ValueError, KeyError, TypeError) as err:
             self._reply(400, {"error": str(err)[:500]})
+        except Exception as err:  # the engine's own failure: said, and the server goes on answering
+            traceback.print_exc()
+            self._reply(500, {"error": f"{type(err).__name__}: {err}"[:500]})
+
+    def _generate(self, body: bytes) -> list:
+        from vllm.exceptions import VLLMClientError
+
+        req = json.loads(body)
+        rows, seeds = check_rows(req, self.server.vocab, context_of(self.server.llm))
+        try:
+            return sample_rows(self.server.llm, rows, seeds, req.get("options") or {}, req.get("extra"))
+        except VLLMClientError as err:  # what vLLM refuses of a request: the client's to fix
+            raise Refused(400, str(err)) from None
+
+    def _load(self, body: bytes) -> None:
+        """Check the pushed tensors against the served model, then load them; a reload that fails
+        after the checks passed leaves the server saying so (/health 503), never serving half a model."""
+        from safetensors import SafetensorError
+        from safetensors.torch import load
+
+        try:
+            tensors = load(body)
+        except SafetensorError as err:
+            raise Refused(400, f"the body is not safetensors bytes: {err}") from None
+        check_push(tensors, self.server.parameters)
+        try:
+            load_weights(self.server.llm, tensors.items())
+        except Exception as err:
+            self.server.broken = (f"a weight push failed while loading ({type(err).__name__}: {err}); the engine's "
+                                  "weights are unusable: restart `botgrpo vllm serve`")[:500]
+            raise Refused(500, self.server.broken) from None
+        self.server.pushes += 1
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], llm: Any, model_name: str):
-        import threading
-
+    def __init__(self, address: tuple[str, int], llm: Any, model_name: str, parameters: Expected,
+                 token: str | None = None):
         super().__init__(address, _Handler)
         self.llm, self.model_name, self.pushes = llm, model_name, 0
+        self.parameters = parameters  # what a weight push must hold (vllm_requests.check_push)
+        self.vocab = int(llm.llm_engine.model_config.get_vocab_size())
+        self.expected = expected_authorization(token)
+        self.broken: str | None = None  # why the engine cannot serve any more, once a reload failed
         self.lock = threading.Lock()
 
 
-def serve(llm: Any, model_name: str, host: str, port: int, parent: int | None = None) -> None:
-    """Answer requests until interrupted (or until process `parent` is gone); prints the URL once ready."""
-    server = _Server((host, port), llm, model_name)
+def serve(llm: Any, model_name: str, host: str, port: int, parent: int | None = None, *, model_path: str,
+          token: str | None = None) -> None:
+    """Answer requests until interrupted (or until process `parent` is gone); prints the URL once
+    ready. `token`: the bearer token every request must carry (refuse_open_bind decides when one is needed)."""
+    server = _Server((host, port), llm, model_name, model_parameters(model_path), token)
     if parent is not None:
         threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
-    console.print(f"vLLM server ready on http://{host}:{server.server_address[1]} ({model_name})")
+    console.print(f"vLLM server ready on http://{host}:{server.server_address[1]} ({model_name})"
+                  + (" (bearer token required)" if token else ""))
     try:
         server.serve_forever()
     finally:
@@ -215,6 +267,7 @@ class VLLMServerEngine(VLLMEngine):
         from botgrpo_cli.rollout.offsets import OffsetDecoder
 
         self.server = server
+        url, self._token = split_token(url)  # the token goes in a header, never into a message
         self.url, self.timeout_s = url.rstrip("/"), timeout_s
         health = self._call("GET", "/health")
         self.pushed = health["weights"]  # the server's count: ours from here on
@@ -243,7 +296,8 @@ class VLLMServerEngine(VLLMEngine):
         return self._request(method, path, body)
 
     def _request(self, method: str, path: str, body: bytes | None = None) -> dict:
-        req = urllib.request.Request(self.url + path, data=body, method=method)
+        req = urllib.request.Request(self.url + path, data=body, method=method,
+                                     headers={"Authorization": f"Bearer {self._token}"} if self._token else {})
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
                 return json.loads(resp.read())

@@ -24,6 +24,7 @@ from botgrpo_rewards.protocol.checks import (
     check_options,
     clean_info,
     is_loopback,
+    refuse_open_bind,
     server_setting,
     validate_metrics,
     validate_score,
@@ -96,7 +97,7 @@ __all__ = [
     "Request", "STATUSES", "STATUS_ERROR", "STATUS_OK", "STATUS_TIMEOUT", "ScoreRequest", "ScoreResponse",
     "ServiceStartError", "Shutdown", "Span", "TOKEN_ENV", "VERSION", "check_options", "clean_info", "cpu_seconds",
     "decode_message", "decode_request", "encode", "error_response", "is_loopback", "load_target", "read_lines",
-    "request_from_json", "PluginImportError", "Plugins",
+    "refuse_open_bind", "request_from_json", "PluginImportError", "Plugins",
     "response_from_json", "server_setting", "terminate_all", "validate_metrics", "validate_score", "validate_spans",
     "version_mismatch",
 ]

@@ -33,6 +33,16 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def refuse_open_bind(host: str, token: str | None, allow_without_token: bool, token_flag: str) -> None:
+    """The one rule for a server botgrpo runs (`reward serve --http`, `vllm serve`): beyond loopback
+    it needs a token, unless told to go without one; ValueError saying what to pass otherwise."""
+    if token is None and not is_loopback(host) and not allow_without_token:
+        raise ValueError(f"refusing to serve on {host} without a token: anyone who can reach it could use the "
+                         f"service; pass {token_flag}, bind 127.0.0.1, or pass --allow-remote-without-token")
+    if token is not None and not token.strip():
+        raise ValueError("--token is empty; give a secret string")
+
+
 def version_mismatch(who: str, theirs: Any) -> str:
     """One line naming both sides' protocol versions (a client meeting a service of another version)."""
     return (f"{who} speaks reward protocol version {theirs!r}; this botgrpo speaks version {VERSION}: run a "

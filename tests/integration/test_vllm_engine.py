@@ -385,6 +385,81 @@ def test_a_server_that_stops_answering_is_one_line(server, small_policy, small_t
         os.kill(server.child.pid, signal.SIGCONT)
 
 
+def _call(url: str, path: str, body: bytes | None = None, headers: dict | None = None) -> tuple[int, dict]:
+    """One raw request to a `botgrpo vllm serve` server: (status, JSON answer)."""
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(url + path, data=body, method="GET" if body is None else "POST",
+                                 headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=300) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def test_a_bad_push_or_bad_token_ids_get_a_400_and_the_server_serves_on(server, small_policy, small_tok,
+                                                                       small_prompts):
+    """Issue 50: a push with an unknown name, a wrong shape or dtype, or missing tensors, and rows
+    with ids outside the vocabulary, are refused before the engine sees them; /health stays true
+    and the engine samples exactly what it sampled before."""
+    from safetensors.torch import save
+
+    from botgrpo_cli.rollout.vllm import policy_weights
+
+    remote = _server_engine(small_policy, small_tok, server.url)
+    params = SamplingParams(max_new_tokens=8, temperature=1.0, seed=3)
+    before = remote.generate(small_prompts, 2, params)
+    good = {name: t.contiguous() for name, t in policy_weights(small_policy)}
+    name = next(iter(good))
+    for said, tensors in {"the served model does not have": {**good, "model.no_such.weight": torch.zeros(2)},
+                          "has shape [3, 3]": {**good, name: torch.zeros(3, 3)},
+                          "is torch.int32": {**good, name: good[name].to(torch.int32)},
+                          "the push lacks 1": {k: v for k, v in good.items() if k != name}}.items():
+        code, answer = _call(server.url, "/weights", save(tensors))
+        assert code == 400 and said in answer["error"], answer
+    assert _call(server.url, "/weights", b"not safetensors")[0] == 400
+    for rows, row in (([[1, 2, 3], [5, 10**9]], 1), ([[-5], [1]], 0)):
+        code, answer = _call(server.url, "/generate", json.dumps({"rows": rows, "seeds": [0, 1], "options": {}}).encode())
+        assert code == 400 and f"row {row}: token id" in answer["error"], answer
+    code, health = _call(server.url, "/health")
+    assert code == 200 and health["weights"] == remote.pushed  # no push was taken
+    after = remote.generate(small_prompts, 2, params)
+    assert remote.syncs == 1 and after.texts == before.texts and torch.equal(after.logp_old, before.logp_old)
+
+
+def test_a_server_with_a_token_answers_only_its_holder(small_engine, small_dir, small_policy, small_tok,
+                                                       monkeypatch):
+    """Issue 50: `vllm serve --token`: every request without it is a 401, pushes included; the
+    trainer sends it from rollout.vllm_url's user info or $BOTGRPO_VLLM_TOKEN, never in a message.
+    (The server runs in this process over the module's small engine: no second vLLM start.)"""
+    import threading
+
+    from botgrpo_cli.rollout.vllm_requests import model_parameters
+    from botgrpo_cli.rollout.vllm_server import _Server
+
+    monkeypatch.delenv("BOTGRPO_VLLM_TOKEN", raising=False)
+    server = _Server(("127.0.0.1", 0), small_engine.llm, "small", model_parameters(small_dir), token="s3cret")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            assert _call(url, "/health", headers=headers)[0] == 401
+            assert _call(url, "/weights", b"x", headers)[0] == 401
+        with pytest.raises(UserError, match="refused /health.*missing or wrong bearer token") as err:
+            _server_engine(small_policy, small_tok, url)
+        assert "s3cret" not in str(err.value)
+        remote = _server_engine(small_policy, small_tok, f"http://:s3cret@127.0.0.1:{server.server_address[1]}")
+        assert server.pushes == 1 and remote.url == url  # the token travels in a header, not in the URL shown
+        monkeypatch.setenv("BOTGRPO_VLLM_TOKEN", "s3cret")
+        _server_engine(small_policy, small_tok, url)
+        assert server.pushes == 2
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_a_server_that_dies_mid_run_ends_the_run_with_one_line(server, small_dir, tmp_path, pool):
     from botgrpo_cli.trainer import train
 
