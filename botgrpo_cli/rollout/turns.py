@@ -31,13 +31,12 @@ from botgrpo_cli.turns.environment import (EnvironmentFailed, Transcript, as_mes
                                            call_with_deadline, calls_with_deadline, failed_response)
 from botgrpo_cli.turns.render import appended_text, first_prompt, shows_tools
 from botgrpo_cli.turns.tool_calls import parse_tool_calls
-from botgrpo_cli.turns.tools import Toolbox
+from botgrpo_cli.turns.tools import MAX_MESSAGE_CHARS, Toolbox
 from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS, DEFAULT_MEMORY_MB, ScoreResponse
 
 Ended = Callable[[int, str, "ScoreResponse | None"], None]  # (row, transcript text, environment's reward)
 STATS = ("turns", "trajectories", "tool_calls", "tool_errors", "tool_timeouts", "env_errors", "oversized_messages",
          "masked_tokens", "trained_tokens")
-MAX_MESSAGE_CHARS = 100_000  # rollout.max_message_chars: ~25k tokens, more than a real context has room for
 
 
 @dataclass
@@ -48,7 +47,7 @@ class TurnSettings:
     environment_deadline_s: float = 30.0
     template_kwargs: dict[str, Any] = field(default_factory=dict)  # the run's chat template arguments
     system_prompt: str | None = None  # put before an environment's first messages
-    max_message_chars: int = MAX_MESSAGE_CHARS  # longest tool or environment message a transcript takes
+    max_message_chars: int = MAX_MESSAGE_CHARS  # longest environment message a transcript takes (tools: Toolbox's)
 
     @property
     def schemas(self) -> list[dict] | None:
@@ -82,7 +81,7 @@ def build_settings(tools: list[str], environment: str | None, max_turns: int | N
                         f"run.environment, or a task that revises (react, react_synth); task {task.name} does not")
     from botgrpo_cli.turns.environment import load_environment
 
-    toolbox = Toolbox(list(tools), tool_workers, tool_deadline_s, tool_memory_mb) if tools else None
+    toolbox = Toolbox(list(tools), tool_workers, tool_deadline_s, tool_memory_mb, max_message_chars) if tools else None
     return TurnSettings(max_turns=turns, tools=toolbox, environment=load_environment(environment) if environment else None,
                         environment_deadline_s=environment_deadline_s, template_kwargs=dict(template_kwargs),
                         system_prompt=system_prompt, max_message_chars=max_message_chars)
@@ -275,7 +274,8 @@ class MultiTurn:
                 t.tool_calls += len(answered)
                 t.tool_errors += sum(r.error is not None for _, r in answered)
                 t.tool_timeouts += sum(r.error == "timeout" for _, r in answered)
-                new = [{"role": "tool", "name": r.name, "content": self._bounded_result(t, r)} for _, r in answered]
+                t.oversized += sum(r.error == "oversized" for _, r in answered)  # refused by the tool's worker
+                new = [{"role": "tool", "name": r.name, "content": r.content} for _, r in answered]
             elif t.env is not None and t.error is None:
                 new = stepped.get(i)
             else:
@@ -312,17 +312,6 @@ class MultiTurn:
         return out
 
     # ---------------------------------------------------------------- bounds
-
-    def _bounded_result(self, t: _Trajectory, result: Any) -> str:
-        """A tool's answer as its message: past rollout.max_message_chars, an error for the model
-        instead (a 30 MB result would grow every tensor of the batch; docs/multi-turn.md)."""
-        limit = self.settings.max_message_chars
-        if len(result.content) <= limit:
-            return result.content
-        t.oversized += 1
-        t.tool_errors += result.error is None  # an answer that is now an error
-        return (f"Error: the tool {result.name} returned {len(result.content)} characters, more than the "
-                f"{limit} a message may hold (rollout.max_message_chars); ask it for less")
 
     def _refuse_oversized(self, t: _Trajectory, messages: list[dict] | None, what: str) -> None:
         """EnvironmentFailed when one of an environment's messages is past rollout.max_message_chars:

@@ -1,11 +1,13 @@
-"""The child process that runs tools: `python -m botgrpo_cli.turns.tool_worker MEMORY_MB SPEC...`, one JSON
+"""The child process that runs tools: `python -m botgrpo_cli.turns.tool_worker MEMORY_MB MAX_CHARS SPEC...`, one JSON
 call per stdin line ({"name", "arguments"}), one JSON answer per stdout line ({"ok": true, "result":
 text} or {"ok": false, "error": text}); JSON both ways, never pickle. Its first line is
 {"ok": true, "result": "ready"} once every tool imported, or {"ok": false, "error": ...} (then it exits).
 What the tools print goes to stderr. A tool that hangs is the parent's to kill (tools.Toolbox).
 Memory: once the tools are imported the process may grow by MEMORY_MB at most (RLIMIT_AS, the
 reward functions' bound_memory; 0 = no bound): a tool that allocates past it gets a MemoryError,
-which is an error for the model, and the worker goes on."""
+which is an error for the model, and the worker goes on. A result longer than MAX_CHARS characters
+(rollout.max_message_chars) is not sent: the answer is an error saying so ({"ok": false, "error":
+..., "oversized": true}), so a 30 MB result never crosses the pipe nor waits in the trainer."""
 
 from __future__ import annotations
 
@@ -28,11 +30,16 @@ def as_text(result: Any) -> str:
         return str(result)
 
 
-def handle(tools: dict[str, Callable[..., Any]], line: str) -> dict:
+def handle(tools: dict[str, Callable[..., Any]], line: str, max_chars: int | None = None) -> dict:
     try:
         call = json.loads(line)
         fn = tools[call["name"]]
-        return {"ok": True, "result": as_text(fn(**call["arguments"]))}
+        result = as_text(fn(**call["arguments"]))
+        if max_chars is not None and len(result) > max_chars:
+            return {"ok": False, "oversized": True,
+                    "error": f"the tool {call['name']} returned {len(result)} characters, more than the {max_chars} "
+                             "a message may hold (rollout.max_message_chars); ask it for less"}
+        return {"ok": True, "result": result}
     except MemoryError:
         return {"ok": False, "error": "MemoryError: the tool allocated past its memory bound (rollout.tool_memory_mb)"}
     except Exception as err:  # the tool's bug (or a bad call) costs this call, never the worker
@@ -50,7 +57,7 @@ def _protocol_stdout() -> TextIO:
 def main() -> int:
     out = _protocol_stdout()
     try:
-        tools = {spec.rpartition(":")[2]: load_function(spec) for spec in sys.argv[2:]}
+        tools = {spec.rpartition(":")[2]: load_function(spec) for spec in sys.argv[3:]}
     except FunctionLoadError as err:
         out.write(json.dumps({"ok": False, "error": str(err)}) + "\n")
         out.flush()
@@ -60,7 +67,7 @@ def main() -> int:
     out.flush()
     for line in sys.stdin:
         if line.strip():
-            out.write(json.dumps(handle(tools, line), ensure_ascii=True) + "\n")
+            out.write(json.dumps(handle(tools, line, int(sys.argv[2])), ensure_ascii=True) + "\n")
             out.flush()
     return 0
 

@@ -5,8 +5,9 @@ A spec is `path/to/file.py:NAME`, `MODULE:NAME`, or a built-in's name (`calculat
 are imported here once (to read their schemas: transformers' get_json_schema, as TRL does) and in
 each worker. A call that hangs past `deadline_s` (its worker is killed and started again), raises,
 names no known tool, passes arguments the function does not take or allocates past `memory_mb`
-(rollout.tool_memory_mb, RLIMIT_AS as for reward functions) comes back as an error text for the
-model, and is counted: never the run's end.
+(rollout.tool_memory_mb, RLIMIT_AS as for reward functions) or returns more than `max_chars`
+characters (rollout.max_message_chars) comes back as an error text for the model, and is counted:
+never the run's end.
 """
 
 from __future__ import annotations
@@ -26,13 +27,15 @@ from botgrpo_rewards.protocol import (DEFAULT_MEMORY_MB, ChildExited, FunctionLo
 from botgrpo_rewards.registry import TOOLS
 
 BUILT_IN = TOOLS  # built-in tools by name; each is imported by a tool worker, never here
+MAX_MESSAGE_CHARS = 100_000  # rollout.max_message_chars: ~25k tokens, more than a real context has room for
 
 
 @dataclass(frozen=True)
 class ToolResult:
     name: str
     content: str  # what the model reads: the tool's result, or the error
-    error: str | None = None  # "error" (raised / bad call), "timeout" or "died"; None when the tool answered
+    error: str | None = None  # "error" (raised / bad call), "timeout", "died" or "oversized" (a result past
+    # rollout.max_message_chars); None when the tool answered
 
 
 def resolve_spec(spec: str) -> str:
@@ -68,7 +71,7 @@ class Toolbox:
     """The run's tools: schemas for the template, and `run(calls)` through `workers` worker processes."""
 
     def __init__(self, specs: list[str], workers: int = 2, deadline_s: float = 10.0,
-                 memory_mb: int = DEFAULT_MEMORY_MB):
+                 memory_mb: int = DEFAULT_MEMORY_MB, max_chars: int = MAX_MESSAGE_CHARS):
         if not specs:
             raise UserError("run.tools is empty: name at least one tool, or leave it unset")
         self.specs = [resolve_spec(s) for s in specs]
@@ -84,6 +87,7 @@ class Toolbox:
             self.functions[name] = fn
         self.schemas = [tool_schema(fn, spec) for spec, fn in zip(self.specs, self.functions.values())]
         self.deadline_s, self.n_workers, self.memory_mb = deadline_s, max(1, workers), memory_mb
+        self.max_chars = max_chars  # longest result sent back (rollout.max_message_chars)
         self._free: queue.Queue[LineChild] = queue.Queue()
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -93,7 +97,7 @@ class Toolbox:
 
     def _spawn(self) -> LineChild:
         child = LineChild([sys.executable, "-m", "botgrpo_cli.turns.tool_worker", str(self.memory_mb),
-                           *self.specs], "tool-worker",
+                           str(self.max_chars), *self.specs], "tool-worker",
                           ready=is_ready_line, stderr="inherit")
         try:
             return ready_child(child, "the tool worker")
@@ -154,7 +158,7 @@ class Toolbox:
         self._free.put(child)
         msg = json.loads(reply)
         if not msg.get("ok"):
-            return ToolResult(call.name, f"Error: {msg.get('error')}", "error")
+            return ToolResult(call.name, f"Error: {msg.get('error')}", "oversized" if msg.get("oversized") else "error")
         return ToolResult(call.name, str(msg.get("result")))
 
     def _replace(self, child: LineChild) -> LineChild:

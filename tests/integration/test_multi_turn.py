@@ -368,8 +368,9 @@ class Flood:
 
 
 def test_a_message_past_max_message_chars_never_enters_the_transcript(engines, tmp_path):
-    """Issue 50: a tool's huge result becomes an error for the model; an environment's ends its
-    trajectory as a failed scoring; both counted, and the batch stays the size of its turns."""
+    """Issue 50: a tool's huge result becomes an error for the model (its worker does not send it);
+    an environment's ends its trajectory as a failed scoring; both counted, and the batch stays the
+    size of its turns."""
     from botgrpo_tasks import get_task
 
     tok, by_name = engines
@@ -378,8 +379,8 @@ def test_a_message_past_max_message_chars_never_enters_the_transcript(engines, t
     examples = task.train_examples()[:2]
     prompts = [task.format_prompt(ex, tok) for ex in examples]
     params = SamplingParams(max_new_tokens=48, temperature=0.0)
-    with Toolbox([f"{tmp_path}/big_tools.py:calculator"], workers=1) as tools:
-        turns = MultiTurn(by_name["fast"], tok, TurnSettings(max_turns=2, tools=tools, max_message_chars=1000))
+    with Toolbox([f"{tmp_path}/big_tools.py:calculator"], workers=1, max_chars=1000) as tools:
+        turns = MultiTurn(by_name["fast"], tok, TurnSettings(max_turns=2, tools=tools))
         batch = turns.generate(prompts, 1, params, rows=examples)
     stats = turns.take_stats()
     assert stats["turns/tool_calls"] == stats["turns/oversized_messages"] == stats["turns/tool_errors"] == 2

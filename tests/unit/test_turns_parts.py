@@ -166,4 +166,4 @@ def test_the_message_and_tool_memory_bounds_reach_the_turns_from_the_config():
     cfg = load_config(None, sets=["run.tools=[calculator]", "rollout.max_message_chars=123",
                                   "rollout.tool_memory_mb=77"])
     settings = _turn_settings(cfg, get_task("arith_synth"))
-    assert settings.max_message_chars == 123 and settings.tools.memory_mb == 77
+    assert settings.max_message_chars == settings.tools.max_chars == 123 and settings.tools.memory_mb == 77
