@@ -105,10 +105,10 @@ def _refuse_nonfinite(run_dir: Path, final: Path, model: Any, weights: dict | No
     bad = nonfinite_tensors(named)
     if bad:
         good = checkpoints(run_dir)
-        last = f"the last good checkpoint is {good[-1]}" if good else "no checkpoint was written before"
+        last = (f"the last good checkpoint is {good[-1]}; lower optim.lr or check the reward, then continue with "
+                "--resume") if good else "no checkpoint was written before; lower optim.lr or check the reward"
         raise UserError(f"not writing checkpoint {final}: NaN or infinite values in {len(bad)} tensors "
-                        f"({', '.join(bad[:3])}{', ...' if len(bad) > 3 else ''}); {last}. Lower optim.lr or "
-                        "check the reward, then continue with --resume")
+                        f"({', '.join(bad[:3])}{', ...' if len(bad) > 3 else ''}); {last}")
 
 
 def path_of(run_dir: Path, step: int) -> Path:

@@ -45,7 +45,12 @@ def test_each_broken_pipeline_fails_its_check(tiny_model_dir, pool, tmp_path, ch
         with pytest.raises(NothingScored, match="every completion of all 1 step"):
             _train(tiny_model_dir, tmp_path / "unchecked", pool, algo, *sets, "run.steps=1")
     else:
-        _train(tiny_model_dir, tmp_path / "unchecked", pool, algo, *sets, "run.steps=1")  # unchecked: it "succeeds"
+        result = _train(tiny_model_dir, tmp_path / "unchecked", pool, algo, *sets, "run.steps=1")  # it "succeeds"
+        if check == "nonfinite":  # issue 50: the infinite loss's step changed no weight, and its save holds none
+            from botgrpo_cli.trainer import checkpoint
+
+            assert result.metrics[0]["update/nonfinite_skipped"] == 1.0
+            assert checkpoint.read(checkpoint.latest(result.run_dir)).state.step == 1  # read checks finiteness
     with pytest.raises(CheckFailed, match=f"check {check} failed: .*{said}"):
         _train(tiny_model_dir, tmp_path / "checked", pool, algo, *sets, f"run.fail_on=[{check}]")
 
