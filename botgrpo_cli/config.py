@@ -193,7 +193,14 @@ class OptimConfig:
     lr: Optional[float] = opt(None, f"AdamW learning rate; None = by model: {learning_rate.RULE}")
     weight_decay: float = opt(0.0, "AdamW weight decay")
     betas: list = opt([0.9, 0.99], "AdamW betas [beta1, beta2]")
-    warmup_steps: int = opt(0, "linear warm-up steps (then constant)")
+    lr_scheduler: str = opt("constant_with_warmup", "learning-rate schedule over run.steps, as transformers' "
+                                                    "lr_scheduler_type: constant_with_warmup (linear warm-up from 0, "
+                                                    "then constant), linear (then down to 0: TRL's default), "
+                                                    "cosine, ...; one scheduler step per training step",
+                            learning_rate.SCHEDULES)
+    lr_scheduler_options: dict = opt({}, "the schedule's own arguments (transformers' lr_scheduler_kwargs): "
+                                         "num_cycles, power, lr_end, min_lr, ...")
+    warmup_steps: int = opt(0, "steps of linear warm-up from 0 to optim.lr, the first of the schedule")
     grad_clip: float = opt(1.0, "max global gradient norm; 0 disables clipping")
     micro_batch_size: Optional[int] = opt(None, "completions per forward/backward (gradient accumulation bounds "
                                                 "memory); None = as many as fit micro_batch_memory_gb, at most 64")

@@ -161,6 +161,7 @@ class FunctionPool:
             self.close()
             raise
         self._batcher = Batcher(self._run_items, SUBMIT_BATCH)
+        self.contract_error: str | None = None  # the first answer that broke the calling contract (a bug)
 
     @property
     def stats(self) -> dict[str, int]:
@@ -208,6 +209,8 @@ class FunctionPool:
                 parts.append([reply] * len(texts))
                 continue
             if not reply.get("ok"):  # the function raised
+                if reply.get("contract"):  # wrong count or type: every batch will repeat it
+                    self.contract_error = self.contract_error or str(reply.get("error"))
                 parts.append([error_response(None, "backend", str(reply.get("error")))] * len(texts))
                 continue
             parts.append([checked(read_item(item, process.label), t, process.label)

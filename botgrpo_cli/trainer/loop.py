@@ -89,7 +89,8 @@ def _train(s: Session, guard: StopGuard, rng: list, eval_around: bool, eval_seed
     main = s.dist.main  # only rank 0 writes the run directory
     log = MetricsLog(s.run_dir, cfg.log.tensorboard, cfg.log.wandb, cfg.public_dict(), s.state.step) if main else None
     page = SamplesPage(s.run_dir / "samples.html", f"{cfg.run.task} / {cfg.algo.name}") if main else None
-    checks = RunChecks(cfg.run.fail_on, s.policy, lambda: getattr(s.pool, "first_failure", None))
+    checks = RunChecks(cfg.run.fail_on, s.policy, lambda: getattr(s.pool, "first_failure", None),
+                       lambda: getattr(s.pool, "contract_error", None))
     metrics: dict[str, float] = {}
     with StepReport(cfg.run.steps, s.state.step, disable=not main, heartbeat_s=cfg.log.heartbeat_s) as report:
         for step in range(s.state.step + 1, cfg.run.steps + 1):

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from botgrpo_cli import learning_rate
 from botgrpo_cli.algos import masked_mean, policy_loss
 from botgrpo_cli.config import Config
 from botgrpo_cli.trainer.defaults import MAX_AUTO_MICRO_BATCH
@@ -42,16 +43,15 @@ class UpdateInputs:
 
 
 def make_optimizer(model: Any, cfg: Config) -> tuple[torch.optim.Optimizer, Any]:
-    """AdamW over trainable parameters and a linear warm-up then constant schedule."""
+    """AdamW over trainable parameters and the optim.lr_scheduler schedule over run.steps."""
     if cfg.optim.lr is None:
         raise ValueError("optim.lr is unset: set it, or let open_session choose it from the model "
                          "(botgrpo_cli.trainer.defaults.resolve)")
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=tuple(cfg.optim.betas),
                             weight_decay=cfg.optim.weight_decay)
-    warmup = cfg.optim.warmup_steps
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0)
-    return opt, sched
+    o = cfg.optim
+    return opt, learning_rate.scheduler(opt, o.lr_scheduler, o.warmup_steps, cfg.run.steps, o.lr_scheduler_options)
 
 
 def updates_per_batch(cfg: Config) -> int:

@@ -52,10 +52,10 @@ def test_trl_arguments_without_a_counterpart_say_what_to_do_instead():
     Trainer(processing_class=None)  # TRL's default value is accepted
     with pytest.raises(TypeError, match="unexpected keyword argument 'modle'"):
         Trainer(modle="x")
-    from trl import GRPOConfig
-
-    with pytest.raises(UserError, match="args must be a botgrpo_cli.Config, got GRPOConfig.*from-trl.md"):
-        Trainer(args=GRPOConfig(output_dir="unused", use_cpu=True, report_to="none"))
+    with pytest.raises(UserError, match="args must be a botgrpo_cli.Config, a TRL GRPOConfig or a dict"):
+        Trainer(args=["num_generations", 4])
+    with pytest.raises(UserError, match="environment_factory.*run.environment"):
+        Trainer(environment_factory=object)
 
 
 def test_datasets_are_written_once_by_content_and_streams_give_what_the_run_draws(tmp_path, monkeypatch):
