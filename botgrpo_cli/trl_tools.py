@@ -2,7 +2,8 @@
 run.tools spec its worker processes import (docs/multi-turn.md).
 
 Tools run in worker processes started from a spec, never from a pickled object: a function from a
-module is `MODULE:NAME`; one defined in the script being run is `script.py:NAME`, which the workers
+package is `MODULE:NAME`, one from a top-level module (my_tools.py beside the script) `my_tools.py:NAME`
+(the workers need not have its folder on sys.path); one defined in the script being run is `script.py:NAME`, which the workers
 import as a module of their own, so the script must keep its training under
 `if __name__ == "__main__":` (else each worker would start the training again).
 """
@@ -33,7 +34,9 @@ def tool_spec(fn: Any) -> str:
         raise UserError(f"tools: {name} is defined inside a function or is a lambda; the tool workers import "
                         "tools by name: define it at the top of a module")
     if module != "__main__":
-        return f"{module}:{name}"
+        path = getattr(sys.modules.get(module), "__file__", None) or ""
+        # a top-level module (my_tools.py beside the script) by its file: the workers' sys.path need not hold its folder
+        return f"{Path(path).resolve()}:{name}" if "." not in module and path.endswith(".py") else f"{module}:{name}"
     script = getattr(sys.modules["__main__"], "__file__", None)
     if script is None or not Path(script).is_file():
         raise UserError(f"tools: {name} is defined in an interactive session; the tool workers import tools by "

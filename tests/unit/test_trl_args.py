@@ -94,3 +94,25 @@ def test_each_schedule_is_transformers_and_a_resume_restores_it(name, options):
     resumed.load_state_dict(saved)
     assert first + _lrs(resumed, 5) == pytest.approx(expected, rel=0, abs=1e-12)
     assert len(set(expected)) > 2  # the schedule moves
+
+
+def test_tools_become_specs_the_workers_import(tmp_path, monkeypatch):
+    from botgrpo_cli.trl_tools import tool_spec
+
+    assert Trainer(tools=["calculator", "my_tools.py:lookup"]).config.run.tools == ["calculator", "my_tools.py:lookup"]
+    assert tool_spec(make_optimizer) == "botgrpo_cli.trainer.update:make_optimizer"  # from a package: by module
+    with pytest.raises(UserError, match="inside a function or is a lambda"):
+        tool_spec(lambda a: a)
+    with pytest.raises(UserError, match="not a plain function"):
+        tool_spec(str.upper)
+    script = tmp_path / "train.py"
+    script.write_text("def add(a: int) -> int:\n    return a\n\nadd\n")
+    main = {"__name__": "__main__", "__file__": str(script)}
+    exec(compile(script.read_text(), str(script), "exec"), main)
+    monkeypatch.setattr("sys.modules", {**__import__("sys").modules, "__main__": type("M", (), main)})
+    with pytest.raises(UserError, match="put the training under `if __name__ == \"__main__\":`"):
+        tool_spec(main["add"])  # the workers would run the training again
+    script.write_text(script.read_text() + "\nif __name__ == '__main__':\n    pass\n")
+    assert tool_spec(main["add"]) == f"{script.resolve()}:add"
+    with pytest.raises(UserError, match="both name the tools"):
+        Trainer(tools=["calculator"], args=Config(run=RunConfig(tools=["calculator"])))
