@@ -169,6 +169,16 @@ class AlgoConfig:
     beta: float = opt(0.0, "k3 KL penalty weight against the initial model (0 = no reference model; LoRA runs "
                            "use the base weights with the adapters off, others load a frozen copy)")
     entropy_coef: float = opt(0.0, "entropy bonus: subtract this times the per-token entropy from the loss")
+    entropy_target: Optional[float] = opt(None, "adaptive entropy (Skywork-OR1, TRL's use_adaptive_entropy): the bonus "
+                                                "applies while the last step's entropy is at or below this (nats), and "
+                                                "entropy_coef moves by entropy_coef_delta each step, up below the "
+                                                "target, down above it; None = a fixed entropy_coef")
+    entropy_coef_min: float = opt(0.0, "adaptive entropy: the lowest entropy_coef")
+    entropy_coef_max: float = opt(1.0, "adaptive entropy: the highest entropy_coef")
+    entropy_coef_delta: float = opt(0.005, "adaptive entropy: entropy_coef's move per step")
+    ref_sync_steps: int = opt(0, "every N optimizer steps mix the policy into the reference model (TR-DPO, TRL's "
+                                 "sync_ref_model; needs beta > 0, no LoRA); 0 = the reference stays the initial model")
+    ref_mixup_alpha: float = opt(0.6, "reference sync: reference = (1 - alpha) reference + alpha policy")
     mini_batches: Optional[int] = opt(None, "optimizer steps per rollout batch, each on 1/M of its groups (or rows) "
                                             "(PPO mini-batches; capped at the number of groups, or rows)")
     epochs: int = opt(1, "passes over each rollout batch (each pass takes mini_batches steps)")

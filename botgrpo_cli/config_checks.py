@@ -49,6 +49,9 @@ def check(cfg: Config) -> None:
                 fail(f"{section}.{f.name}", f"must be one of {', '.join(choices)}; got {value!r}"
                      + (f" (did you mean {', '.join(near)}?)" if (near := closest(str(value), choices)) else ""))
     _check_algo_options(cfg, fail)
+    from botgrpo_cli.trainer.controls import check as check_controls  # controls imports config: at call time
+
+    check_controls(cfg)
     if not 0 < cfg.rollout.top_p <= 1:
         fail("rollout.top_p", f"must be in (0, 1], got {cfg.rollout.top_p}")
     if not 0 <= cfg.rollout.min_p <= 1:

@@ -51,13 +51,11 @@ NO_COUNTERPART = {
     "fp16": "float16 mixed precision is not supported: bf16 (model.autocast) or float32",
     "push_to_hub": "checkpoints are written under output_dir; push them with huggingface-cli upload",
     "auto_find_batch_size": "memory is bounded by optim.micro_batch_memory_gb; drop it",
-    "sync_ref_model": "the reference model stays the initial one (TR-DPO's sync is not built yet); drop it",
-    "use_adaptive_entropy": "the entropy bonus has a fixed coefficient here (entropy_coef); drop it",
 }
 for _name in ("ref_model_mixup_alpha", "ref_model_sync_steps"):
-    NO_COUNTERPART[_name] = NO_COUNTERPART["sync_ref_model"]
+    NO_COUNTERPART[_name] = "it takes effect with sync_ref_model=True; set that, or drop it"
 for _name in ("entropy_coef_min", "entropy_coef_max", "entropy_coef_delta", "entropy_target"):
-    NO_COUNTERPART[_name] = NO_COUNTERPART["use_adaptive_entropy"]
+    NO_COUNTERPART[_name] = "it takes effect with use_adaptive_entropy=True; set that, or drop it"
 _VLLM_SERVER = ("vllm_server_base_url", "vllm_server_host", "vllm_server_port", "vllm_server_timeout",
                 "vllm_group_port")
 for _name in _VLLM_SERVER:
@@ -179,6 +177,12 @@ def from_trl(args: Any, rows: int | None = None) -> Config:
         cfg.algo.beta = take("beta")
     if "entropy_coef" not in consumed:
         cfg.algo.entropy_coef = take("entropy_coef")
+    if take("sync_ref_model"):
+        cfg.algo.ref_sync_steps, cfg.algo.ref_mixup_alpha = take("ref_model_sync_steps", "ref_model_mixup_alpha")
+    if take("use_adaptive_entropy"):
+        g = cfg.algo
+        g.entropy_target, g.entropy_coef_min, g.entropy_coef_max, g.entropy_coef_delta = take(
+            "entropy_target", "entropy_coef_min", "entropy_coef_max", "entropy_coef_delta")
     weights = take("reward_weights")
     cfg.reward.weights = None if weights is None else [float(w) for w in weights]
 

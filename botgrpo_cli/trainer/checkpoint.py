@@ -38,6 +38,7 @@ CHECKSUMS = "checksums.json"
 class TrainState:
     step: int  # steps completed
     data_position: int  # prompts drawn from the training stream
+    entropy: dict | None = None  # the adaptive entropy controller's {coef, last_entropy} (trainer/controls.py)
 
 
 class DamagedCheckpoint(Exception):
@@ -113,7 +114,7 @@ def read(ckpt: Path) -> Loaded:
     _check_model(ckpt / "model")
     try:
         raw = json.loads((ckpt / "state.json").read_text())
-        state = TrainState(step=int(raw["step"]), data_position=int(raw["data_position"]))
+        state = TrainState(step=int(raw["step"]), data_position=int(raw["data_position"]), entropy=raw.get("entropy"))
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise DamagedCheckpoint(f"state.json is unreadable ({type(err).__name__}: {err})") from None
     if state.step != rundir.checkpoint_step(ckpt) or state.data_position < 0:

@@ -25,6 +25,7 @@ from botgrpo_cli.rollout.turns import MultiTurn
 from botgrpo_cli.rundir import read_metrics
 from botgrpo_cli.trainer import checkpoint
 from botgrpo_cli.trainer.distributed import reduce_metrics
+from botgrpo_cli.trainer import controls
 from botgrpo_cli.trainer.checks import RunChecks, checked
 from botgrpo_cli.trainer.interrupt import Stopped, StopGuard, resume_hint
 from botgrpo_cli.trainer.logprobs import batch_logps
@@ -107,6 +108,7 @@ def _train(s: Session, guard: StopGuard, rng: list, eval_around: bool, eval_seed
                     metrics.update(_held_out(s, eval_seed))
                     metrics["time/eval_s"] = time.perf_counter() - started  # compare's wall clock adds it
             metrics = reduce_metrics(metrics, s.dist)
+            controls.after_step(s, step, metrics)  # reference sync, adaptive entropy (TRL's)
             if log and (step % cfg.log.every == 0 or step == cfg.run.steps):
                 log.write(step, metrics)
             report.step_done(step, metrics)
@@ -170,7 +172,8 @@ def train_step(s: Session, step: int, page: SamplesPage | None, phase: Callable[
                before_update: Callable[[], None] = _nothing) -> dict[str, float]:
     """One step. `phase(what)` is told what it is doing (for the heartbeat); `before_update()` is
     called right before the weights and optimizer start to change (a stop must then wait)."""
-    cfg, a = s.cfg, s.cfg.algo
+    cfg = controls.step_config(s)  # s.cfg, with the adaptive entropy coefficient of this step
+    a = cfg.algo
     t0 = time.perf_counter()
     phase("generating")
     ro = collect_rollouts(s, step)  # prompts -> G completions each; scoring already running

@@ -51,6 +51,19 @@ def test_a_grpoconfig_trains_two_steps_with_each_loss_type_on_trls_schedule(loss
     assert [m["lr"] for m in result.metrics] == pytest.approx(expected, abs=1e-15)  # 0 in warm-up, then 1e-3
 
 
+def test_the_reference_sync_and_adaptive_entropy_run_between_steps(tiny_arith_model_dir, tmp_path):
+    # alpha 1: after step 1 the reference is the policy, so step 2's KL (before its one update) is 0
+    args = GRPOConfig(output_dir=str(tmp_path / "run"), use_cpu=True, report_to="none", num_generations=2,
+                      per_device_train_batch_size=4, max_steps=2, max_completion_length=6, learning_rate=1e-2,
+                      logging_steps=1, save_strategy="no", beta=0.5, sync_ref_model=True, ref_model_sync_steps=1,
+                      ref_model_mixup_alpha=1.0, use_adaptive_entropy=True, entropy_target=100.0)
+    trainer = Trainer(model=str(tiny_arith_model_dir), reward_funcs=right_answer, train_dataset=ROWS, args=args)
+    trainer.config.run.threads, trainer.config.log.samples_every = 1, 0
+    first, second = trainer.train().metrics
+    assert first["grad_norm"] > 0 and abs(second["kl"]) < 1e-7  # step 1 moved the policy; the sync followed it
+    assert (first["entropy_coef"], second["entropy_coef"]) == pytest.approx((0.005, 0.01))  # below target: up
+
+
 def test_a_reward_returning_the_wrong_count_stops_the_run_at_its_first_step(tiny_arith_model_dir, tmp_path):
     def one_too_many(completions, **kwargs):
         return [0.0] * (len(completions) + 1)

@@ -51,8 +51,8 @@ def test_the_batch_arithmetic_is_trls():
 def test_fields_without_a_counterpart_pass_at_trls_default_and_name_what_to_do_otherwise():
     from_trl(GRPOConfig(**CPU, max_steps=1, disable_dropout=False, shuffle_dataset=True, vllm_mode="colocate"))
     with pytest.raises(UserError, match=r"^GRPOConfig\(disable_dropout=True\): .*dropout.*; "
-                                        r"GRPOConfig\(use_adaptive_entropy=True\): .*drop it$"):
-        from_trl({**CPU, "max_steps": 1, "disable_dropout": True, "use_adaptive_entropy": True})
+                                        r"GRPOConfig\(entropy_target=0.5\): .*use_adaptive_entropy=True.*$"):
+        from_trl({**CPU, "max_steps": 1, "disable_dropout": True, "entropy_target": 0.5})
     with pytest.raises(UserError, match=r"GRPOConfig\(label_smoothing_factor=0.1\): it has no counterpart"):
         from_trl({**CPU, "max_steps": 1, "label_smoothing_factor": 0.1})
     with pytest.raises(UserError, match="not GRPOConfig fields.*num_generation;"):
