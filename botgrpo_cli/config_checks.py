@@ -63,6 +63,7 @@ def check(cfg: Config) -> None:
         fail("rollout.vllm_gpu_memory_utilization", f"must be in (0, 1], got {cfg.rollout.vllm_gpu_memory_utilization}")
     if not cfg.algo.mismatch_is_max > 0 or (cfg.algo.mismatch_is_min or 0) > cfg.algo.mismatch_is_max:
         fail("algo.mismatch_is_max", f"must be > 0 and >= algo.mismatch_is_min, got {cfg.algo.mismatch_is_max}")
+    _check_loss_shaping(cfg, fail)
     _check_reward_options(cfg, fail)
     _check_reward_target(cfg.reward, fail)
     if cfg.reward.services:
@@ -95,6 +96,15 @@ def _check_algo_options(cfg: Config, fail: Any) -> None:
         except (UnknownName, OptionError) as err:
             raise UserError(f"algo.{key}: {err}") from None
         setattr(cfg.algo, key, typed)
+
+
+def _check_loss_shaping(cfg: Config, fail: Any) -> None:
+    """The batch-shaping options of docs/algorithms.md §3 (top-entropy, off-policy mask)."""
+    a = cfg.algo
+    if not 0 <= a.top_entropy_quantile <= 1:
+        fail("algo.top_entropy_quantile", f"must be in [0, 1], got {a.top_entropy_quantile}")
+    if a.off_policy_mask is not None and not a.off_policy_mask >= 0:
+        fail("algo.off_policy_mask", f"must be >= 0 or unset, got {a.off_policy_mask}")
 
 
 def _check_reward_options(cfg: Config, fail: Any) -> None:

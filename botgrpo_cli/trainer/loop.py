@@ -201,6 +201,8 @@ def train_step(s: Session, step: int, page: SamplesPage | None, phase: Callable[
     gids = isolate_failed(b.group_ids, scored.ok)  # (B,)
     adv = compute_advantages(a.advantage, token_rewards=r, scores=scores, mask=mask, group_ids=gids,
                              **estimator_options(a, b, rho, s.task.step_separator, cfg.reward.lambda_tok))  # (B, T)
+    if a.mask_truncated:  # out of the loss, still in their groups' statistics (TRL's mask_truncated_completions)
+        mask = mask & b.finished[:, None].to(mask.device)
     is_weights, mismatch = engine_mismatch(a, b, logp_old)
     phase("updating")
     before_update()
