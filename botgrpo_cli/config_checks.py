@@ -105,6 +105,12 @@ def _check_loss_shaping(cfg: Config, fail: Any) -> None:
         fail("algo.top_entropy_quantile", f"must be in [0, 1], got {a.top_entropy_quantile}")
     if a.off_policy_mask is not None and not a.off_policy_mask >= 0:
         fail("algo.off_policy_mask", f"must be >= 0 or unset, got {a.off_policy_mask}")
+    functions = cfg.reward.function if isinstance(cfg.reward.function, list) else [cfg.reward.function]
+    if a.reward_aggregation == "normalize_then_sum" and len(cfg.reward.services) < 2 and (
+            cfg.reward.function is None or len(functions) < 2):
+        fail("algo.reward_aggregation", "is normalize_then_sum, which normalises each reward function's scores in "
+                                        "its group before the sum: it needs two or more (reward.function as a list, "
+                                        "or reward.services); with one, use sum_then_normalize")
 
 
 def _check_reward_options(cfg: Config, fail: Any) -> None:
