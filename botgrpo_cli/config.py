@@ -179,6 +179,22 @@ class AlgoConfig:
     ref_sync_steps: int = opt(0, "every N optimizer steps mix the policy into the reference model (TR-DPO, TRL's "
                                  "sync_ref_model; needs beta > 0, no LoRA); 0 = the reference stays the initial model")
     ref_mixup_alpha: float = opt(0.6, "reference sync: reference = (1 - alpha) reference + alpha policy")
+    kl_bias_correction: bool = opt(False, "multiply the KL term by the policy ratio, which makes its gradient the "
+                                          "unbiased reverse-KL one off-policy (DeepSeek-V3.2; TRL's "
+                                          "use_bias_correction_kl, default true there)")
+    top_entropy_quantile: float = opt(1.0, "train only the share rho of each micro-batch's tokens with the highest "
+                                           "entropy (Beyond the 80/20 rule: 0.2); 1 = all tokens")
+    off_policy_mask: Optional[float] = opt(None, "drop from the loss the tokens with a negative advantage of completions "
+                                                 "whose mean KL(behaviour || policy) exceeds this (DeepSeek-V3.2's "
+                                                 "off-policy sequence mask, TRL's off_policy_mask_threshold; e.g. 0.5); "
+                                                 "None = off")
+    mask_truncated: bool = opt(False, "leave completions cut off at the token limit (no end of sequence) out of the "
+                                      "loss (DAPO; TRL's mask_truncated_completions)")
+    reward_aggregation: str = opt("sum_then_normalize", "how several reward functions' scores combine: "
+                                                        "sum_then_normalize (weighted sum, then the estimator) or "
+                                                        "normalize_then_sum (GDPO: each function normalised in its "
+                                                        "group, weighted sum, then normalised over the batch)",
+                                  ("sum_then_normalize", "normalize_then_sum"))
     mini_batches: Optional[int] = opt(None, "optimizer steps per rollout batch, each on 1/M of its groups (or rows) "
                                             "(PPO mini-batches; capped at the number of groups, or rows)")
     epochs: int = opt(1, "passes over each rollout batch (each pass takes mini_batches steps)")

@@ -66,6 +66,7 @@ def check(cfg: Config) -> None:
         fail("rollout.vllm_gpu_memory_utilization", f"must be in (0, 1], got {cfg.rollout.vllm_gpu_memory_utilization}")
     if not cfg.algo.mismatch_is_max > 0 or (cfg.algo.mismatch_is_min or 0) > cfg.algo.mismatch_is_max:
         fail("algo.mismatch_is_max", f"must be > 0 and >= algo.mismatch_is_min, got {cfg.algo.mismatch_is_max}")
+    _check_loss_shaping(cfg, fail)
     _check_reward_options(cfg, fail)
     _check_reward_target(cfg.reward, fail)
     if cfg.reward.services:
@@ -98,6 +99,21 @@ def _check_algo_options(cfg: Config, fail: Any) -> None:
         except (UnknownName, OptionError) as err:
             raise UserError(f"algo.{key}: {err}") from None
         setattr(cfg.algo, key, typed)
+
+
+def _check_loss_shaping(cfg: Config, fail: Any) -> None:
+    """The batch-shaping options of docs/algorithms.md §3 (top-entropy, off-policy mask)."""
+    a = cfg.algo
+    if not 0 <= a.top_entropy_quantile <= 1:
+        fail("algo.top_entropy_quantile", f"must be in [0, 1], got {a.top_entropy_quantile}")
+    if a.off_policy_mask is not None and not a.off_policy_mask >= 0:
+        fail("algo.off_policy_mask", f"must be >= 0 or unset, got {a.off_policy_mask}")
+    functions = cfg.reward.function if isinstance(cfg.reward.function, list) else [cfg.reward.function]
+    if a.reward_aggregation == "normalize_then_sum" and len(cfg.reward.services) < 2 and (
+            cfg.reward.function is None or len(functions) < 2):
+        fail("algo.reward_aggregation", "is normalize_then_sum, which normalises each reward function's scores in "
+                                        "its group before the sum: it needs two or more (reward.function as a list, "
+                                        "or reward.services); with one, use sum_then_normalize")
 
 
 def _check_reward_options(cfg: Config, fail: Any) -> None:

@@ -86,6 +86,7 @@ class CombinedPool:
         if len(set(names)) != len(names):
             raise ValueError(f"reward services are named more than once: {names}")
         self.specs = list(specs)
+        self.part_weights = {s.name: s.weight for s in specs}  # name -> weight in the combined score (GDPO reads it)
         self.service = "+".join(names)
         self.pools: list[Any] = []
         try:

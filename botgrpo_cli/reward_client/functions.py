@@ -145,6 +145,7 @@ class FunctionPool:
             raise ValueError(f"{len(weights)} reward weights for {len(functions)} reward functions: give one per function")
         self.names = unique_names(list(names) if names else [function_name(f) for f in functions])
         self.weights = weights
+        self.part_weights = dict(zip(self.names, weights))  # name -> weight in the combined score (GDPO reads it)
         self.service = "+".join(self.names)
         self.processes: list[FunctionProcess] = []
         try:

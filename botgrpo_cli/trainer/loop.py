@@ -12,6 +12,7 @@ import torch
 
 from botgrpo_cli.algos import ADVANTAGES, compute_advantages
 from botgrpo_cli.algos.losses import mismatch_stats, mismatch_weights
+from botgrpo_cli.trainer.gdpo import gdpo_scored
 from botgrpo_cli.algos.options import from_trainer
 from botgrpo_cli.rollout.seeds import held_out_seed
 from botgrpo_cli.config import AlgoConfig, Config
@@ -198,13 +199,17 @@ def train_step(s: Session, step: int, page: SamplesPage | None, phase: Callable[
     scored = ro.wait()  # scores + spans; failed rows come back with ok = False
     t_rew = time.perf_counter()
     # only the model's own tokens are trained: tool and environment tokens get no reward nor advantage
-    tr = to_token_rewards(scored, b.offsets, b.trained, cfg.reward.lambda_seq, cfg.reward.lambda_tok,
+    shaped = gdpo_scored(scored, s.pool.part_weights, b.group_ids) if a.reward_aggregation == "normalize_then_sum" \
+        else scored  # GDPO: each reward function normalised in its group before the sum; metrics keep the raw
+    tr = to_token_rewards(shaped, b.offsets, b.trained, cfg.reward.lambda_seq, cfg.reward.lambda_tok,
                           shaping=score_shaping(b.trained.sum(1), a, s.trained_limit),  # failed rows: masked, counted
                           span_noise=s.span_noise, noise_key=(cfg.run.seed, step, s.dist.rank))
     scores, mask, rho, r = tr.scores, tr.mask, tr.rho, tr.r  # (B,), (B, T), (B, T), (B, T)
     gids = isolate_failed(b.group_ids, scored.ok)  # (B,)
     adv = compute_advantages(a.advantage, token_rewards=r, scores=scores, mask=mask, group_ids=gids,
                              **estimator_options(a, b, rho, s.task.step_separator, cfg.reward.lambda_tok))  # (B, T)
+    if a.mask_truncated:  # out of the loss, still in their groups' statistics (TRL's mask_truncated_completions)
+        mask = mask & b.finished[:, None].to(mask.device)
     is_weights, mismatch = engine_mismatch(a, b, logp_old)
     phase("updating")
     before_update()
