@@ -177,6 +177,11 @@ def from_trl(args: Any, rows: int | None = None) -> Config:
         cfg.algo.beta = take("beta")
     if "entropy_coef" not in consumed:
         cfg.algo.entropy_coef = take("entropy_coef")
+    # importance sampling against vLLM's numerics: TRL applies it only to rows vLLM sampled
+    correct, mode, high, low = take("vllm_importance_sampling_correction", "vllm_importance_sampling_mode",
+                                    "vllm_importance_sampling_clip_max", "vllm_importance_sampling_clip_min")
+    cfg.algo.mismatch_is, cfg.algo.mismatch_is_min = (mode, low) if correct and a.use_vllm else ("off", None)
+    cfg.algo.mismatch_is_max = high
     if take("sync_ref_model"):
         cfg.algo.ref_sync_steps, cfg.algo.ref_mixup_alpha = take("ref_model_sync_steps", "ref_model_mixup_alpha")
     if take("use_adaptive_entropy"):

@@ -15,6 +15,7 @@ from transformers import get_scheduler
 from trl import GRPOConfig
 
 from botgrpo_cli import Config, LogConfig, RolloutConfig, RunConfig, Trainer
+from botgrpo_cli.algos.trl_loss_types import _LOSS_TYPES, algo_fields
 from botgrpo_cli.errors import UserError
 
 ROWS = Dataset.from_list([{"prompt": f"{a}+{a}=", "answer": 2 * a} for a in range(8)])
@@ -24,19 +25,15 @@ def right_answer(completions, answer, **kwargs):
     return [float(str(a) in c) - 0.1 * len(c) for c, a in zip(completions, answer)]
 
 
-def _loss_types() -> list[str]:
-    from botgrpo_cli.algos.trl_loss_types import _LOSS_TYPES
-
-    return sorted(_LOSS_TYPES)
-
-
-@pytest.mark.parametrize("loss_type", _loss_types())
+@pytest.mark.parametrize("loss_type", sorted(_LOSS_TYPES))
 def test_a_grpoconfig_trains_two_steps_with_each_loss_type_on_trls_schedule(loss_type, tiny_arith_model_dir, tmp_path):
     args = GRPOConfig(output_dir=str(tmp_path / "run"), use_cpu=True, report_to="none", loss_type=loss_type,
                       num_generations=2, per_device_train_batch_size=4, max_steps=2, max_completion_length=6,
                       learning_rate=1e-3, lr_scheduler_type="cosine", warmup_steps=1, logging_steps=1,
                       save_strategy="no")
     trainer = Trainer(model=str(tiny_arith_model_dir), reward_funcs=right_answer, train_dataset=ROWS, args=args)
+    mapped, _ = algo_fields({"loss_type": loss_type})  # the loss mapping is trl_loss_types'; it reaches the run
+    assert {k: getattr(trainer.config.algo, k) for k in ("loss", "loss_agg")} == {k: mapped[k] for k in ("loss", "loss_agg")}
     trainer.config.run.threads, trainer.config.log.samples_every = 1, 0
     result = trainer.train()
     assert [m["step"] for m in result.metrics] == [1, 2]
