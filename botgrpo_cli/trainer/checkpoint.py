@@ -74,7 +74,7 @@ def save(run_dir: Path, state: TrainState, model: Any, tokenizer: Any, opt: Any,
             optim = opt.state_dict() if optim_state is None else optim_state
             torch.save({"optimizer": optim, "scheduler": sched.state_dict()}, tmp / "optim.pt")
         torch.save(rng_state(), tmp / "rng.pt")
-        (tmp / "state.json").write_text(json.dumps(state.__dict__))
+        (tmp / "state.json").write_text(json.dumps({k: v for k, v in state.__dict__.items() if v is not None}))
         (tmp / "config.yaml").write_text(cfg_yaml)
         (tmp / CHECKSUMS).write_text(json.dumps(_checksums(tmp), indent=0, sort_keys=True))
         _fsync_tree(tmp)
