@@ -20,30 +20,6 @@ import math
 from typing import Any
 
 from botgrpo_cli.config import Config
-from botgrpo_cli.errors import UserError
-
-
-def check(cfg: Config) -> None:
-    """One line for a control the run cannot honour."""
-    a = cfg.algo
-    if a.ref_sync_steps:
-        if a.beta <= 0:
-            raise UserError("algo.ref_sync_steps needs a reference model: set algo.beta > 0 (with beta 0 there is "
-                            "nothing to sync), or set ref_sync_steps to 0")
-        if cfg.model.lora_r:
-            raise UserError("algo.ref_sync_steps with LoRA: the reference is the base weights with the adapters off, "
-                            "which cannot be mixed; train all parameters (model.lora_r=0) or set ref_sync_steps to 0")
-        if cfg.run.distributed == "fsdp":
-            raise UserError("algo.ref_sync_steps with run.distributed=fsdp: the sharded policy cannot be mixed into "
-                            "the reference copy; use ddp or set ref_sync_steps to 0")
-        if not 0 <= a.ref_mixup_alpha <= 1:
-            raise UserError(f"algo.ref_mixup_alpha must be in [0, 1], got {a.ref_mixup_alpha}")
-    for name in ("ref_sync_steps", "entropy_coef_delta", "entropy_coef_min"):
-        if getattr(a, name) < 0:
-            raise UserError(f"algo.{name} must be >= 0, got {getattr(a, name)}")
-    if a.entropy_target is not None and not a.entropy_coef_min <= a.entropy_coef <= a.entropy_coef_max:
-        raise UserError(f"algo.entropy_coef={a.entropy_coef} must lie in [entropy_coef_min, entropy_coef_max] = "
-                        f"[{a.entropy_coef_min}, {a.entropy_coef_max}] with adaptive entropy (algo.entropy_target)")
 
 
 def entropy_state(s: Any) -> dict | None:
