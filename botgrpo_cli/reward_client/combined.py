@@ -97,6 +97,11 @@ class CombinedPool:
             raise
 
     @property
+    def contract_error(self) -> str | None:
+        """The first reward function's answer that broke the calling contract (FunctionPool's), if any."""
+        return next((e for e in (getattr(p, "contract_error", None) for p in self.pools) if e), None)
+
+    @property
     def stats(self) -> dict[str, int]:
         """Counters summed over the services (restarts, timeouts, ...)."""
         total: dict[str, int] = {}

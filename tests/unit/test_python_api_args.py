@@ -3,6 +3,8 @@ the GRPOTrainer arguments it has no counterpart for."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from datasets import Dataset, IterableDataset
 
@@ -74,3 +76,12 @@ def test_datasets_are_written_once_by_content_and_streams_give_what_the_run_draw
         Trainer(reward_funcs=SPEC, train_dataset=rows, args=Config(run=RunConfig(task="aime")))
     with pytest.raises(UserError, match="no rows"):
         Trainer(reward_funcs=SPEC, train_dataset=[])
+
+
+def test_a_reward_functions_contract_error_reaches_the_run_through_several_services():
+    from botgrpo_cli.reward_client.combined import CombinedPool, ServiceSpec
+
+    errors = {"math": None, "f": "reward function f raised ContractError: returned 9 items for 8 completions"}
+    pool = CombinedPool([ServiceSpec("math"), ServiceSpec("f")],
+                        lambda spec: SimpleNamespace(contract_error=errors[spec.name], close=lambda: None))
+    assert pool.contract_error == errors["f"]  # what RunChecks stops the run with (trainer/loop.py)

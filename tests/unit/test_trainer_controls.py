@@ -62,3 +62,4 @@ def test_trl_fields_map_onto_the_controls_and_bad_combinations_are_one_line():
         Trainer(args=Config(algo=AlgoConfig(ref_sync_steps=8, beta=0.1), model=ModelConfig(lora_r=4)))
     with pytest.raises(UserError, match="must lie in"):
         Trainer(args=Config(algo=AlgoConfig(entropy_target=0.2, entropy_coef=2.0)))
+
