@@ -230,3 +230,19 @@ def test_trained_tokens_with_holes_train_only_themselves(algo):
     loss, _ = policy_loss(a.loss, logp=logp, logp_old=inp.logp_old, advantages=inp.advantages * trained,
                           mask=trained, loss_agg=a.loss_agg, max_completion_length=7, **a.loss_options)
     assert metrics["loss"] == pytest.approx(float(loss.detach()), rel=1e-4, abs=1e-6)
+
+
+def test_off_policy_mask_reaches_the_update():
+    """Negative advantages on completions the behaviour policy liked more (mean KL 0.1 nat > 0.05): the
+    off-policy mask drops every token, so the step leaves the weights alone; without it they move."""
+    inp = _inputs(_model())
+    old = batch_logps(_model(), inp.prompt_ids, inp.completion_ids, inp.mask, 0, 1.0, 16) + 0.1  # ratio 0.9: unclipped
+    inp = UpdateInputs(inp.prompt_ids, inp.completion_ids, inp.mask, -inp.mask.float(), old, None)
+    for threshold, moves in ((None, True), (0.05, False)):
+        model = _model()
+        sets = ["optim.lr=1e-2"] + ([] if threshold is None else [f"algo.off_policy_mask={threshold}"])
+        cfg = load_config(None, algo="grpo", sets=sets)
+        opt, sched = make_optimizer(model, cfg)
+        metrics = update(model, opt, sched, inp, cfg, pad_id=0, max_len=7)
+        assert (not torch.equal(_params(model), _params(_model()))) == moves
+        assert metrics.get("kept/off_policy", 1.0) == (1.0 if moves else 0.0)

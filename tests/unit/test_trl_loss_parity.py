@@ -47,8 +47,10 @@ class OneProcess:
         return x
 
 
-def trl_loss(fields: dict, logp: torch.Tensor, entropy: torch.Tensor, inputs: dict) -> torch.Tensor:
-    """TRL's GRPOTrainer._compute_loss on an object with the attributes it reads."""
+def trl_loss(fields: dict, logp: torch.Tensor, entropy: torch.Tensor, inputs: dict,
+             engine_weights: bool = False) -> torch.Tensor:
+    """TRL's GRPOTrainer._compute_loss on an object with the attributes it reads; engine_weights: as
+    with vLLM and vllm_importance_sampling_correction (inputs["importance_sampling_ratio"])."""
     from trl import GRPOConfig, GRPOTrainer
 
     args = GRPOConfig(output_dir="unused", use_cpu=True, report_to="none", max_completion_length=MAX_LEN,
@@ -68,7 +70,8 @@ def trl_loss(fields: dict, logp: torch.Tensor, entropy: torch.Tensor, inputs: di
     t.epsilon_low, t.epsilon_high = args.epsilon, args.epsilon_high if args.epsilon_high is not None else args.epsilon
     t.importance_sampling_level, t.max_completion_length = args.importance_sampling_level, args.max_completion_length
     t.top_entropy_quantile, t.off_policy_mask_threshold = args.top_entropy_quantile, args.off_policy_mask_threshold
-    t.aux_loss_enabled = t.use_vllm = t.vllm_importance_sampling_correction = False
+    t.aux_loss_enabled = False
+    t.use_vllm = t.vllm_importance_sampling_correction = engine_weights
     t._entropy_bonus_enabled = t.use_adaptive_entropy = False
     t.model, t.accelerator = SimpleNamespace(training=True), OneProcess()
     t.current_gradient_accumulation_steps, t._metrics = 1, defaultdict(lambda: defaultdict(list))
@@ -89,7 +92,8 @@ def batch(seed: int, token_advantages: bool):
     return logp, old, ref, entropy, adv.contiguous(), mask
 
 
-def both(fields: dict, seed: int = 0, token_advantages: bool = False, finished: torch.Tensor | None = None):
+def both(fields: dict, seed: int = 0, token_advantages: bool = False, finished: torch.Tensor | None = None,
+         is_weights: torch.Tensor | None = None):
     """(TRL's loss, its gradient), (ours, ours) on batch(seed)."""
     logp0, old, ref, entropy, adv, mask = batch(seed, token_advantages)
     trl_mask = mask if finished is None else mask & finished[:, None]  # TRL zeroes a truncated row's mask
@@ -98,7 +102,10 @@ def both(fields: dict, seed: int = 0, token_advantages: bool = False, finished: 
               "completion_ids": torch.zeros(B, T, dtype=torch.long), "completion_mask": trl_mask.long(),
               "advantages": adv if token_advantages else adv[:, 0], "old_per_token_logps": old,
               "ref_per_token_logps": ref, "num_items_in_batch": trl_mask.sum()}
-    loss_t = trl_loss(fields, theirs, entropy, inputs)
+    if is_weights is not None:  # TRL's are 1 on padding (a masked log-prob gap), botgrpo's 0 (mismatch_weights)
+        inputs["importance_sampling_ratio"] = torch.where(mask, is_weights, 1.0)
+        is_weights = torch.where(mask, is_weights, 0.0)
+    loss_t = trl_loss(fields, theirs, entropy, inputs, engine_weights=is_weights is not None)
     loss_t.backward()
 
     values, _ = algo_fields(fields)
@@ -109,7 +116,8 @@ def both(fields: dict, seed: int = 0, token_advantages: bool = False, finished: 
     keep, _ = kept_tokens(a, ours, old, adv, entropy, mask)
     loss_o, _ = policy_loss(a.loss, logp=ours, logp_old=old, advantages=adv, mask=mask, loss_agg=a.loss_agg,
                             logp_ref=ref if a.beta > 0 else None, beta=a.beta, max_completion_length=MAX_LEN,
-                            keep=keep, kl_bias_correction=a.kl_bias_correction, **a.loss_options)
+                            keep=keep, kl_bias_correction=a.kl_bias_correction, is_weights=is_weights,
+                            **a.loss_options)
     loss_o.backward()
     return (loss_t.detach(), theirs.grad), (loss_o.detach(), ours.grad)
 
@@ -140,11 +148,30 @@ def test_each_loss_type_equals_trl_with_kl_and_bias_correction_and_options(loss_
     assert_same({**fields, "use_bias_correction_kl": False}, seed=2)
 
 
-@pytest.mark.parametrize("loss_type", [t for t in LOSS_TYPES if t != "luspo"])
+@pytest.mark.parametrize("loss_type", LOSS_TYPES)
 def test_token_advantages_equal_trl_given_the_same_token_advantages(loss_type):
     """BoT-GRPO's (B, T) advantages through TRL's code (which takes them, as botgrpo's TRL trainer uses)."""
     assert_same({"loss_type": loss_type, "beta": 0.02, "off_policy_mask_threshold": 0.05,
                  "top_entropy_quantile": 0.5}, seed=3, token_advantages=True)
+
+
+@pytest.mark.parametrize("loss_type", ["grpo", "dapo", "bnpo"])
+def test_sequence_level_ratio_equals_trl(loss_type):
+    """importance_sampling_level="sequence" (GSPO's ratio) maps to the gspo loss, delta and KL correction included."""
+    assert_same({"loss_type": loss_type, "importance_sampling_level": "sequence", "epsilon": 0.05, "delta": 1.02,
+                 "beta": 0.03}, seed=5)
+
+
+@pytest.mark.parametrize("loss_type", ["vespo", "dapo", "sapo"])
+def test_engine_mismatch_weights_enter_as_trl(loss_type):
+    """vLLM's importance weights (botgrpo's is_weights, TRL's importance_sampling_ratio): multiplied into the
+    per-token loss, except vespo, whose sequence weight w takes their logs."""
+    fields = {"loss_type": loss_type}
+    weights = torch.rand(B, T, generator=torch.Generator().manual_seed(6)) * 1.5 + 0.25
+    (lt, gt), (lo, go) = both(fields, is_weights=weights)
+    (_, g_plain), _ = both(fields)
+    assert not torch.allclose(gt, g_plain)  # the weights act on this batch
+    torch.testing.assert_close((lo, go), (lt, gt), rtol=1e-5, atol=1e-7)
 
 
 def test_delta_caps_the_unclipped_ratio_as_trl():
