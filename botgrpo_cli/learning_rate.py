@@ -48,5 +48,10 @@ def scheduler(optimizer: Any, name: str, warmup_steps: int, total_steps: int, op
 
     if name not in SCHEDULES:
         raise ValueError(f"unknown learning-rate schedule {name!r}; known: {', '.join(SCHEDULES)}")
-    return get_scheduler(name, optimizer, num_warmup_steps=warmup_steps, num_training_steps=max(1, total_steps),
-                         scheduler_specific_kwargs=dict(options or {}))
+    try:
+        return get_scheduler(name, optimizer, num_warmup_steps=warmup_steps, num_training_steps=max(1, total_steps),
+                             scheduler_specific_kwargs=dict(options or {}))
+    except TypeError as err:  # an argument this schedule does not take
+        from botgrpo_cli.errors import UserError
+
+        raise UserError(f"optim.lr_scheduler_options {options} do not fit the {name} schedule: {err}") from None

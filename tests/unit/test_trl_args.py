@@ -116,3 +116,9 @@ def test_tools_become_specs_the_workers_import(tmp_path, monkeypatch):
     assert tool_spec(main["add"]) == f"{script.resolve()}:add"
     with pytest.raises(UserError, match="both name the tools"):
         Trainer(tools=["calculator"], args=Config(run=RunConfig(tools=["calculator"])))
+
+
+def test_a_schedule_option_it_does_not_take_is_one_line():
+    cfg = Config(optim=OptimConfig(lr=0.1, lr_scheduler="cosine", lr_scheduler_options={"num_cyles": 2}))
+    with pytest.raises(UserError, match="lr_scheduler_options .*num_cyles.* do not fit the cosine schedule"):
+        make_optimizer(torch.nn.Linear(2, 1), cfg)
