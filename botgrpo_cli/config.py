@@ -178,6 +178,32 @@ class AlgoConfig:
     beta: float = opt(0.0, "k3 KL penalty weight against the initial model (0 = no reference model; LoRA runs "
                            "use the base weights with the adapters off, others load a frozen copy)")
     entropy_coef: float = opt(0.0, "entropy bonus: subtract this times the per-token entropy from the loss")
+    entropy_target: Optional[float] = opt(None, "adaptive entropy (Skywork-OR1, TRL's use_adaptive_entropy): the bonus "
+                                                "applies while the last step's entropy is at or below this (nats), and "
+                                                "entropy_coef moves by entropy_coef_delta each step, up below the "
+                                                "target, down above it; None = a fixed entropy_coef")
+    entropy_coef_min: float = opt(0.0, "adaptive entropy: the lowest entropy_coef")
+    entropy_coef_max: float = opt(1.0, "adaptive entropy: the highest entropy_coef")
+    entropy_coef_delta: float = opt(0.005, "adaptive entropy: entropy_coef's move per step")
+    ref_sync_steps: int = opt(0, "every N optimizer steps mix the policy into the reference model (TR-DPO, TRL's "
+                                 "sync_ref_model; needs beta > 0, no LoRA); 0 = the reference stays the initial model")
+    ref_mixup_alpha: float = opt(0.6, "reference sync: reference = (1 - alpha) reference + alpha policy")
+    kl_bias_correction: bool = opt(False, "multiply the KL term by the policy ratio, which makes its gradient the "
+                                          "unbiased reverse-KL one off-policy (DeepSeek-V3.2; TRL's "
+                                          "use_bias_correction_kl, default true there)")
+    top_entropy_quantile: float = opt(1.0, "train only the share rho of each micro-batch's tokens with the highest "
+                                           "entropy (Beyond the 80/20 rule: 0.2); 1 = all tokens")
+    off_policy_mask: Optional[float] = opt(None, "drop from the loss the tokens with a negative advantage of completions "
+                                                 "whose mean KL(behaviour || policy) exceeds this (DeepSeek-V3.2's "
+                                                 "off-policy sequence mask, TRL's off_policy_mask_threshold; e.g. 0.5); "
+                                                 "None = off")
+    mask_truncated: bool = opt(False, "leave completions cut off at the token limit (no end of sequence) out of the "
+                                      "loss (DAPO; TRL's mask_truncated_completions)")
+    reward_aggregation: str = opt("sum_then_normalize", "how several reward functions' scores combine: "
+                                                        "sum_then_normalize (weighted sum, then the estimator) or "
+                                                        "normalize_then_sum (GDPO: each function normalised in its "
+                                                        "group, weighted sum, then normalised over the batch)",
+                                  ("sum_then_normalize", "normalize_then_sum"))
     mini_batches: Optional[int] = opt(None, "optimizer steps per rollout batch, each on 1/M of its groups (or rows) "
                                             "(PPO mini-batches; capped at the number of groups, or rows)")
     epochs: int = opt(1, "passes over each rollout batch (each pass takes mini_batches steps)")
@@ -202,7 +228,14 @@ class OptimConfig:
     lr: Optional[float] = opt(None, f"AdamW learning rate; None = by model: {learning_rate.RULE}")
     weight_decay: float = opt(0.0, "AdamW weight decay")
     betas: list = opt([0.9, 0.99], "AdamW betas [beta1, beta2]")
-    warmup_steps: int = opt(0, "linear warm-up steps (then constant)")
+    lr_scheduler: str = opt("constant_with_warmup", "learning-rate schedule over run.steps, as transformers' "
+                                                    "lr_scheduler_type: constant_with_warmup (linear warm-up from 0, "
+                                                    "then constant), linear (then down to 0: TRL's default), "
+                                                    "cosine, ...; one scheduler step per training step",
+                            learning_rate.SCHEDULES)
+    lr_scheduler_options: dict = opt({}, "the schedule's own arguments (transformers' lr_scheduler_kwargs): "
+                                         "num_cycles, power, lr_end, min_lr, ...")
+    warmup_steps: int = opt(0, "steps of linear warm-up from 0 to optim.lr, the first of the schedule")
     grad_clip: float = opt(1.0, "max global gradient norm; 0 disables clipping")
     micro_batch_size: Optional[int] = opt(None, "completions per forward/backward (gradient accumulation bounds "
                                                 "memory); None = as many as fit micro_batch_memory_gb, at most 64")

@@ -49,6 +49,7 @@ def check(cfg: Config) -> None:
                 fail(f"{section}.{f.name}", f"must be one of {', '.join(choices)}; got {value!r}"
                      + (f" (did you mean {', '.join(near)}?)" if (near := closest(str(value), choices)) else ""))
     _check_algo_options(cfg, fail)
+    _check_controls(cfg)
     if not 0 < cfg.rollout.top_p <= 1:
         fail("rollout.top_p", f"must be in (0, 1], got {cfg.rollout.top_p}")
     if not 0 <= cfg.rollout.min_p <= 1:
@@ -63,6 +64,7 @@ def check(cfg: Config) -> None:
         fail("rollout.vllm_gpu_memory_utilization", f"must be in (0, 1], got {cfg.rollout.vllm_gpu_memory_utilization}")
     if not cfg.algo.mismatch_is_max > 0 or (cfg.algo.mismatch_is_min or 0) > cfg.algo.mismatch_is_max:
         fail("algo.mismatch_is_max", f"must be > 0 and >= algo.mismatch_is_min, got {cfg.algo.mismatch_is_max}")
+    _check_loss_shaping(cfg, fail)
     _check_reward_options(cfg, fail)
     _check_reward_target(cfg.reward, fail)
     if cfg.reward.services:
@@ -76,6 +78,29 @@ def check(cfg: Config) -> None:
         fail("run.distributed", "is fsdp, which needs rollout.engine=vllm: HF generate cannot sample sharded weights")
     if cfg.run.distributed == "fsdp" and cfg.algo.dynamic_sampling:
         fail("run.distributed", "is fsdp, which needs algo.dynamic_sampling=false (sharded forwards need equal shares)")
+
+
+def _check_controls(cfg: Config) -> None:
+    """trainer/controls.py: one line for a reference sync or adaptive entropy the run cannot honour."""
+    a = cfg.algo
+    if a.ref_sync_steps:
+        if a.beta <= 0:
+            raise UserError("algo.ref_sync_steps needs a reference model: set algo.beta > 0 (with beta 0 there is "
+                            "nothing to sync), or set ref_sync_steps to 0")
+        if cfg.model.lora_r:
+            raise UserError("algo.ref_sync_steps with LoRA: the reference is the base weights with the adapters off, "
+                            "which cannot be mixed; train all parameters (model.lora_r=0) or set ref_sync_steps to 0")
+        if cfg.run.distributed == "fsdp":
+            raise UserError("algo.ref_sync_steps with run.distributed=fsdp: the sharded policy cannot be mixed into "
+                            "the reference copy; use ddp or set ref_sync_steps to 0")
+        if not 0 <= a.ref_mixup_alpha <= 1:
+            raise UserError(f"algo.ref_mixup_alpha must be in [0, 1], got {a.ref_mixup_alpha}")
+    for name in ("ref_sync_steps", "entropy_coef_delta", "entropy_coef_min"):
+        if getattr(a, name) < 0:
+            raise UserError(f"algo.{name} must be >= 0, got {getattr(a, name)}")
+    if a.entropy_target is not None and not a.entropy_coef_min <= a.entropy_coef <= a.entropy_coef_max:
+        raise UserError(f"algo.entropy_coef={a.entropy_coef} must lie in [entropy_coef_min, entropy_coef_max] = "
+                        f"[{a.entropy_coef_min}, {a.entropy_coef_max}] with adaptive entropy (algo.entropy_target)")
 
 
 def _fields(obj: Any) -> dict[str, dataclasses.Field]:
@@ -95,6 +120,21 @@ def _check_algo_options(cfg: Config, fail: Any) -> None:
         except (UnknownName, OptionError) as err:
             raise UserError(f"algo.{key}: {err}") from None
         setattr(cfg.algo, key, typed)
+
+
+def _check_loss_shaping(cfg: Config, fail: Any) -> None:
+    """The batch-shaping options of docs/algorithms.md §3 (top-entropy, off-policy mask)."""
+    a = cfg.algo
+    if not 0 <= a.top_entropy_quantile <= 1:
+        fail("algo.top_entropy_quantile", f"must be in [0, 1], got {a.top_entropy_quantile}")
+    if a.off_policy_mask is not None and not a.off_policy_mask >= 0:
+        fail("algo.off_policy_mask", f"must be >= 0 or unset, got {a.off_policy_mask}")
+    functions = cfg.reward.function if isinstance(cfg.reward.function, list) else [cfg.reward.function]
+    if a.reward_aggregation == "normalize_then_sum" and len(cfg.reward.services) < 2 and (
+            cfg.reward.function is None or len(functions) < 2):
+        fail("algo.reward_aggregation", "is normalize_then_sum, which normalises each reward function's scores in "
+                                        "its group before the sum: it needs two or more (reward.function as a list, "
+                                        "or reward.services); with one, use sum_then_normalize")
 
 
 def _check_reward_options(cfg: Config, fail: Any) -> None:

@@ -38,5 +38,10 @@ PRESETS: dict[str, Preset] = {
     "gspo": Preset("grpo", "gspo", "seq_mean_token_mean", loss_options=_clip(3e-4, 4e-4),
                    mini_batches=4),  # GSPO §5.1: each rollout batch partitioned into four minibatches
     "pure": Preset("pure", "clip", "token_mean", loss_options=_clip(0.2, 0.2)),
+    # TRL 1.16's other loss_type values, with TRL's aggregation for each (docs/algorithms.md §3)
+    "cispo": Preset("grpo", "cispo", "dapo", loss_options={"eps_high": 5.0}),  # ScaleRL's eps_max
+    "sapo": Preset("grpo", "sapo", "seq_mean_token_mean"),
+    "vespo": Preset("grpo", "vespo", "dapo"),
+    "luspo": Preset("grpo", "gspo", "seq_mean_token_sum", loss_options=_clip(3e-4, 4e-4)),  # GSPO's ratio and clip
 }
 

@@ -86,6 +86,7 @@ class CombinedPool:
         if len(set(names)) != len(names):
             raise ValueError(f"reward services are named more than once: {names}")
         self.specs = list(specs)
+        self.part_weights = {s.name: s.weight for s in specs}  # name -> weight in the combined score (GDPO reads it)
         self.service = "+".join(names)
         self.pools: list[Any] = []
         try:
@@ -94,6 +95,11 @@ class CombinedPool:
         except BaseException:
             self.close()
             raise
+
+    @property
+    def contract_error(self) -> str | None:
+        """The first reward function's answer that broke the calling contract (FunctionPool's), if any."""
+        return next((e for e in (getattr(p, "contract_error", None) for p in self.pools) if e), None)
 
     @property
     def stats(self) -> dict[str, int]:

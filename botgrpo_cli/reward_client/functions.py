@@ -128,6 +128,7 @@ class FunctionPool:
             raise ValueError(f"{len(weights)} reward weights for {len(functions)} reward functions: give one per function")
         self.names = unique_names(list(names) if names else [function_name(f) for f in functions])
         self.weights = weights
+        self.part_weights = dict(zip(self.names, weights))  # name -> weight in the combined score (GDPO reads it)
         self.service = "+".join(self.names)
         self.processes: list[FunctionProcess] = []
         try:
@@ -144,6 +145,7 @@ class FunctionPool:
             self.close()
             raise
         self._batcher = Batcher(self._run_items, SUBMIT_BATCH)
+        self.contract_error: str | None = None  # the first answer that broke the calling contract (a bug)
 
     @property
     def stats(self) -> dict[str, int]:
@@ -191,6 +193,8 @@ class FunctionPool:
                 parts.append([reply] * len(texts))
                 continue
             if not reply.get("ok"):  # the function raised
+                if reply.get("contract"):  # wrong count or type: every batch will repeat it
+                    self.contract_error = self.contract_error or str(reply.get("error"))
                 parts.append([error_response(None, "backend", str(reply.get("error")))] * len(texts))
                 continue
             parts.append([checked(read_item(item, process.label), len(t), f"reward function {process.label}")

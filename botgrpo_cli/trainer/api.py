@@ -17,6 +17,8 @@ from typing import Any, Callable
 
 from botgrpo_cli.config import Config, checked, validate
 from botgrpo_cli.errors import UserError
+from botgrpo_cli.trl_args import from_trl, is_trl_args
+from botgrpo_cli.trl_tools import tool_specs
 
 OnStep = Callable[[int, dict], None]
 
@@ -27,8 +29,10 @@ UNSUPPORTED = {
     "callbacks": "pass on_step=fn(step, metrics), or a list of such functions",
     "optimizers": "AdamW is configured by Config(optim=OptimConfig(lr=..., weight_decay=..., betas=..., "
                   "warmup_steps=...))",
-    "tools": "tool calls are not supported: completions are single-turn",
-    "environment_factory": "environments are not supported: completions are single-turn",
+    "environment_factory": "TRL's environments (methods as tools bound to one instance per rollout) have no "
+                           "counterpart yet; botgrpo's own are a class with reset(row), step(transcript) and "
+                           "reward(transcript) (Config run.environment) beside plain-function tools=[...] "
+                           "(docs/multi-turn.md)",
     "rollout_func": "generation is botgrpo's engines' (rollout.engine fast, hf or vllm)",
     "quantization_config": "bitsandbytes models are not supported; a quantised .gguf file loads dequantised "
                            "to model.dtype (model='model.Q8_0.gguf')",
@@ -41,6 +45,10 @@ class Trainer:
     trainer. Every setting is a typed field of `args` (a Config); the arguments here take precedence
     only over fields left at their defaults, and clash with ones set to something else.
 
+    args: a Config, or TRL's GRPOConfig (or a dict of its fields), mapped field by field
+        (botgrpo_cli/trl_args.py; a field without a counterpart set away from TRL's default is refused).
+    tools: TRL's tools: plain functions with type hints and a docstring (botgrpo_cli/trl_tools.py),
+        called between model turns (rollout.max_turns; GRPOConfig's max_tool_calling_iterations).
     model: a hub id, model folder, .gguf file or packaged GGUF name (as `botgrpo train --model`);
         None = args.model.name_or_path, else the task's bootstrapped tiny model.
     reward_funcs: one or a list of: a Python callable (TRL's reward-function convention),
@@ -55,9 +63,10 @@ class Trainer:
     on_step: fn(step, metrics) or a list of them, called after each training step.
     """
 
-    def __init__(self, model: str | os.PathLike | None = None, reward_funcs: Any = None, args: Config | None = None,
+    def __init__(self, model: str | os.PathLike | None = None, reward_funcs: Any = None, args: Any = None,
                  train_dataset: Any = None, eval_dataset: Any = None, peft_config: Any = None,
-                 on_step: OnStep | list[OnStep] | None = None, **unsupported: Any):
+                 on_step: OnStep | list[OnStep] | None = None, tools: list | None = None,
+                 **unsupported: Any):
         for name in unsupported:
             if name not in UNSUPPORTED:
                 raise TypeError(f"Trainer() got an unexpected keyword argument {name!r}")
@@ -66,9 +75,11 @@ class Trainer:
         self.on_step = [] if on_step is None else list(on_step) if isinstance(on_step, (list, tuple)) else [on_step]
         if not all(callable(fn) for fn in self.on_step):
             raise UserError("on_step must be a function fn(step, metrics) or a list of them")
+        if is_trl_args(args) or isinstance(args, dict):  # TRL's GRPOConfig, or a dict of its fields
+            args = from_trl(args, len(train_dataset) if hasattr(train_dataset, "__len__") else None)
         if args is not None and not isinstance(args, Config):
-            raise UserError(f"args must be a botgrpo_cli.Config, got {type(args).__name__}; docs/from-trl.md gives each "
-                            "GRPOConfig field's key (num_generations -> RolloutConfig(group_size=...), ...)")
+            raise UserError(f"args must be a botgrpo_cli.Config, a TRL GRPOConfig or a dict of its fields, got "
+                            f"{type(args).__name__}")
         cfg = checked(args if args is not None else Config())
         if model is not None:
             _model(cfg, model)
@@ -76,6 +87,8 @@ class Trainer:
             _lora(cfg, peft_config)
         if reward_funcs is not None:
             _rewards(cfg, reward_funcs)
+        if tools:
+            tool_specs(cfg, tools)
         if train_dataset is not None:
             _datasets(cfg, train_dataset, eval_dataset)
         elif eval_dataset is not None:

@@ -39,6 +39,7 @@ CHECKSUMS = "checksums.json"
 class TrainState:
     step: int  # steps completed
     data_position: int  # prompts drawn from the training stream
+    entropy: dict | None = None  # the adaptive entropy controller's {coef, last_entropy} (trainer/controls.py)
 
 
 class DamagedCheckpoint(Exception):
@@ -75,7 +76,7 @@ def save(run_dir: Path, state: TrainState, model: Any, tokenizer: Any, opt: Any,
             optim = opt.state_dict() if optim_state is None else optim_state
             torch.save({"optimizer": optim, "scheduler": sched.state_dict()}, tmp / "optim.pt")
         torch.save(rng_state(), tmp / "rng.pt")
-        (tmp / "state.json").write_text(json.dumps(state.__dict__))
+        (tmp / "state.json").write_text(json.dumps({k: v for k, v in state.__dict__.items() if v is not None}))
         (tmp / "config.yaml").write_text(cfg_yaml)
         (tmp / CHECKSUMS).write_text(json.dumps(_checksums(tmp), indent=0, sort_keys=True))
         _fsync_tree(tmp)
@@ -131,7 +132,7 @@ def read(ckpt: Path) -> Loaded:
     _check_model(ckpt / "model")
     try:
         raw = json.loads((ckpt / "state.json").read_text())
-        state = TrainState(step=int(raw["step"]), data_position=int(raw["data_position"]))
+        state = TrainState(step=int(raw["step"]), data_position=int(raw["data_position"]), entropy=raw.get("entropy"))
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise DamagedCheckpoint(f"state.json is unreadable ({type(err).__name__}: {err})") from None
     if state.step != rundir.checkpoint_step(ckpt) or state.data_position < 0:

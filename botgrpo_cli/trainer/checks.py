@@ -59,10 +59,13 @@ class NothingScored(UserError):
 
 
 class RunChecks:
-    def __init__(self, fail_on: list, model: Any, failure: Callable[[], str | None] = lambda: None):
-        """`failure()`: the reward's first failure (why it masked a completion), named by the lines."""
+    def __init__(self, fail_on: list, model: Any, failure: Callable[[], str | None] = lambda: None,
+                 bug: Callable[[], str | None] = lambda: None):
+        """`failure()`: the reward's first failure (why it masked a completion), named by the lines.
+        `bug()`: a reward function's answer that broke the calling contract (wrong count or type): the
+        same on every batch, so the run stops after the step that met it, always."""
         self.on = checked(fail_on)
-        self.failure = failure
+        self.failure, self.bug = failure, bug
         self.start = fingerprint(model) if "frozen" in self.on else None
         self.steps = 0
         self.all_flat = True
@@ -70,6 +73,10 @@ class RunChecks:
 
     def after_step(self, step: int, metrics: dict[str, float]) -> None:
         self.steps += 1
+        bug = self.bug()
+        if bug:
+            raise UserError(f"step {step}: {bug}; a reward function returns one item per completion, in a list: "
+                            f"fix it and train again")
         if "nonfinite" in self.on:
             bad = [k for k in ("loss", "grad_norm") if k in metrics and not math.isfinite(metrics[k])]
             if bad:

@@ -35,6 +35,9 @@ def dataset_path(data: Any, what: str, stream_rows: int) -> str:
                         f"a Hugging Face dataset id; got {type(data).__name__}")
     if len(data) == 0:
         raise UserError(f"{what} has no rows; give it rows with a 'prompt' column")
+    if "prompt" not in data.column_names:
+        raise UserError(f"{what} has no 'prompt' column (its columns: {', '.join(data.column_names)}); TRL's datasets "
+                        f"put the prompt in 'prompt': rename yours, e.g. {what}.rename_column('question', 'prompt')")
     return str(_written(data))
 
 

@@ -172,7 +172,10 @@ def loss_weights(loss_agg: str, mb_masks: list[torch.Tensor], dist: Dist,
 
     token_mean normalises by valid tokens, the seq_mean_* aggregations by completions: the global
     count is all-reduced, and the factor carries world because DDP divides by it. dapo normalises
-    by `tokens_per_step` (TRL's: the rollout batch's valid tokens over its optimizer steps) instead."""
+    by `tokens_per_step` (TRL's: the rollout batch's valid tokens over its optimizer steps) instead.
+    bnpo (TRL's) averages the micro-batches' own token means, and DDP the processes'."""
+    if loss_agg == "bnpo":
+        return [1.0 / len(mb_masks)] * len(mb_masks)
     by_tokens = loss_agg in BY_TOKENS
     local = [float(m.sum()) if by_tokens else float(m.shape[0]) for m in mb_masks]
     total = tokens_per_step if loss_agg == "dapo" and tokens_per_step is not None else dist.sum([sum(local)])[0]

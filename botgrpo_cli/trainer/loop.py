@@ -12,6 +12,7 @@ import torch
 
 from botgrpo_cli.algos import ADVANTAGES, compute_advantages
 from botgrpo_cli.algos.losses import mismatch_stats, mismatch_weights
+from botgrpo_cli.trainer.gdpo import gdpo_scored
 from botgrpo_cli.algos.options import from_trainer
 from botgrpo_cli.rollout.seeds import held_out_seed
 from botgrpo_cli.config import AlgoConfig, Config
@@ -25,6 +26,7 @@ from botgrpo_cli.rollout.turns import MultiTurn
 from botgrpo_cli.rundir import read_metrics
 from botgrpo_cli.trainer import checkpoint
 from botgrpo_cli.trainer.distributed import reduce_metrics
+from botgrpo_cli.trainer import controls
 from botgrpo_cli.trainer.checks import RunChecks, checked
 from botgrpo_cli.trainer.interrupt import Stopped, StopGuard, resume_hint
 from botgrpo_cli.trainer.logprobs import batch_logps
@@ -89,7 +91,8 @@ def _train(s: Session, guard: StopGuard, rng: list, eval_around: bool, eval_seed
     main = s.dist.main  # only rank 0 writes the run directory
     log = MetricsLog(s.run_dir, cfg.log.tensorboard, cfg.log.wandb, cfg.public_dict(), s.state.step) if main else None
     page = SamplesPage(s.run_dir / "samples.html", f"{cfg.run.task} / {cfg.algo.name}") if main else None
-    checks = RunChecks(cfg.run.fail_on, s.policy, lambda: getattr(s.pool, "first_failure", None))
+    checks = RunChecks(cfg.run.fail_on, s.policy, lambda: getattr(s.pool, "first_failure", None),
+                       lambda: getattr(s.pool, "contract_error", None))
     metrics: dict[str, float] = {}
     with StepReport(cfg.run.steps, s.state.step, disable=not main, heartbeat_s=cfg.log.heartbeat_s) as report:
         for step in range(s.state.step + 1, cfg.run.steps + 1):
@@ -106,6 +109,7 @@ def _train(s: Session, guard: StopGuard, rng: list, eval_around: bool, eval_seed
                     metrics.update(_held_out(s, eval_seed))
                     metrics["time/eval_s"] = time.perf_counter() - started  # compare's wall clock adds it
             metrics = reduce_metrics(metrics, s.dist)
+            controls.after_step(s, step, metrics)  # reference sync, adaptive entropy (TRL's)
             if log and (step % cfg.log.every == 0 or step == cfg.run.steps):
                 log.write(step, metrics)
             report.step_done(step, metrics)
@@ -169,7 +173,8 @@ def train_step(s: Session, step: int, page: SamplesPage | None, phase: Callable[
                before_update: Callable[[], None] = _nothing) -> dict[str, float]:
     """One step. `phase(what)` is told what it is doing (for the heartbeat); `before_update()` is
     called right before the weights and optimizer start to change (a stop must then wait)."""
-    cfg, a = s.cfg, s.cfg.algo
+    cfg = controls.step_config(s)  # s.cfg, with the adaptive entropy coefficient of this step
+    a = cfg.algo
     t0 = time.perf_counter()
     phase("generating")
     ro = collect_rollouts(s, step)  # prompts -> G completions each; scoring already running
@@ -194,13 +199,17 @@ def train_step(s: Session, step: int, page: SamplesPage | None, phase: Callable[
     scored = ro.wait()  # scores + spans; failed rows come back with ok = False
     t_rew = time.perf_counter()
     # only the model's own tokens are trained: tool and environment tokens get no reward nor advantage
-    tr = to_token_rewards(scored, b.offsets, b.trained, cfg.reward.lambda_seq, cfg.reward.lambda_tok,
+    shaped = gdpo_scored(scored, s.pool.part_weights, b.group_ids) if a.reward_aggregation == "normalize_then_sum" \
+        else scored  # GDPO: each reward function normalised in its group before the sum; metrics keep the raw
+    tr = to_token_rewards(shaped, b.offsets, b.trained, cfg.reward.lambda_seq, cfg.reward.lambda_tok,
                           shaping=score_shaping(b.trained.sum(1), a, s.trained_limit),  # failed rows: masked, counted
                           span_noise=s.span_noise, noise_key=(cfg.run.seed, step, s.dist.rank))
     scores, mask, rho, r = tr.scores, tr.mask, tr.rho, tr.r  # (B,), (B, T), (B, T), (B, T)
     gids = isolate_failed(b.group_ids, scored.ok)  # (B,)
     adv = compute_advantages(a.advantage, token_rewards=r, scores=scores, mask=mask, group_ids=gids,
                              **estimator_options(a, b, rho, s.task.step_separator, cfg.reward.lambda_tok))  # (B, T)
+    if a.mask_truncated:  # out of the loss, still in their groups' statistics (TRL's mask_truncated_completions)
+        mask = mask & b.finished[:, None].to(mask.device)
     is_weights, mismatch = engine_mismatch(a, b, logp_old)
     phase("updating")
     before_update()

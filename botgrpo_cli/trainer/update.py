@@ -11,7 +11,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from botgrpo_cli import learning_rate
 from botgrpo_cli.algos import masked_mean, policy_loss
+from botgrpo_cli.algos.shaping import high_entropy_mask, off_policy_mask
 from botgrpo_cli.config import Config
 from botgrpo_cli.trainer.defaults import MAX_AUTO_MICRO_BATCH
 from botgrpo_cli.trainer.distributed import Dist, loss_weights
@@ -43,16 +45,15 @@ class UpdateInputs:
 
 
 def make_optimizer(model: Any, cfg: Config) -> tuple[torch.optim.Optimizer, Any]:
-    """AdamW over trainable parameters and a linear warm-up then constant schedule."""
+    """AdamW over trainable parameters and the optim.lr_scheduler schedule over run.steps."""
     if cfg.optim.lr is None:
         raise ValueError("optim.lr is unset: set it, or let open_session choose it from the model "
                          "(botgrpo_cli.trainer.defaults.resolve)")
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=tuple(cfg.optim.betas),
                             weight_decay=cfg.optim.weight_decay)
-    warmup = cfg.optim.warmup_steps
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0)
-    return opt, sched
+    o = cfg.optim
+    return opt, learning_rate.scheduler(opt, o.lr_scheduler, o.warmup_steps, cfg.run.steps, o.lr_scheduler_options)
 
 
 def updates_per_batch(cfg: Config) -> int:
@@ -104,15 +105,19 @@ def _optimizer_step(model: Any, opt: torch.optim.Optimizer, inp: UpdateInputs, c
                                           cfg.rollout.temperature, with_entropy=True, entropy_grad=a.entropy_coef > 0)
             dev = logp.device
             mask = inp.mask[cols].to(dev)
+            logp_old = logp.detach() if inp.logp_old is None else inp.logp_old[cols].to(dev)
+            advantages = inp.advantages[cols].to(dev)
+            keep, kept = kept_tokens(a, logp, logp_old, advantages, entropy, mask)
             loss, metrics = policy_loss(
-                a.loss, logp=logp, logp_old=logp.detach() if inp.logp_old is None else inp.logp_old[cols].to(dev),
-                advantages=inp.advantages[cols].to(dev),
+                a.loss, logp=logp, logp_old=logp_old, advantages=advantages,
                 mask=mask, loss_agg=a.loss_agg, logp_ref=None if inp.logp_ref is None else inp.logp_ref[cols].to(dev),
                 beta=a.beta, max_completion_length=max_len,
                 entropy=entropy, entropy_coef=a.entropy_coef,
-                is_weights=None if inp.is_weights is None else inp.is_weights[cols].to(dev), **a.loss_options)
+                is_weights=None if inp.is_weights is None else inp.is_weights[cols].to(dev), keep=keep,
+                kl_bias_correction=a.kl_bias_correction, **a.loss_options)
             (loss * weight).backward()
         metrics["entropy"] = float(masked_mean(entropy.detach(), mask))
+        metrics.update(kept)
         for name, v in metrics.items():
             if name in EXTREMES:
                 totals[name] = EXTREMES[name](totals.get(name, v), v)
@@ -124,6 +129,22 @@ def _optimizer_step(model: Any, opt: torch.optim.Optimizer, inp: UpdateInputs, c
     stepped = step_if_finite(opt, totals.get("loss", 0.0), totals["grad_norm"], dist)  # a NaN never reaches a weight
     totals["update/nonfinite_skipped"] = float(not stepped)
     return totals
+
+
+def kept_tokens(a: Any, logp: Tensor, logp_old: Tensor, advantages: Tensor, entropy: Tensor,
+                mask: Tensor) -> tuple[Tensor | None, dict[str, float]]:
+    """The tokens the policy loss keeps (algo.top_entropy_quantile, algo.off_policy_mask: algos.shaping)
+    as a (B, T) bool, None when both are off, and the kept shares as metrics. The behaviour policy is
+    logp_old (the sampler's, or the current one detached when the policy sampled itself)."""
+    keep, metrics = None, {}
+    if a.top_entropy_quantile < 1.0:
+        keep = high_entropy_mask(entropy, mask, a.top_entropy_quantile)
+        metrics["kept/high_entropy"] = float(masked_mean(keep.float(), mask))
+    if a.off_policy_mask is not None:
+        on_policy = off_policy_mask(advantages, logp, logp_old, mask, a.off_policy_mask)
+        metrics["kept/off_policy"] = float(masked_mean(on_policy.float(), mask))
+        keep = on_policy if keep is None else keep & on_policy
+    return keep, metrics
 
 
 def _nan_min(a: float, b: float) -> float:

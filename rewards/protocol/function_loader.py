@@ -33,6 +33,11 @@ def is_file_spec(where: str) -> bool:
 HINT = SPEC_HINT
 
 
+class ContractError(ValueError):
+    """A function's answer breaks the calling contract (not a list, or not one item per completion):
+    a programming error that every batch repeats, so the trainer stops at the first one."""
+
+
 class FunctionLoadError(SpecError):
     """The function could not be found or imported; the message is one line saying why."""
 
@@ -135,9 +140,9 @@ def call_batch(fn: Callable[..., Any], prompts: list, completions: list, columns
         try:
             result = list(result)  # a numpy array, a tensor, a generator
         except TypeError:
-            raise TypeError(f"returned {type(result).__name__}, not a list with one item per completion") from None
+            raise ContractError(f"returned {type(result).__name__}, not a list with one item per completion") from None
     if len(result) != n:
-        raise ValueError(f"returned {len(result)} items for {n} completions (one per completion)")
+        raise ContractError(f"returned {len(result)} items for {n} completions (one per completion)")
     return result
 
 

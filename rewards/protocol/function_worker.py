@@ -28,7 +28,8 @@ import traceback
 import types
 from typing import Any, Callable, TextIO
 
-from botgrpo_rewards.protocol.function_loader import FunctionLoadError, call_batch, first_line, load_function
+from botgrpo_rewards.protocol.function_loader import (ContractError, FunctionLoadError, call_batch, first_line,
+                                                       load_function)
 from botgrpo_rewards.protocol.wire import DEFAULT_MEMORY_MB
 
 
@@ -97,7 +98,8 @@ def handle(fn: Callable[..., Any], line: str) -> dict:
         return {"ok": False, "error": "MemoryError: the function allocated past its memory bound "
                                       "(reward.function_memory_mb)"}
     except Exception as err:  # the user's bug costs this batch, never the worker
-        return {"ok": False, "error": f"{type(err).__name__}: {first_line(err)}{where_raised(err)}"}
+        return {"ok": False, "error": f"{type(err).__name__}: {first_line(err)}{where_raised(err)}",
+                "contract": isinstance(err, ContractError)}
 
 
 def _encode(msg: dict) -> str:

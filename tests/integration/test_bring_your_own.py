@@ -207,3 +207,31 @@ def test_eval_rollouts_scored_again_give_evals_scores(model, user_dir, tmp_path)
     _invoke("reward", "score", str(out / "rollouts.jsonl"), "--function", fn, "-o", str(tmp_path / "scored.jsonl"))
     expected = _eval_scores(out)
     assert _scored(tmp_path / "scored.jsonl") == expected and all(v is not None for v in expected.values())
+
+
+def test_gdpo_truncation_mask_and_trl_losses_reach_the_update(model, user_dir, tmp_path, advantages, monkeypatch):
+    """Two TRL reward functions with algo.reward_aggregation=normalize_then_sum, mask_truncated, sapo, the
+    top-entropy and off-policy masks and the bias-corrected KL, one step: the estimator sees GDPO's scores
+    (each function centred in its group, so each group's scores sum to 0), the update the trained tokens
+    less the rows cut at the token limit."""
+    updates = []
+    real = loop.update
+    monkeypatch.setattr(loop, "update", lambda *a, **kw: updates.append(a[3]) or real(*a, **kw))
+    rewards = f"{user_dir}/my_rewards.py"
+    cfg = _cfg(model, user_dir, tmp_path / "gdpo", f"reward.function=[{rewards}:contains_answer, {rewards}:brevity]",
+               "algo.reward_aggregation=normalize_then_sum", "algo.mask_truncated=true", "algo.loss=sapo",
+               "algo.loss_options={}", "algo.top_entropy_quantile=0.5", "algo.off_policy_mask=0.5", "algo.beta=0.01",
+               "algo.kl_bias_correction=true", "rollout.max_new_tokens=32", steps=1)
+    metrics = train(cfg).metrics[0]
+    assert 0 < metrics["kept/high_entropy"] < 1 and metrics["kept/off_policy"] == 1  # on-policy: nothing is off
+    assert "reward/contains_answer/mean" in metrics and "reward/brevity/mean" in metrics  # raw scores logged
+    (r, adv_mask, _), = advantages
+    inp, = updates
+    scores = r[:, 0]  # lambda_seq = 1, no spans: every token's reward is its completion's score
+    torch.testing.assert_close(scores.view(-1, 4).sum(1), torch.zeros(2), atol=1e-3, rtol=0)
+    assert scores.abs().max() > 0.1
+    lengths = adv_mask.sum(1)
+    assert bool((lengths == 32).any()), "no completion reached the token limit: the test needs some"
+    kept_rows = inp.mask.any(1)
+    assert bool((kept_rows[lengths < 32]).all()) and not bool(kept_rows.all())  # ended rows kept, cut ones dropped
+    assert torch.equal(inp.mask[kept_rows], adv_mask[kept_rows])

@@ -172,3 +172,10 @@ def test_two_damaged_checkpoints_are_one_warning_line(parts, tmp_path):
     warnings = []
     assert checkpoint.latest_intact(run, warnings.append).state == TrainState(1, 8)
     assert len(warnings) == 1 and "step-000003" in warnings[0] and "step-000002" in warnings[0]
+
+
+def test_the_adaptive_entropy_controller_resumes_from_state_json(parts, tmp_path):
+    model, tok, opt, sched = parts
+    held = {"coef": 0.015, "last_entropy": float("inf")}  # inf: no measurement yet (trainer/controls.py)
+    path = checkpoint.save(tmp_path, TrainState(3, 24, held), model, tok, opt, sched, "a: 1\n", keep_last=1)
+    assert checkpoint.read(path).state == TrainState(3, 24, held)

@@ -253,3 +253,19 @@ def test_a_step_whose_loss_is_not_finite_changes_no_weight_and_is_never_saved(tm
     with pytest.raises(UserError, match="not writing checkpoint .*step-000003: NaN or infinite values in 1 tensors"):
         checkpoint.save(tmp_path, state, model, None, opt, sched, "", keep_last=2)
     assert not (tmp_path / "checkpoints").exists()
+
+
+def test_off_policy_mask_reaches_the_update():
+    """Negative advantages on completions the behaviour policy liked more (mean KL 0.1 nat > 0.05): the
+    off-policy mask drops every token, so the step leaves the weights alone; without it they move."""
+    inp = _inputs(_model())
+    old = batch_logps(_model(), inp.prompt_ids, inp.completion_ids, inp.mask, 0, 1.0, 16) + 0.1  # ratio 0.9: unclipped
+    inp = UpdateInputs(inp.prompt_ids, inp.completion_ids, inp.mask, -inp.mask.float(), old, None)
+    for threshold, moves in ((None, True), (0.05, False)):
+        model = _model()
+        sets = ["optim.lr=1e-2"] + ([] if threshold is None else [f"algo.off_policy_mask={threshold}"])
+        cfg = load_config(None, algo="grpo", sets=sets)
+        opt, sched = make_optimizer(model, cfg)
+        metrics = update(model, opt, sched, inp, cfg, pad_id=0, max_len=7)
+        assert (not torch.equal(_params(model), _params(_model()))) == moves
+        assert metrics.get("kept/off_policy", 1.0) == (1.0 if moves else 0.0)

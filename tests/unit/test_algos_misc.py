@@ -8,6 +8,7 @@ import torch
 
 from botgrpo_cli.algos import (PRESETS, Preset, group_sum, masked_mean, masked_sum, overlong_penalty, pass_at_k,
                                project_spans, token_rewards, zero_variance_groups)
+from botgrpo_cli.algos.trl_loss_types import algo_fields
 
 
 def test_pass_at_k_matches_exact_binomials():
@@ -43,7 +44,13 @@ def test_presets_table():
     gspo = PRESETS["gspo"]
     assert (gspo.advantage, gspo.loss, gspo.loss_options) == ("grpo", "gspo", {"eps_low": 3e-4, "eps_high": 4e-4})
     assert (PRESETS["pure"].advantage, PRESETS["pure"].loss_agg) == ("pure", "token_mean")
-    assert set(PRESETS) == {"grpo", "bot_grpo", "bot_grpo_outcome", "dr_grpo", "dapo", "gspo", "pure"}
+    assert set(PRESETS) == {"grpo", "bot_grpo", "bot_grpo_outcome", "dr_grpo", "dapo", "gspo", "pure", "cispo", "sapo",
+                            "vespo", "luspo"}
+    for name in ("cispo", "sapo", "vespo", "luspo"):  # TRL's loss_type of the same name, as the GRPOConfig mapping
+        trl, _ = algo_fields({"loss_type": name, "importance_sampling_level": "sequence" if name == "luspo" else "token"})
+        assert (PRESETS[name].advantage, PRESETS[name].loss, PRESETS[name].loss_agg) == ("grpo", trl["loss"],
+                                                                                       trl["loss_agg"])
+    assert PRESETS["cispo"].loss_options == {"eps_high": 5.0}  # ScaleRL's cap (TRL's default is its epsilon, 0.2)
     assert PRESETS["bot_grpo_outcome"].advantage_options == {"baseline": "outcome"}
     assert not any(p.dynamic_sampling or p.overlong_shaping for name, p in PRESETS.items() if name != "dapo")
     with pytest.raises(AttributeError):

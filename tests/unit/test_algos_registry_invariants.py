@@ -88,7 +88,8 @@ def test_float_mask_equals_bool_mask_and_no_grad(name, options):
 @pytest.mark.parametrize("agg", LOSS_AGGS)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_on_policy_gradient_is_the_policy_gradient(name, agg, seed):
-    """At logp_old = logp every surrogate's gradient is that of -A * logp, aggregated the same way."""
+    """At logp_old = logp every surrogate's gradient is that of -A * logp, aggregated the same way (the
+    value too for the ratio surrogates; cispo and vespo weigh logp itself, sapo a sigmoid of the ratio)."""
     gen = torch.Generator().manual_seed(seed)
     b, t = 5, 6
     mask = torch.arange(t)[None, :] < torch.randint(0, t + 1, (b,), generator=gen)[:, None]
@@ -102,7 +103,8 @@ def test_on_policy_gradient_is_the_policy_gradient(name, agg, seed):
     want, _ = policy_loss("clip", logp=plain, logp_old=plain.detach(), advantages=adv, mask=mask, loss_agg=agg,
                           eps_low=1.0, eps_high=1e9)  # no clipping: -ratio * A with ratio = 1
     want.backward()
-    assert loss.item() == pytest.approx(want.item(), rel=1e-5, abs=1e-6)
+    if name in ("clip", "gspo"):
+        assert loss.item() == pytest.approx(want.item(), rel=1e-5, abs=1e-6)
     torch.testing.assert_close(logp.grad, plain.grad, atol=1e-6, rtol=1e-5)
     padded = torch.cat([start, torch.zeros(b, 3)], 1).requires_grad_()
     loss_padded, _ = policy_loss(name, logp=padded, logp_old=padded.detach(), loss_agg=agg, max_completion_length=t,

@@ -3,6 +3,8 @@ the GRPOTrainer arguments it has no counterpart for."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from datasets import Dataset, IterableDataset
 
@@ -52,10 +54,10 @@ def test_trl_arguments_without_a_counterpart_say_what_to_do_instead():
     Trainer(processing_class=None)  # TRL's default value is accepted
     with pytest.raises(TypeError, match="unexpected keyword argument 'modle'"):
         Trainer(modle="x")
-    from trl import GRPOConfig
-
-    with pytest.raises(UserError, match="args must be a botgrpo_cli.Config, got GRPOConfig.*from-trl.md"):
-        Trainer(args=GRPOConfig(output_dir="unused", use_cpu=True, report_to="none"))
+    with pytest.raises(UserError, match="args must be a botgrpo_cli.Config, a TRL GRPOConfig or a dict"):
+        Trainer(args=["num_generations", 4])
+    with pytest.raises(UserError, match="environment_factory.*run.environment"):
+        Trainer(environment_factory=object)
 
 
 def test_datasets_are_written_once_by_content_and_streams_give_what_the_run_draws(tmp_path, monkeypatch):
@@ -74,3 +76,12 @@ def test_datasets_are_written_once_by_content_and_streams_give_what_the_run_draw
         Trainer(reward_funcs=SPEC, train_dataset=rows, args=Config(run=RunConfig(task="aime")))
     with pytest.raises(UserError, match="no rows"):
         Trainer(reward_funcs=SPEC, train_dataset=[])
+
+
+def test_a_reward_functions_contract_error_reaches_the_run_through_several_services():
+    from botgrpo_cli.reward_client.combined import CombinedPool, ServiceSpec
+
+    errors = {"math": None, "f": "reward function f raised ContractError: returned 9 items for 8 completions"}
+    pool = CombinedPool([ServiceSpec("math"), ServiceSpec("f")],
+                        lambda spec: SimpleNamespace(contract_error=errors[spec.name], close=lambda: None))
+    assert pool.contract_error == errors["f"]  # what RunChecks stops the run with (trainer/loop.py)
