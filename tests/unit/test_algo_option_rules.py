@@ -7,7 +7,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from botgrpo_cli.algos import ADVANTAGES, LOSSES, compute_advantages, policy_loss
+from botgrpo_cli.algos import ADVANTAGES, LOSSES, PRESETS, compute_advantages, policy_loss
 from botgrpo_cli.algos.options import OptionError, rules
 from botgrpo_cli.cli import main
 from botgrpo_cli.config import load_config
@@ -51,7 +51,7 @@ def test_every_registered_option_declares_its_type_and_rule(registry):
 
 
 def test_every_preset_default_passes_its_own_rules():
-    for preset in ("grpo", "bot_grpo", "bot_grpo_outcome", "dr_grpo", "dapo", "gspo", "pure"):
+    for preset in PRESETS:
         load_config(algo=preset)  # raises if a preset's option broke its estimator's or loss's rule
 
 
