@@ -1,5 +1,6 @@
-"""Policy losses (docs/algorithms.md §3): PPO-clip and GSPO surrogates, k3 KL, entropy bonus, token aggregation,
-and the correction for an engine that samples with numerics other than the trainer's (vLLM)."""
+"""Policy losses (docs/algorithms.md §3): PPO-clip and GSPO surrogates and TRL's cispo, sapo and vespo, k3 KL,
+entropy bonus, token aggregation, and the correction for an engine that samples with numerics other
+than the trainer's (vLLM)."""
 
 from __future__ import annotations
 

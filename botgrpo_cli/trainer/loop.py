@@ -12,7 +12,6 @@ import torch
 
 from botgrpo_cli.algos import ADVANTAGES, compute_advantages
 from botgrpo_cli.algos.losses import mismatch_stats, mismatch_weights
-from botgrpo_cli.trainer.gdpo import gdpo_scored
 from botgrpo_cli.algos.options import from_trainer
 from botgrpo_cli.rollout.seeds import held_out_seed
 from botgrpo_cli.config import AlgoConfig, Config
@@ -28,6 +27,7 @@ from botgrpo_cli.trainer import checkpoint
 from botgrpo_cli.trainer.distributed import reduce_metrics
 from botgrpo_cli.trainer import controls
 from botgrpo_cli.trainer.checks import RunChecks, checked
+from botgrpo_cli.trainer.gdpo import gdpo_scored
 from botgrpo_cli.trainer.interrupt import Stopped, StopGuard, resume_hint
 from botgrpo_cli.trainer.logprobs import batch_logps
 from botgrpo_cli.trainer.policy import reference_policy
@@ -198,9 +198,9 @@ def train_step(s: Session, step: int, page: SamplesPage | None, phase: Callable[
     phase("waiting for the reward service")
     scored = ro.wait()  # scores + spans; failed rows come back with ok = False
     t_rew = time.perf_counter()
+    shaped = scored if a.reward_aggregation == "sum_then_normalize" else gdpo_scored(  # GDPO: each function's
+        scored, getattr(s.pool, "part_weights", {}), b.group_ids)  # scores normalised in its group; metrics: raw
     # only the model's own tokens are trained: tool and environment tokens get no reward nor advantage
-    shaped = gdpo_scored(scored, s.pool.part_weights, b.group_ids) if a.reward_aggregation == "normalize_then_sum" \
-        else scored  # GDPO: each reward function normalised in its group before the sum; metrics keep the raw
     tr = to_token_rewards(shaped, b.offsets, b.trained, cfg.reward.lambda_seq, cfg.reward.lambda_tok,
                           shaping=score_shaping(b.trained.sum(1), a, s.trained_limit),  # failed rows: masked, counted
                           span_noise=s.span_noise, noise_key=(cfg.run.seed, step, s.dist.rank))

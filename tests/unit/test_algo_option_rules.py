@@ -7,7 +7,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from botgrpo_cli.algos import ADVANTAGES, LOSSES, compute_advantages, policy_loss
+from botgrpo_cli.algos import ADVANTAGES, LOSSES, PRESETS, compute_advantages, policy_loss
 from botgrpo_cli.algos.options import OptionError, rules
 from botgrpo_cli.cli import main
 from botgrpo_cli.config import load_config
@@ -51,7 +51,7 @@ def test_every_registered_option_declares_its_type_and_rule(registry):
 
 
 def test_every_preset_default_passes_its_own_rules():
-    for preset in ("grpo", "bot_grpo", "bot_grpo_outcome", "dr_grpo", "dapo", "gspo", "pure"):
+    for preset in PRESETS:
         load_config(algo=preset)  # raises if a preset's option broke its estimator's or loss's rule
 
 
@@ -66,3 +66,16 @@ def test_library_calls_are_checked_too():
     with pytest.raises(ValueError, match="eps_high"):
         policy_loss("clip", logp=logp, logp_old=logp, advantages=logp, mask=logp + 1, loss_agg="token_mean",
                     eps_high=float("nan"))
+
+
+def test_trl_loss_options_and_token_masks_are_range_checked_at_load():
+    for algo, sets, message in (
+            ("sapo", "algo.loss_options={temperature_pos: 0}", "temperature_pos=0 is not valid for policy loss 'sapo'"),
+            ("grpo", "algo.loss_options={eps_low: 0.2, eps_high: 0.2, delta: -1}", "delta=-1 is not valid"),
+            ("vespo", "algo.loss_options={k_neg: -2}", "k_neg=-2 is not valid"),
+            ("grpo", "algo.top_entropy_quantile=1.5", "algo.top_entropy_quantile must be in \\[0, 1\\]"),
+            ("grpo", "algo.off_policy_mask=-0.1", "algo.off_policy_mask must be >= 0")):
+        with pytest.raises(UserError, match=message):
+            load_config(algo=algo, sets=[sets])
+    with pytest.raises(UserError, match="is_weights is not an option to set"):  # vespo's, from the trainer
+        load_config(algo="vespo", sets=["algo.loss_options={is_weights: 1}"])

@@ -87,3 +87,8 @@ def test_config_refuses_gdpo_with_one_reward_function():
     ok = checked(Config(algo=AlgoConfig(reward_aggregation="normalize_then_sum"),
                         reward=RewardConfig(function=["pkg.mod:f", "pkg.mod:g"])))
     assert ok.algo.reward_aggregation == "normalize_then_sum"
+
+
+def test_a_reward_with_one_score_is_refused_at_the_step():
+    with pytest.raises(UserError, match="needs the scores of two or more reward functions"):
+        gdpo_scored(scored_batch(), {}, torch.zeros(len(PER_FUNCTION), dtype=torch.long))
