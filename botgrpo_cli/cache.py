@@ -13,10 +13,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from botgrpo_rewards.cache_root import cache_root  # one rule for client and services
 
-def cache_root() -> Path:
-    """$BOTGRPO_CACHE, else ~/.cache/botgrpo."""
-    return Path(os.environ.get("BOTGRPO_CACHE") or Path.home() / ".cache" / "botgrpo")
+__all__ = ["atomic_dir", "cache_root", "lock_file", "one_builder"]
 
 
 @contextmanager
