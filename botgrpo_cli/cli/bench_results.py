@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
                                                   "the pages are written beside it.")] = "research/results",
     ) -> None:
         """Write research/results.md and research/benchmark-figures.md from the committed records."""
-        from botgrpo_cli.bench.results_doc import generate
+        from results_doc import generate  # research/pages (moved out of the library; next commit removes this command)
 
         try:
             pages = generate(repo, results)

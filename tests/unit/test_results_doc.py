@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from botgrpo_cli.bench import results_doc as rd
+import results_doc as rd  # research/pages, on sys.path through pytest's pythonpath (pyproject.toml)
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from botgrpo_cli.bench.convergence_report import pass_k_of
-from botgrpo_cli.bench import figures_doc
+import figures_doc  # a sibling script of research/pages
 
 Z95 = 1.959964
 ALPHA = 0.05  # two-sided level of every verdict
