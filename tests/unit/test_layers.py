@@ -152,3 +152,13 @@ def test_no_import_cycles():
 
 def test_one_way_layers():
     assert violations(import_graph()) == []
+
+
+def test_the_product_names_no_experiment():
+    """Our result sets and plans belong to research/ (research/pages makes their pages): a file the
+    packages ship never names one."""
+    names = ("arith31", "react31", "convergence16", "preregistration/")
+    found = [f"{path}: {name}" for root in ROOTS.values() for path in sorted(root.rglob("*"))
+             if path.is_file() and "node_modules" not in path.parts and path.suffix in (".py", ".md", ".js")
+             for name in names if name in path.read_text(encoding="utf-8")]
+    assert not found, found
