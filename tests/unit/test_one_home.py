@@ -91,7 +91,8 @@ def test_seed_mixing_is_one_rule_and_unchanged():
 
     from botgrpo_cli.rollout.seeds import held_out_seed, text_digest
     from botgrpo_cli.rollout.vllm import row_seed
-    from botgrpo_cli.trainer.rollouts import PromptStream, generation_seed, prompt_seed
+    from botgrpo_cli.rollout.seeds import generation_seed, prompt_seed
+    from botgrpo_cli.trainer.rollouts import PromptStream
 
     digest = int.from_bytes(hashlib.blake2b(b"What is 2+2?", digest_size=8).digest(), "little")
     assert text_digest("What is 2+2?") == digest
