@@ -1,4 +1,4 @@
-"""Package discovery for the three import roots, each in a folder of another name (pyproject.toml
+"""Package discovery for the import roots, each in a folder of another name (pyproject.toml
 holds everything else). Every package under a root ships, found by its __init__.py, never listed by
 hand; every other file beside a package's modules ships as its data (the Node code, the lock file,
 the task data, the protocol document), except build and install leftovers (node_modules, __pycache__)."""
@@ -9,7 +9,8 @@ import os
 
 from setuptools import find_packages, setup
 
-ROOTS = {"botgrpo_cli": "botgrpo_cli", "botgrpo_rewards": "rewards", "botgrpo_tasks": "tasks"}
+ROOTS = {"botgrpo_base": "botgrpo_base", "botgrpo_cli": "botgrpo_cli", "botgrpo_rewards": "rewards",
+         "botgrpo_tasks": "tasks"}
 NOT_SHIPPED_DIRS = {"node_modules", "__pycache__"}
 NOT_SHIPPED_SUFFIXES = (".py", ".pyc", ".pyo")
 

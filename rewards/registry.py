@@ -3,7 +3,7 @@
 Other packages add services through the entry-point group `botgrpo.rewards` (a name -> a Backend
 class, "package.module:Class"); the built-ins are listed here so a source checkout that was not
 pip-installed still finds them. The rule for both is the one every registry follows
-(protocol/plugins.py): a plugin never replaces a built-in.
+(botgrpo_base/plugins.py): a plugin never replaces a built-in.
 """
 
 from __future__ import annotations

@@ -365,15 +365,16 @@ def test_evaluation_names_no_service_and_opens_a_real_reward_config():
 
 def test_one_plugin_rule_for_every_registry():
     """Tasks, reward services, estimators and losses look plugins up through one helper
-    (botgrpo_rewards/protocol/plugins.py); nothing else reads entry points."""
+    (botgrpo_base/plugins.py); nothing else reads entry points."""
     from botgrpo_cli.algos import ADVANTAGES, LOSSES
     from botgrpo_rewards import registry
     from botgrpo_rewards.protocol import Plugins
     from botgrpo_tasks import TASKS
 
     assert all(isinstance(p, Plugins) for p in (TASKS, registry.SERVICES._plugins, ADVANTAGES._plugins, LOSSES._plugins))
-    readers = [str(path) for path, text in _sources("botgrpo_cli", "rewards", "tasks") if "entry_points(" in text]
-    assert readers == ["rewards/protocol/plugins.py"]
+    readers = [str(path) for path, text in _sources("botgrpo_base", "botgrpo_cli", "rewards", "tasks")
+               if "entry_points(" in text]
+    assert readers == ["botgrpo_base/plugins.py"]
 
 
 def test_the_trainer_fills_what_an_estimator_declares_from_the_trainer():
