@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from botgrpo_rewards.backend import Backend
 from botgrpo_rewards.protocol import ServiceStartError
-from botgrpo_rewards.registry import SERVICES, load_backend
+from botgrpo_rewards.registry import check_service, load_backend
 from botgrpo_rewards.service import ServiceRunner, serve_stdio
 
 if TYPE_CHECKING:
@@ -74,8 +74,7 @@ def start_service(backend: Backend | str, http: str | None = None, max_inflight:
     start it. Raises ValueError (a usage mistake: unknown name, an address that cannot be served)
     before anything loads, or ServiceStartError when loading or starting fails; each one line."""
     if isinstance(backend, str):
-        if backend not in SERVICES:
-            raise ValueError(f"unknown reward service {backend!r}; known: {', '.join(sorted(SERVICES))}")
+        check_service(backend)  # UnknownService: a ValueError
     if http is not None:
         check_http(http, settings)
     setup_logging()

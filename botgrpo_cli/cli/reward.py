@@ -17,11 +17,14 @@ reward_app = typer.Typer(help="Run reward services (serve) and score rollout fil
 
 
 
-def _check_service(name: str) -> None:
-    from botgrpo_rewards.registry import SERVICES
+def check_service_name(name: str) -> None:
+    """UserError (one line, the known services) unless `name` is an installed reward service."""
+    from botgrpo_rewards.registry import UnknownService, check_service
 
-    if name not in SERVICES:
-        raise UserError(f"unknown reward service {name!r}; known services: {', '.join(sorted(SERVICES))}")
+    try:
+        check_service(name)
+    except UnknownService as err:
+        raise UserError(str(err)) from None
 
 
 @reward_app.command(cls=listing_choices(name="botgrpo_rewards.registry:SERVICES"))
@@ -85,7 +88,7 @@ def score(
         raise UserError("--command runs one service; score with several only through the built-in ones")
     if command is None and target == "service":
         for name in services:
-            _check_service(name)
+            check_service_name(name)
     out_path = output or file.with_name(file.name.removesuffix(".gz").removesuffix(".jsonl") + ".scored.jsonl")
     check_paths(file, out_path)
     if resume and not partial_path(out_path).exists():
