@@ -27,6 +27,18 @@ MAX_MESSAGE = 1000
 log = logging.getLogger("botgrpo_rewards")
 
 
+# The options of `botgrpo reward serve` and `python -m botgrpo_rewards`, described once for both.
+SERVE_HELP = {
+    "http": "Serve over HTTP (host defaults to 127.0.0.1; IPv6 as [::1]:PORT) instead of stdin/stdout.",
+    "max_inflight": "Requests scored at once.",
+    "token": "HTTP: bearer token every client must send (Authorization: Bearer TOKEN); default $BOTGRPO_REWARD_TOKEN.",
+    "allow_remote_without_token": "HTTP: serve beyond loopback with no token (anyone who can connect may use it).",
+    "max_body_bytes": "HTTP: largest POST body (default 8000000).",
+    "http_timeout_s": "HTTP: close idle connections, and requests not received in full, after this long (default 30).",
+    "function": "Service function: the reward function it runs (MODULE:NAME or path/to/file.py:NAME).",
+}
+
+
 def setup_logging() -> None:
     """Logs go to stderr: stdout carries protocol lines only."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s[%(process)d] %(levelname)s %(message)s")
