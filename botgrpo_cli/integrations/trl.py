@@ -163,15 +163,17 @@ SEQUENCE_LEVEL_REFUSED = (
     "(GSPO-token: the sequence ratio with per-token gradients)")
 
 
-def gives_token_credit(advantage: str, options: dict, lambda_seq: float, lambda_tok: float) -> bool:
+def gives_token_credit(advantage: str, options: dict, lambda_seq: float, lambda_tok: float,
+                       steps: bool = True) -> bool:
     """Does `advantage` give different tokens of one completion different advantages? Decided by running
-    it on a probe batch (two groups of three, token rewards varying within each row, two steps a row),
-    never by name; the estimator gets the trainer's inputs its annotations ask for, as in training."""
+    it on a probe batch (two groups of three, token rewards varying within each row; two steps a row,
+    or with steps=False, as with step_separator=None, one), never by name; the estimator gets the
+    trainer's inputs its annotations ask for, as in training."""
     gen = torch.Generator().manual_seed(0)
     scores = torch.rand(6, generator=gen)
     rho = torch.rand(6, 5, generator=gen) - 0.5
     ends = torch.zeros(6, 5, dtype=torch.bool)
-    ends[:, [1, 4]] = True
+    ends[:, [1, 4] if steps else [4]] = True
     inputs = trainer_inputs(advantage, ADVANTAGES[advantage], options,
                             {"step_ends": lambda: ends, "process_rewards": lambda: lambda_tok * rho})
     adv = compute_advantages(advantage, token_rewards=lambda_seq * scores[:, None] + lambda_tok * rho, scores=scores,
@@ -203,7 +205,8 @@ class BoTGRPOTrainer(GRPOTrainer):
                 raise ValueError(f"BoTGRPOTrainer does not support {unsupported}= (tool tokens have no service spans)")
         estimator = ADVANTAGES[advantage]  # unknown name -> KeyError listing the known ones, before the model loads
         options = ADVANTAGES.check_options(advantage, dict(advantage_options or {}), positional=4)  # typed, ranged
-        token_credit = gives_token_credit(advantage, options, lambda_seq, lambda_tok)  # also: inputs it asks for
+        token_credit = gives_token_credit(advantage, options, lambda_seq, lambda_tok,  # also: the inputs it asks for
+                                          steps=step_separator is not None)
         if getattr(args, "importance_sampling_level", "token") == "sequence" and token_credit:
             raise ValueError(SEQUENCE_LEVEL_REFUSED.format(advantage=advantage))
         weights = getattr(args, "reward_weights", None)
