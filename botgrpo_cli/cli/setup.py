@@ -17,9 +17,13 @@ def register(app: typer.Typer) -> None:
     def react(force: Annotated[bool, typer.Option("--force", help="reinstall even when installed")] = False) -> None:
         """Install the React and render services' Node packages (npm ci from botgrpo's package-lock.json)
         into $BOTGRPO_CACHE or ~/.cache/botgrpo. Needs Node.js 20 and npm on PATH."""
-        from botgrpo_cli.node_setup import setup_react
+        from botgrpo_cli.errors import UserError
+        from botgrpo_rewards.node_setup import NodeSetupError, setup_react
 
-        home = setup_react(force=force)
+        try:
+            home = setup_react(force=force)
+        except NodeSetupError as err:
+            raise UserError(str(err)) from None
         console.print(f"Node packages for the react and render services: {home / 'node_modules'}")
 
     app.add_typer(setup_app, name="setup")

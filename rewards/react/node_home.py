@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from botgrpo_rewards.cache_root import cache_root
+from botgrpo_base.cache import cache_root
 
 PACKAGE = Path(__file__).resolve().parent
 SETUP_COMMAND = "botgrpo setup react"

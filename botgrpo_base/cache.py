@@ -1,6 +1,6 @@
-"""The local cache every part shares (bootstrapped models, converted GGUF files): where it is, and
-writing a directory into it atomically. It sits below models and bootstrap, so neither imports the other
-for it."""
+"""The local cache every part shares (bootstrapped models, converted GGUF files, the React service's
+Node packages): where it is, and writing a directory into it atomically. It sits below the client and
+the services, so both use one rule."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from botgrpo_rewards.cache_root import cache_root  # one rule for client and services
 
-__all__ = ["atomic_dir", "cache_root", "lock_file", "one_builder"]
+def cache_root() -> Path:
+    """$BOTGRPO_CACHE, else ~/.cache/botgrpo."""
+    return Path(os.environ.get("BOTGRPO_CACHE") or Path.home() / ".cache" / "botgrpo")
 
 
 @contextmanager
