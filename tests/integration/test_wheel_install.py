@@ -145,6 +145,7 @@ def _fresh_venv(where: Path, wheel: Path) -> Path:
     return where
 
 
+@pytest.mark.timeout(600)  # about 30 s of CPU; the suite's 300 s default is near at a load of 20 on 2 cores
 def test_a_fresh_venv_trains_evaluates_and_scores_from_the_wheel(wheel, botgrpo_cache, tiny_arith_model_dir,
                                                                  tmp_path):
     venv = _fresh_venv(tmp_path / "venv", wheel)
