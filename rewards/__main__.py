@@ -10,27 +10,24 @@ from __future__ import annotations
 import argparse
 import sys
 
-from botgrpo_rewards.http_server import DEFAULT_MAX_BODY_BYTES, HttpSettings
-from botgrpo_rewards.protocol import TOKEN_ENV
+from botgrpo_rewards.http_server import HttpSettings
 from botgrpo_rewards.registry import BUILTIN, service_backend
-from botgrpo_rewards.run import run_service
+from botgrpo_rewards.run import SERVE_HELP, run_service
 
 
 def add_http_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--token", default=None, help=f"bearer token HTTP clients must send (default ${TOKEN_ENV})")
-    parser.add_argument("--allow-remote-without-token", action="store_true",
-                        help="serve beyond loopback with no token (anyone who can connect may use it)")
-    parser.add_argument("--max-body-bytes", type=int, default=None, help=f"largest POST body (default {DEFAULT_MAX_BODY_BYTES})")
-    parser.add_argument("--http-timeout-s", type=float, default=None, help="close idle connections, and requests not received in full, after this long (default 30)")
+    parser.add_argument("--token", default=None, help=SERVE_HELP["token"])
+    parser.add_argument("--allow-remote-without-token", action="store_true", help=SERVE_HELP["allow_remote_without_token"])
+    parser.add_argument("--max-body-bytes", type=int, default=None, help=SERVE_HELP["max_body_bytes"])
+    parser.add_argument("--http-timeout-s", type=float, default=None, help=SERVE_HELP["http_timeout_s"])
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m botgrpo_rewards", description="Run one reward service (protocol v1).")
     parser.add_argument("name", help=f"service: {', '.join(sorted(BUILTIN))}, or an installed plugin's name")
-    parser.add_argument("--http", metavar="HOST:PORT", help="serve over HTTP instead of stdin/stdout (host defaults to 127.0.0.1)")
-    parser.add_argument("--max-inflight", type=int, default=None, metavar="N", help="requests scored at once")
-    parser.add_argument("--function", metavar="MODULE:NAME", default=None,
-                        help="service 'function': the reward function (MODULE:NAME or path/to/file.py:NAME)")
+    parser.add_argument("--http", metavar="HOST:PORT", help=SERVE_HELP["http"])
+    parser.add_argument("--max-inflight", type=int, default=None, metavar="N", help=SERVE_HELP["max_inflight"])
+    parser.add_argument("--function", metavar="MODULE:NAME", default=None, help=SERVE_HELP["function"])
     add_http_arguments(parser)
     args = parser.parse_args(argv)
     settings = HttpSettings.from_env(token=args.token, allow_remote_without_token=args.allow_remote_without_token,

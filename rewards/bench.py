@@ -9,13 +9,15 @@ import sys
 
 from rich.console import Console
 
-from botgrpo_rewards.registry import SERVICES
+from botgrpo_rewards.registry import UnknownService, check_service
 
 
 def main(argv: list[str]) -> int:
     service, workers, n = argv[0], int(argv[1]), int(argv[2])
-    if service not in SERVICES:
-        print(f"error: unknown reward service {service!r}; known: {', '.join(sorted(SERVICES))}", file=sys.stderr)
+    try:
+        check_service(service)
+    except UnknownService as err:
+        print(f"error: {err}", file=sys.stderr)
         return 2
     importlib.import_module(f"botgrpo_rewards.{service}.bench").run(Console(), workers=workers, n=n)
     return 0

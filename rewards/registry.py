@@ -3,7 +3,7 @@
 Other packages add services through the entry-point group `botgrpo.rewards` (a name -> a Backend
 class, "package.module:Class"); the built-ins are listed here so a source checkout that was not
 pip-installed still finds them. The rule for both is the one every registry follows
-(protocol/plugins.py): a plugin never replaces a built-in.
+(botgrpo_base/plugins.py): a plugin never replaces a built-in.
 """
 
 from __future__ import annotations
@@ -60,10 +60,22 @@ SERVICES = _Services()
 TOOLS = {"calculator": "botgrpo_rewards.math.calculator:calculator"}
 
 
-def load_backend(name: str, **kwargs):
-    """Instantiate the backend called `name`. Raises KeyError naming the known services."""
+class UnknownService(KeyError, ValueError):
+    """A name no installed reward service has: one line naming the known ones. A KeyError (a lookup)
+    and a ValueError (a usage mistake), so callers of either kind catch it."""
+
+    __str__ = Exception.__str__  # the message itself, not KeyError's quoted repr
+
+
+def check_service(name: str) -> None:
+    """The one check of a service name, for every command and entry point that takes one."""
     if name not in SERVICES:
-        raise KeyError(f"unknown reward service {name!r}; known: {', '.join(sorted(SERVICES))}")
+        raise UnknownService(f"unknown reward service {name!r}; known: {', '.join(sorted(SERVICES))}")
+
+
+def load_backend(name: str, **kwargs):
+    """Instantiate the backend called `name`. Raises UnknownService (a KeyError) naming the known services."""
+    check_service(name)
     return load_target(SERVICES[name])(**kwargs)
 
 

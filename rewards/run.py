@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from botgrpo_rewards.backend import Backend
 from botgrpo_rewards.protocol import ServiceStartError
-from botgrpo_rewards.registry import SERVICES, load_backend
+from botgrpo_rewards.registry import check_service, load_backend
 from botgrpo_rewards.service import ServiceRunner, serve_stdio
 
 if TYPE_CHECKING:
@@ -25,6 +25,18 @@ EXIT_USAGE = 2
 MAX_MESSAGE = 1000
 
 log = logging.getLogger("botgrpo_rewards")
+
+
+# The options of `botgrpo reward serve` and `python -m botgrpo_rewards`, described once for both.
+SERVE_HELP = {
+    "http": "Serve over HTTP (host defaults to 127.0.0.1; IPv6 as [::1]:PORT) instead of stdin/stdout.",
+    "max_inflight": "Requests scored at once.",
+    "token": "HTTP: bearer token every client must send (Authorization: Bearer TOKEN); default $BOTGRPO_REWARD_TOKEN.",
+    "allow_remote_without_token": "HTTP: serve beyond loopback with no token (anyone who can connect may use it).",
+    "max_body_bytes": "HTTP: largest POST body (default 8000000).",
+    "http_timeout_s": "HTTP: close idle connections, and requests not received in full, after this long (default 30).",
+    "function": "Service function: the reward function it runs (MODULE:NAME or path/to/file.py:NAME).",
+}
 
 
 def setup_logging() -> None:
@@ -74,8 +86,7 @@ def start_service(backend: Backend | str, http: str | None = None, max_inflight:
     start it. Raises ValueError (a usage mistake: unknown name, an address that cannot be served)
     before anything loads, or ServiceStartError when loading or starting fails; each one line."""
     if isinstance(backend, str):
-        if backend not in SERVICES:
-            raise ValueError(f"unknown reward service {backend!r}; known: {', '.join(sorted(SERVICES))}")
+        check_service(backend)  # UnknownService: a ValueError
     if http is not None:
         check_http(http, settings)
     setup_logging()

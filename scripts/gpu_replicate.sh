@@ -11,7 +11,7 @@
 # folder or .gguf path. Expected time (an estimate from the CPU step profile, not yet measured on a
 # GPU): ~6 s a step for SmolLM2 with vLLM at 8 prompts x 8 completions x 512 tokens, so 200 steps x
 # 4 presets x 3 seeds ~ 4 h, plus ~10 % for the evaluations. Output: research/results/gpu_react/
-# (convergence.json/.md/.png); run `botgrpo bench results` afterwards only if the set is added there.
+# (convergence.json/.md/.png); run `python research/pages/make_pages.py` afterwards only if the set is added there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

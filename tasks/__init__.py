@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from botgrpo_rewards.protocol import Plugins
+from botgrpo_base.plugins import Plugins
 from botgrpo_tasks.base import Example, Task
 from botgrpo_tasks.errors import UnknownTask
 
@@ -24,7 +24,7 @@ _BUILTIN = {  # name -> "module:factory"
 }
 
 
-TASKS = Plugins("task", "botgrpo.tasks", _BUILTIN)  # the one plugin rule: botgrpo_rewards/protocol/plugins.py
+TASKS = Plugins("task", "botgrpo.tasks", _BUILTIN)  # the one plugin rule: botgrpo_base/plugins.py
 
 
 def list_tasks() -> list[str]:

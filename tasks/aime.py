@@ -23,12 +23,12 @@ Options:
 
 from __future__ import annotations
 
-import hashlib
 from functools import cached_property
 from typing import Any
 
 from botgrpo_tasks.base import Example, Task
 from botgrpo_tasks.errors import TaskError
+from botgrpo_tasks.held_out import eval_fraction, split_by_hash
 from botgrpo_tasks.prompt_files import load_table
 
 DEFAULT_TEMPLATE = (
@@ -73,7 +73,7 @@ class AimeTask(Task):
         self.template = self._text("prompt_template", DEFAULT_TEMPLATE)
         if "{problem}" not in self.template:
             raise TaskError("task 'aime': prompt_template must contain the placeholder {problem}")
-        self.eval_fraction = self._fraction(options)
+        self.eval_fraction = eval_fraction("aime", options, self.eval_path is not None)
         steps = options.get("steps", False)
         if not isinstance(steps, bool):
             raise TaskError(f"task 'aime': steps must be true or false, got {steps!r}")
@@ -94,16 +94,6 @@ class AimeTask(Task):
 
     def _optional_text(self, key: str) -> str | None:
         return self._text(key, None) if self.options.get(key) is not None else None
-
-    def _fraction(self, options: dict[str, Any]) -> float:
-        if self.eval_path is not None:
-            if "eval_fraction" in options:
-                raise TaskError("task 'aime': give eval_path or eval_fraction, not both")
-            return 0.0
-        value = options.get("eval_fraction", 0.2)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
-            raise TaskError(f"task 'aime': eval_fraction must be a number between 0 and 1 (exclusive), got {value!r}")
-        return float(value)
 
     def _rows(self, source: str, split: str) -> list[tuple[str, str, str | None]]:
         """(problem, answer, id or None) per row, after checking columns and values."""
@@ -146,16 +136,8 @@ class AimeTask(Task):
             eval_rows = self._rows(str(self.eval_path), self.eval_split)
             train = self._examples(rows, "train", list(range(len(rows))))
             return train, self._examples(eval_rows, "eval", list(range(len(eval_rows))))
-        n_eval = max(1, round(len(rows) * self.eval_fraction))
-        if n_eval >= len(rows):
-            raise TaskError(
-                f"{self.path} has {len(rows)} problem(s), too few to hold out {self.eval_fraction:.0%} for eval; "
-                "add problems, lower eval_fraction, or pass eval_path="
-            )
-        by_hash = sorted(range(len(rows)), key=lambda i: hashlib.sha256(rows[i][0].encode()).hexdigest())
-        held_out = set(by_hash[:n_eval])
-        train = [i for i in range(len(rows)) if i not in held_out]
-        return self._examples(rows, "train", train), self._examples(rows, "eval", sorted(held_out))
+        train, held = split_by_hash([r[0] for r in rows], self.eval_fraction, self.path, "problem")
+        return self._examples(rows, "train", train), self._examples(rows, "eval", held)
 
     def train_examples(self) -> list[Example]:
         return self._splits[0]

@@ -25,13 +25,13 @@ Options:
 
 from __future__ import annotations
 
-import hashlib
 import json
 from functools import cached_property
 from typing import Any
 
 from botgrpo_tasks.base import Example, Task
 from botgrpo_tasks.errors import TaskError
+from botgrpo_tasks.held_out import eval_fraction, split_by_hash
 from botgrpo_tasks.prompt_files import load_table, prompt_of
 
 OPTIONS = ("path", "split", "prompt_column", "id_column", "eval_path", "eval_split", "eval_fraction",
@@ -70,7 +70,7 @@ class PromptsTask(Task):
         self.id_column = self._text("id_column", None) if options.get("id_column") is not None else None
         self.eval_path = self._text("eval_path", None) if options.get("eval_path") is not None else None
         self.eval_split = self._text("eval_split", self.split)
-        self.eval_fraction = self._fraction(options)
+        self.eval_fraction = eval_fraction("prompts", options, self.eval_path is not None)
         length = options.get("max_new_tokens", 256)
         if isinstance(length, bool) or not isinstance(length, int) or length < 1:
             raise TaskError(f"task 'prompts': max_new_tokens must be a positive integer, got {length!r}")
@@ -85,16 +85,6 @@ class PromptsTask(Task):
         if not isinstance(value, str) or not value:
             raise TaskError(f"task 'prompts': {key} must be a non-empty string, got {value!r}")
         return value
-
-    def _fraction(self, options: dict[str, Any]) -> float:
-        if self.eval_path is not None:
-            if "eval_fraction" in options:
-                raise TaskError("task 'prompts': give eval_path or eval_fraction, not both")
-            return 0.0
-        value = options.get("eval_fraction", 0.2)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
-            raise TaskError(f"task 'prompts': eval_fraction must be a number between 0 and 1 (exclusive), got {value!r}")
-        return float(value)
 
     def _examples(self, source: str, split: str, tag: str) -> list[Example]:
         table = load_table(source, split)
@@ -123,14 +113,8 @@ class PromptsTask(Task):
         rows = self._examples(self.path, self.split, "train")
         if self.eval_path is not None:
             return rows, self._examples(self.eval_path, self.eval_split, "eval")
-        n_eval = max(1, round(len(rows) * self.eval_fraction))
-        if n_eval >= len(rows):
-            raise TaskError(f"{self.path} has {len(rows)} prompt(s), too few to hold out {self.eval_fraction:.0%} "
-                            "for eval; add prompts, lower eval_fraction, or pass eval_path=")
-        # held out by the prompt's hash, as aime does: independent of the seed and of row order
-        by_hash = sorted(range(len(rows)), key=lambda i: hashlib.sha256(rows[i].prompt.encode()).hexdigest())
-        held = set(by_hash[:n_eval])
-        return [r for i, r in enumerate(rows) if i not in held], [r for i, r in enumerate(rows) if i in held]
+        train, held = split_by_hash([r.prompt for r in rows], self.eval_fraction, self.path, "prompt")
+        return [rows[i] for i in train], [rows[i] for i in held]
 
     def train_examples(self) -> list[Example]:
         return self._splits[0]

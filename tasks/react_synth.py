@@ -15,13 +15,13 @@ check with its own span, so a completion has k independent places to fail.
 
 from __future__ import annotations
 
-import hashlib
 import random
 from dataclasses import dataclass
 from typing import Any
 
 from botgrpo_tasks.base import NEXT_TURN, TURN_END, Example, SyntheticTask, between_turns
 from botgrpo_tasks.errors import TaskError
+from botgrpo_tasks.held_out import is_held_out
 from botgrpo_tasks.react_synth_grammar import (FAULTS, Spec, constructs, first_text_child, render, requirements,
                                                sample_spec)
 
@@ -59,7 +59,7 @@ class CorpusItem:
 
 def _is_eval(spec: Spec) -> bool:
     """Split by a hash of the prompt, so train and eval never share a spec whatever the seed."""
-    return hashlib.sha256(spec.prompt().encode()).digest()[0] < 26  # about 10%
+    return is_held_out(spec.prompt())
 
 
 def draw_specs(seed: int, n: int, split: str, sites: int = 0) -> list[Spec]:

@@ -67,6 +67,20 @@ def from_trainer(fn: Any) -> list[str]:
     return [name for name, (_, rule) in rules(fn).items() if isinstance(rule, FromTrainer)]
 
 
+def trainer_inputs(name: str, fn: Any, options: dict, computes: dict[str, Any]) -> dict:
+    """`options` plus each tensor `fn` (registered as `name`) declares FromTrainer(), computed by the
+    caller's `computes[option]()` unless given: its annotations decide what it gets, never its name.
+    OptionError when it asks for one this caller does not compute."""
+    out = dict(options)
+    for option in from_trainer(fn):
+        if option not in computes:
+            raise OptionError(f"advantage estimator {name!r} asks the trainer for {option!r}, which it does not compute; it computes: "
+                              f"{', '.join(computes)}")
+        if option not in out:
+            out[option] = computes[option]()
+    return out
+
+
 _KINDS = {float: "a number", int: "an integer", str: "a string", bool: "true or false"}
 
 

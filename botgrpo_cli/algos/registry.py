@@ -2,7 +2,7 @@
 
 A registry given an entry-point group also finds functions other packages declare there (e.g.
 `botgrpo.advantages`: `my_estimator = "my_package.module:function"`), imported on first use, by
-the rule every botgrpo registry follows (botgrpo_rewards/protocol/plugins.py): a plugin never
+the rule every botgrpo registry follows (botgrpo_base/plugins.py): a plugin never
 replaces a built-in.
 """
 
@@ -12,9 +12,9 @@ import functools
 import inspect
 from typing import Callable, Generic, Iterator, TypeVar
 
+from botgrpo_base.plugins import PluginImportError, Plugins
 from botgrpo_cli.algos.options import check_value, checked, rules
 from botgrpo_cli.errors import UnknownName, UserError
-from botgrpo_rewards.protocol import PluginImportError, Plugins
 
 F = TypeVar("F", bound=Callable)
 

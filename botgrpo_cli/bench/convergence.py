@@ -30,7 +30,7 @@ from botgrpo_cli.bench.convergence_report import algo_summary, band, curve, diag
 from botgrpo_cli.bench.provenance import provenance
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.trainer.distributed import STOP_GRACE_S
-from botgrpo_rewards.protocol import LineChild, terminate_all
+from botgrpo_base.child import LineChild, terminate_all
 
 
 Echo = Callable[[str], None]

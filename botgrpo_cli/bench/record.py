@@ -3,7 +3,7 @@
 Every table and line a bench command prints on stdout is also kept (a table as its title, columns
 and cells; a line as plain text; a child benchmark's output as its text), and written at the end
 with the command line and where the figures came from: the commit, when, and the load average
-before and after. `botgrpo bench results` turns the committed files into research/benchmark-figures.md,
+before and after. research/pages/make_pages.py turns the committed files into research/benchmark-figures.md,
 so a published figure is generated from the file the command wrote, never typed from a console.
 """
 

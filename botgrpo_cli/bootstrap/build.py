@@ -17,7 +17,7 @@ from botgrpo_cli.bootstrap.cache import INFO_FILE, atomic_dir, is_complete, mode
 from botgrpo_cli.bootstrap.model import SIZES, make_model
 from botgrpo_cli.bootstrap.sft import SftConfig, encode_pairs, train_sft
 from botgrpo_cli.bootstrap.tokenizer import save_tokenizer, train_tokenizer
-from botgrpo_cli.cache import one_builder
+from botgrpo_base.cache import one_builder
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
 from botgrpo_tasks import Task, get_task

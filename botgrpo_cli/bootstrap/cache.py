@@ -1,4 +1,4 @@
-"""Where bootstrapped models live in the cache (botgrpo_cli/cache.py) and how a finished build is recognised."""
+"""Where bootstrapped models live in the cache (botgrpo_base/cache.py) and how a finished build is recognised."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from botgrpo_cli.cache import atomic_dir, cache_root
+from botgrpo_base.cache import atomic_dir, cache_root
 
 __all__ = ["INFO_FILE", "atomic_dir", "cache_root", "is_complete", "model_dir", "recipe_hash", "write_json"]
 

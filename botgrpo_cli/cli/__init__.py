@@ -44,9 +44,9 @@ def _root(
 
 def _register() -> None:
     # Imported here so `botgrpo --help` stays fast and each module stays independent.
-    from botgrpo_cli.cli import bench, bootstrap, compare, evaluate, reward, train, vllm
+    from botgrpo_cli.cli import bench, bootstrap, compare, evaluate, reward, setup, train, vllm
 
-    for module in (train, evaluate, reward, bench, bootstrap, compare, vllm):
+    for module in (train, evaluate, reward, bench, bootstrap, setup, compare, vllm):
         module.register(app)
 
 

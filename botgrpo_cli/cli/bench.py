@@ -13,7 +13,7 @@ from botgrpo_cli.console import out
 
 def _record(ctx: typer.Context, json_out: Annotated[Optional[Path], typer.Option(
         "--json", help="Also write what the benchmark prints (tables, lines) to this JSON file, with the command, "
-                       "commit, time and load average; `botgrpo bench results` makes pages of such files under research/.",
+                       "commit, time and load average; research/pages/make_pages.py makes a page of such files.",
         dir_okay=False)] = None) -> None:
     if json_out is not None:
         from botgrpo_cli.bench.record import Recorder
@@ -35,8 +35,8 @@ bench_app = typer.Typer(help="Benchmarks: algorithms, reward services, training 
 
 
 def register(app: typer.Typer) -> None:
-    from botgrpo_cli.cli import bench_algos, bench_convergence, bench_eval, bench_results, bench_rewards, bench_rollout, bench_step
+    from botgrpo_cli.cli import bench_algos, bench_convergence, bench_eval, bench_rewards, bench_rollout, bench_step
 
-    for module in (bench_algos, bench_rewards, bench_rollout, bench_step, bench_convergence, bench_eval, bench_results):
+    for module in (bench_algos, bench_rewards, bench_rollout, bench_step, bench_convergence, bench_eval):
         module.register(bench_app)
     app.add_typer(bench_app, name="bench", help="Benchmarks: algorithms, reward services, step time, convergence.")

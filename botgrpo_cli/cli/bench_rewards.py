@@ -29,10 +29,9 @@ def register(app: typer.Typer) -> None:
                                                         "contains_answer), timed beside math, stdio and HTTP.")] = None,
     ) -> None:
         """Benchmark a reward service: throughput and latency, figures measured side by side."""
-        from botgrpo_rewards.registry import SERVICES
+        from botgrpo_cli.cli.reward import check_service_name
 
-        if service not in SERVICES:
-            raise UserError(f"unknown reward service {service!r}; known: {', '.join(sorted(SERVICES))}")
+        check_service_name(service)
         if service == "function":  # a client of both services on both paths, side by side
             from botgrpo_cli.bench.reward_paths import run as run_paths
             from botgrpo_cli.console import out

@@ -12,28 +12,34 @@ import typer
 from botgrpo_cli.cli.options import CHOICES, Workers, listing_choices
 from botgrpo_cli.errors import UserError
 from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
+from botgrpo_rewards.run import SERVE_HELP
 
 reward_app = typer.Typer(help="Run reward services (serve) and score rollout files (score).", no_args_is_help=True)
 
 
 
-def _check_service(name: str) -> None:
-    from botgrpo_rewards.registry import SERVICES
+def check_service_name(name: str) -> None:
+    """UserError (one line, the known services) unless `name` is an installed reward service."""
+    from botgrpo_rewards.registry import UnknownService, check_service
 
-    if name not in SERVICES:
-        raise UserError(f"unknown reward service {name!r}; known services: {', '.join(sorted(SERVICES))}")
+    try:
+        check_service(name)
+    except UnknownService as err:
+        raise UserError(str(err)) from None
 
 
 @reward_app.command(cls=listing_choices(name="botgrpo_rewards.registry:SERVICES"))
 def serve(
     name: Annotated[str, typer.Argument(help=f"Service to run: {CHOICES}.")],
-    http: Annotated[Optional[str], typer.Option("--http", metavar="HOST:PORT", help="Serve over HTTP (host defaults to 127.0.0.1; IPv6 as [::1]:PORT) instead of stdin/stdout.")] = None,
-    max_inflight: Annotated[Optional[int], typer.Option("--max-inflight", min=1, help="Requests scored at once.")] = None,
-    token: Annotated[Optional[str], typer.Option("--token", envvar="BOTGRPO_REWARD_TOKEN", show_envvar=True, help="HTTP: bearer token every client must send (Authorization: Bearer TOKEN).")] = None,
-    allow_remote_without_token: Annotated[bool, typer.Option("--allow-remote-without-token", help="HTTP: serve beyond loopback with no token (anyone who can connect may use it).")] = False,
-    max_body_bytes: Annotated[Optional[int], typer.Option("--max-body-bytes", min=1, help="HTTP: largest POST body (default 8000000).")] = None,
-    http_timeout_s: Annotated[Optional[float], typer.Option("--http-timeout-s", min=0.1, help="HTTP: close idle connections, and requests not received in full, after this long (default 30).")] = None,
-    function: Annotated[Optional[str], typer.Option("--function", help="Service function: the reward function it runs (MODULE:NAME or path/to/file.py:NAME).")] = None,
+    http: Annotated[Optional[str], typer.Option("--http", metavar="HOST:PORT", help=SERVE_HELP["http"])] = None,
+    max_inflight: Annotated[Optional[int], typer.Option("--max-inflight", min=1, help=SERVE_HELP["max_inflight"])] = None,
+    token: Annotated[Optional[str], typer.Option("--token", envvar="BOTGRPO_REWARD_TOKEN", help=SERVE_HELP["token"])] = None,
+    allow_remote_without_token: Annotated[bool, typer.Option("--allow-remote-without-token",
+                                                             help=SERVE_HELP["allow_remote_without_token"])] = False,
+    max_body_bytes: Annotated[Optional[int], typer.Option("--max-body-bytes", min=1, help=SERVE_HELP["max_body_bytes"])] = None,
+    http_timeout_s: Annotated[Optional[float], typer.Option("--http-timeout-s", min=0.1,
+                                                            help=SERVE_HELP["http_timeout_s"])] = None,
+    function: Annotated[Optional[str], typer.Option("--function", help=SERVE_HELP["function"])] = None,
 ) -> None:
     """Run one reward service on stdin/stdout (JSON lines), or over HTTP with --http.
 
@@ -85,7 +91,7 @@ def score(
         raise UserError("--command runs one service; score with several only through the built-in ones")
     if command is None and target == "service":
         for name in services:
-            _check_service(name)
+            check_service_name(name)
     out_path = output or file.with_name(file.name.removesuffix(".gz").removesuffix(".jsonl") + ".scored.jsonl")
     check_paths(file, out_path)
     if resume and not partial_path(out_path).exists():

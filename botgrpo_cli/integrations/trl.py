@@ -18,10 +18,12 @@ import torch
 from trl import GRPOTrainer
 
 from botgrpo_cli.algos import ADVANTAGES, compute_advantages, isolate_failed
+from botgrpo_cli.algos.options import trainer_inputs
 from botgrpo_cli.integrations.service import ServiceScorer, references
 from botgrpo_cli.models.gguf import is_gguf, resolve_gguf
 from botgrpo_cli.reward_client.scored import Scored, to_token_rewards
 from botgrpo_cli.rollout import OffsetDecoder
+from botgrpo_cli.trainer.rollouts import step_ends
 from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS, ScoreRequest
 
 # Keyword arguments TRL passes to reward functions that are not dataset columns.
@@ -161,16 +163,21 @@ SEQUENCE_LEVEL_REFUSED = (
     "(GSPO-token: the sequence ratio with per-token gradients)")
 
 
-def gives_token_credit(advantage: str, options: dict, lambda_seq: float, lambda_tok: float) -> bool:
+def gives_token_credit(advantage: str, options: dict, lambda_seq: float, lambda_tok: float,
+                       steps: bool = True) -> bool:
     """Does `advantage` give different tokens of one completion different advantages? Decided by running
-    it on a probe batch (two groups of three, token rewards varying within each row), never by name."""
+    it on a probe batch (two groups of three, token rewards varying within each row; two steps a row,
+    or with steps=False, as with step_separator=None, one), never by name; the estimator gets the
+    trainer's inputs its annotations ask for, as in training."""
     gen = torch.Generator().manual_seed(0)
     scores = torch.rand(6, generator=gen)
     rho = torch.rand(6, 5, generator=gen) - 0.5
+    ends = torch.zeros(6, 5, dtype=torch.bool)
+    ends[:, [1, 4] if steps else [4]] = True
+    inputs = trainer_inputs(advantage, ADVANTAGES[advantage], options,
+                            {"step_ends": lambda: ends, "process_rewards": lambda: lambda_tok * rho})
     adv = compute_advantages(advantage, token_rewards=lambda_seq * scores[:, None] + lambda_tok * rho, scores=scores,
-                             mask=torch.ones(6, 5, dtype=torch.bool), group_ids=torch.arange(6) // 3,
-                             **{"process_rewards": lambda_tok * rho, **options}
-                             if "process_rewards" in ADVANTAGES.options(advantage, 4) else options)
+                             mask=torch.ones(6, 5, dtype=torch.bool), group_ids=torch.arange(6) // 3, **inputs)
     return bool((adv.amax(1) - adv.amin(1)).abs().max() > 1e-6)
 
 
@@ -184,22 +191,28 @@ class BoTGRPOTrainer(GRPOTrainer):
     ids' tokens (code-point offsets), r = lambda_seq * score + lambda_tok * rho; advantages (B, T)
     come from `compute_advantages(advantage, ...)` over TRL's groups, with TRL's `scale_rewards`
     as `scale`; TRL's loss takes them as they are. Rows the service failed to score get 0.
+    An estimator that asks the trainer for step boundaries (pure) gets them from `step_separator`
+    ("\\n\\n", the math tasks' steps; None: one step per completion), and one that asks for process
+    rewards gets lambda_tok * rho, as under `botgrpo train`.
     """
 
     def __init__(self, model: Any, reward_funcs: Any, args: Any = None, *,
                  advantage: str = "bot_grpo", advantage_options: dict | None = None,
-                 lambda_seq: float = 1.0, lambda_tok: float = 1.0, **kwargs: Any):
+                 lambda_seq: float = 1.0, lambda_tok: float = 1.0, step_separator: str | None = "\n\n",
+                 **kwargs: Any):
         for unsupported in ("tools", "environment_factory"):
             if kwargs.get(unsupported) is not None:
                 raise ValueError(f"BoTGRPOTrainer does not support {unsupported}= (tool tokens have no service spans)")
         estimator = ADVANTAGES[advantage]  # unknown name -> KeyError listing the known ones, before the model loads
         options = ADVANTAGES.check_options(advantage, dict(advantage_options or {}), positional=4)  # typed, ranged
-        if getattr(args, "importance_sampling_level", "token") == "sequence" and gives_token_credit(
-                advantage, options, lambda_seq, lambda_tok):
+        token_credit = gives_token_credit(advantage, options, lambda_seq, lambda_tok,  # also: the inputs it asks for
+                                          steps=step_separator is not None)
+        if getattr(args, "importance_sampling_level", "token") == "sequence" and token_credit:
             raise ValueError(SEQUENCE_LEVEL_REFUSED.format(advantage=advantage))
         weights = getattr(args, "reward_weights", None)
         self.token_reward = _TokenLevelReward(token_level_reward(reward_funcs, weights))  # weighs the functions itself
         self.advantage, self.lambda_seq, self.lambda_tok = advantage, lambda_seq, lambda_tok
+        self.step_separator = step_separator
         self.advantage_options = options
         if weights is not None:  # TRL would weigh the one combined reward it sees; the caller's args stay as given
             args = copy.copy(args)  # (dataclasses.replace would run GRPOConfig's __post_init__ again)
@@ -224,8 +237,15 @@ class BoTGRPOTrainer(GRPOTrainer):
         mode = "train" if self.model.training else "eval"
         groups = rows // (self.num_generations if mode == "train" else self.num_generations_eval)
         groups = isolate_failed(groups, ok_all)  # failed rows: own group, advantage 0
+        T = tr.mask.shape[1]
+        texts = self.token_reward.reward.last.texts
+        computes = {  # each rank computes its own rows, gathered as r was (every rank asks for the same)
+            "step_ends": lambda: self._gather_rows(step_ends(texts, self.token_reward.offsets, self.step_separator, T)
+                                                   .to(tr.mask.device).float())[0].bool(),
+            "process_rewards": lambda: self._gather_rows(self.lambda_tok * tr.rho)[0]}
+        options = trainer_inputs(self.advantage, ADVANTAGES[self.advantage], self.advantage_options, computes)
         adv = compute_advantages(self.advantage, token_rewards=r_all, scores=s_all, mask=m_all, group_ids=groups,
-                                 **self.advantage_options)  # (B_all, T_max)
+                                 **options)  # (B_all, T_max)
         start = self.accelerator.process_index * tr.mask.shape[0]
         return adv[start:start + tr.mask.shape[0], : tr.mask.shape[1]]
 

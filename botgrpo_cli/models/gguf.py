@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from botgrpo_cli.cache import atomic_dir, cache_root, one_builder
+from botgrpo_base.cache import atomic_dir, cache_root, one_builder
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.models.gguf_packages import fetch, packaged

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator
 
-from botgrpo_cli.cache import cache_root, one_builder
+from botgrpo_base.cache import cache_root, one_builder
 from botgrpo_cli.console import console
 from botgrpo_cli.errors import UserError
 

@@ -7,6 +7,7 @@ import hashlib
 
 _MIX = 1_000_003  # a prime: nearby base seeds give far-apart derived seeds
 _HELD_OUT = 7919  # evaluations draw apart from training's draws
+_ROUNDS = 1009  # a step's offset: room for its dynamic-sampling rounds before the next step's
 
 
 def text_digest(text: str) -> int:
@@ -34,3 +35,13 @@ def key_seed(*key: int) -> int:
     for part in key[1:]:
         seed = mix_seed(seed, part)
     return seed
+
+
+def generation_seed(seed: int, step: int, round_: int) -> int:
+    """Sampling seed of one round of one step: resuming at any step samples the same tokens."""
+    return mix_seed(seed, step * _ROUNDS + round_)
+
+
+def prompt_seed(seed: int, prompt: str) -> int:
+    """Seed of one prompt's group: independent of the batch and of the process sampling it."""
+    return mix_seed(seed, text_digest(prompt))

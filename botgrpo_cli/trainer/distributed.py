@@ -215,7 +215,7 @@ def launch(n: int, args: list[str], program: list[str] | None = None) -> int:
     environment torch.distributed.run would set). When one fails, or this process is interrupted,
     the others get SIGTERM (they save their last step) and STOP_GRACE_S to exit before they are
     killed; ranks die with this process even when it is killed. Returns the first failing exit code."""
-    from botgrpo_rewards.protocol import LineChild, terminate_all
+    from botgrpo_base.child import LineChild, terminate_all
 
     env = {"WORLD_SIZE": str(n), "LOCAL_WORLD_SIZE": str(n), "MASTER_ADDR": "127.0.0.1",
            "MASTER_PORT": str(free_port()), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}

@@ -12,7 +12,7 @@ import torch
 
 from botgrpo_cli.algos import ADVANTAGES, compute_advantages
 from botgrpo_cli.algos.losses import mismatch_stats, mismatch_weights
-from botgrpo_cli.algos.options import from_trainer
+from botgrpo_cli.algos.options import trainer_inputs
 from botgrpo_cli.rollout.seeds import held_out_seed
 from botgrpo_cli.config import AlgoConfig, Config
 from botgrpo_cli.console import console
@@ -253,11 +253,4 @@ def estimator_options(algo: AlgoConfig, batch: RolloutBatch, rho: torch.Tensor, 
     decide, never its name): step boundaries, process rewards."""
     computes = {"step_ends": lambda: step_ends(batch.texts, batch.offsets, step_separator, rho.shape[1]),
                 "process_rewards": lambda: lambda_tok * rho}
-    options = dict(algo.advantage_options or {})
-    for name in from_trainer(ADVANTAGES[algo.advantage]):
-        if name not in computes:
-            raise UserError(f"advantage estimator {algo.advantage!r} asks the trainer for {name!r}, which it does "
-                            f"not compute; it computes: {', '.join(computes)}")
-        if name not in options:
-            options[name] = computes[name]()
-    return options
+    return trainer_inputs(algo.advantage, ADVANTAGES[algo.advantage], dict(algo.advantage_options or {}), computes)

@@ -19,7 +19,7 @@ from botgrpo_cli.config import AlgoConfig, RolloutConfig
 from botgrpo_cli.reward_client.scored import Scored, collect, score_request
 from botgrpo_cli.rollout import Engine, RolloutBatch, SamplingParams, concat
 from botgrpo_cli.rollout.base import OnDone
-from botgrpo_cli.rollout.seeds import mix_seed, text_digest
+from botgrpo_cli.rollout.seeds import generation_seed, mix_seed, prompt_seed
 from botgrpo_cli.rollout.turns import MultiTurn
 from botgrpo_rewards.protocol import ScoreResponse
 from botgrpo_cli.trainer.distributed import shard
@@ -32,16 +32,6 @@ class Rollouts:
     wait: Callable[[], Scored]  # blocks until every row is scored
     rounds: int  # sampling rounds used (1 without dynamic sampling)
     seconds_generating: float = 0.0
-
-
-def generation_seed(seed: int, step: int, round_: int) -> int:
-    """Sampling seed of one round of one step: resuming at any step samples the same tokens."""
-    return mix_seed(seed, step * 1009 + round_)
-
-
-def prompt_seed(seed: int, prompt: str) -> int:
-    """Seed of one prompt's group: independent of the batch and of the process sampling it."""
-    return mix_seed(seed, text_digest(prompt))
 
 
 def _generate(engine: Engine | MultiTurn, rollout: RolloutConfig, prompts: list[str], params: SamplingParams,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The speed figures the docs quote, each written by its command as a record (`botgrpo bench --json`)
 # under research/results/bench/, one benchmark at a time under the shared bench lock; then
-# `botgrpo bench results` turns the records into research/benchmark-figures.md.
+# `python research/pages/make_pages.py` turns the records into research/benchmark-figures.md.
 #
 #   research/scripts/bench_records.sh all | react | react_step | step | stream | algos   # from a clean checkout at a commit
 #
@@ -48,4 +48,4 @@ case "${1:-all}" in
   all) algos; step; stream; react ;;
   *) echo "usage: $0 all | react | react_step | step | stream | algos" >&2; exit 2 ;;
 esac
-.venv/bin/botgrpo bench results
+.venv/bin/python research/pages/make_pages.py

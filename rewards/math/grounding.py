@@ -2,8 +2,8 @@
 
 A true equality is worth credit only when it computes with the problem's numbers or with results
 of earlier grounded equalities: `7 * 8 = 56` in a solution of a problem that holds neither 7 nor 8
-is true arithmetic, not this problem's solution (issue 27: a policy trained with step credit learned
-to write such lines). The problem's numbers are read from the request's prompt (digits, thousands
+is true arithmetic, not this problem's solution (a policy trained with step credit can learn to
+write such lines). The problem's numbers are read from the request's prompt (digits, thousands
 separators, decimals, a percent also as its fraction, and the small number words problems use).
 Numbers are compared as exact fractions (`fractions.Fraction` of the digits; no parser runs here).
 """

@@ -86,7 +86,7 @@ NUMBERS: list[tuple[str, str, bool]] = [
     ("90", "90%", True), ("2", "1", False),
 ]
 
-# Formats the peer corpora showed misread (issue 27), each as a true and a false twin.
+# Formats the peer corpora showed misread, each as a true and a false twin.
 TWINS: list[tuple[str, str, bool]] = [
     ("(5,250)", "(5, 250)", True), ("5250", "(5,250)", False), ("5250", "5,250", True),  # a pair, not thousands
     ("\\frac{3}{2}", "1 1/2", True), ("\\frac{11}{2}", "1 1/2", False), ("1 1/2", "11/2", False),  # mixed numbers
@@ -172,7 +172,7 @@ SPECIAL: list[tuple[str, str, str, bool]] = [
     ("final_choice", "9", "Answer \\[ 9 \\]", True),
     ("final_choice", "9", "Answer $$ 9 $$", True),
     ("final_choice", "10", "Answer \\( (9+1) \\)", True),
-    # issue 27: garbled boxes are no answer (a hedge); TeX's braceless box; prose answers
+    # garbled boxes are no answer (a hedge); TeX's braceless box; prose answers
     ("hedge", "5", "\\boxed{5} and \\boxed{\\boxed{5}", False),  # an unclosed box around a closed one
     ("hedge", "5", "So it is \\boxed{3 \\boxed{5}}.", False),
     ("hedge", "5", "So it is \\boxed{\\boxed{5}}.", True),
@@ -203,7 +203,7 @@ SPECIAL: list[tuple[str, str, str, bool]] = [
     ("solution", "12000023", "The sum is $85 + (-67) + 12,\\!000,\\!003 + (-3) = 12,\\!000,\\!018$.\nFinal Answer: The final answer is 12,000,018. I hope it is correct.", False),
     ("solution", "\\frac{14}{3}", "$f(-2)+f(-1)+f(0)=2+\\frac{5}{3}+1=\\boxed{\\frac{14}{3}}$", True),
     ("solution", "1, -2", "<think>\nSo f(n) = n gives n = 1 or n = -2... let me verify \\boxed{1}.\n</think>\n\nThe solutions are $n = \\boxed{1, -2}$.", True),
-    # issue 27: cut-off solution prefixes are no answer (a true and a false twin each)
+    # cut-off solution prefixes are no answer (a true and a false twin each)
     ("cutoff", "12", "She buys 3 packs at 4 dollars each.\n\nTherefore, the packs cost 3 * 4 = 12 dollars.", True),
     ("cutoff", "12", "She buys 3 packs at 4 dollars each.\n\nThe packs cost 3 * 4 = 12 dollars.", False),  # a step, not a conclusion
     ("cutoff", "12", "She buys 3 packs at 4 dollars each. So the packs cost 3 * 4 = 12 dollars in total.", True),
@@ -215,7 +215,7 @@ SPECIAL: list[tuple[str, str, str, bool]] = [
     ("cutoff", "1000.99", "We add the parts. the total is 1,000", False),  # may be the start of 1,000.99
     ("cutoff", "x \\geq 5", "We solve both sides.\n\nTherefore $x \\geq 5$ is the solution.", True),
     ("cutoff", "x \\geq 5", "We solve both sides.\n\nWe have $x \\geq 5$ for the first factor.", False),
-    # issue 27: a gold's left side that is not a bare unknown is an equation
+    # a gold's left side that is not a bare unknown is an equation
     ("lhs", "x + y = 5", "So the answer is $\\boxed{5}$.", False),
     ("lhs", "x + y = 5", "So $\\boxed{x + y = 5}$.", True),
     ("lhs", "x + y = 5", "So $\\boxed{x + y = 6}$.", False),

@@ -1,8 +1,8 @@
 """The answer a completion states in prose, when it has no box, no final-answer phrase and no bare
 answer: "Therefore, the probability that Alice wins is 2/3." (extract.py reads the rest).
 
-A solution cut off before its answer must not be read as answering (issue 27: cut-off prefixes
-were credited). So the last sentence counts only when it reads as the conclusion:
+A solution cut off before its answer must not be read as answering (a cut-off prefix would be
+credited). So the last sentence counts only when it reads as the conclusion:
 - it is finished: it ends with a full stop, a closed math span, or a number with its unit
   ("1,000.99€", "12 m²"); "the total is 12" may be the start of 120;
 - and, unless the model ended its turn (an end-of-turn token, "I hope it is correct") or the reply

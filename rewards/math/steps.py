@@ -73,7 +73,7 @@ def split_steps(text: str) -> list[tuple[int, int]]:
 
 def repeated_paragraphs(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
     """Spans of the paragraphs (blank-line separated, whitespace normalised) of text[start:end] that
-    repeat an earlier one: the looping a policy trained with step spans falls into (issue 27)."""
+    repeat an earlier one: the looping a policy trained with step spans can fall into."""
     end = len(text) if end is None else end
     seen: set[str] = set()
     out: list[tuple[int, int]] = []

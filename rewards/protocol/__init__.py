@@ -6,11 +6,10 @@ behind it split the work by job and are not an interface of their own:
 - checks.py: field and value checks (spans, scores, metrics, info, request options);
 - codec.py: objects to lines and lines to checked objects;
 - thinking.py: where a reasoning model's answer starts (split_reasoning), for client and services;
-- plugins.py: the one rule of every registry (tasks, services, estimators): built-ins in code,
-  plugins by entry point, a plugin never replaces a built-in (Plugins);
-- child.py: the stdio transport's other end, a child process speaking lines (LineChild), which
-  the client's service pool and the services' own helpers (checkers, compilers) all run on, as do
-  the trainer's ranks and a benchmark's runs (stdout inherited or to a file; terminate_all);
+- re-exported from botgrpo_base, the layer below client and services: the one rule of every
+  registry (Plugins: built-ins in code, plugins by entry point, a plugin never replaces a built-in)
+  and the stdio transport's other end, a child process speaking lines (LineChild, terminate_all),
+  which the client's service pool and the services' own helpers run on, as do the trainer's ranks;
 - functions.py, forked.py, batcher.py, function_loader.py, function_worker.py: reward function
   workers, the second line format (a batch of completions in, one item per completion out), which
   the client's FunctionPool and the `function` service share.
@@ -31,7 +30,7 @@ from botgrpo_rewards.protocol.checks import (
     validate_spans,
     version_mismatch,
 )
-from botgrpo_rewards.protocol.child import ChildExited, LineChild, cpu_seconds, terminate_all
+from botgrpo_base.child import ChildExited, LineChild, cpu_seconds, terminate_all
 from botgrpo_rewards.protocol.codec import (
     decode_message,
     decode_request,
@@ -56,7 +55,7 @@ from botgrpo_rewards.protocol.functions import (
     ready_child,
     split_spec,
 )
-from botgrpo_rewards.protocol.plugins import PluginImportError, Plugins, load_target
+from botgrpo_base.plugins import PluginImportError, Plugins, load_target
 from botgrpo_rewards.protocol.thinking import DEFAULT_TAGS, Reasoning, opens_reasoning, split_reasoning
 from botgrpo_rewards.protocol.wire import (
     CAPABILITY_DETERMINISTIC,

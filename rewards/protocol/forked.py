@@ -16,7 +16,7 @@ import stat
 import threading
 from typing import Any, Callable
 
-from botgrpo_rewards.protocol.child import ChildExited
+from botgrpo_base.child import ChildExited
 
 _EXITED = object()
 

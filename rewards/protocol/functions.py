@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from botgrpo_rewards.protocol.child import ChildExited, LineChild
+from botgrpo_base.child import ChildExited, LineChild
 from botgrpo_rewards.protocol.function_loader import SPEC_HINT, SpecError, is_file_spec, split_spec
 from botgrpo_rewards.protocol.wire import DEFAULT_MEMORY_MB, ErrorInfo, ScoreResponse, Span
 

@@ -25,7 +25,8 @@ from rich.console import Console
 from rich.table import Table
 
 from botgrpo_rewards.protocol import ScoreRequest
-from botgrpo_rewards.react.checker import MAX_BATCH, NODE_MODULES, tsgo_installed
+from botgrpo_rewards.react.checker import MAX_BATCH, tsgo_installed
+from botgrpo_rewards.react.node_home import node_home
 from botgrpo_rewards.react.service import ReactBackend
 
 TSC_REPEATS = 3
@@ -91,10 +92,11 @@ def _batched(backend: ReactBackend, n: int, offset: int, inflight: int = 8) -> t
 
 def _tsc_seconds(code: str) -> list[float]:
     """Wall time of `tsc --noEmit` on one file, TSC_REPEATS times."""
-    tsc = NODE_MODULES / ".bin" / "tsc"
+    node_modules = node_home() / "node_modules"
+    tsc = node_modules / ".bin" / "tsc"
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        (root / "node_modules").symlink_to(NODE_MODULES)
+        (root / "node_modules").symlink_to(node_modules)
         (root / "component.tsx").write_text(code, encoding="utf-8")
         (root / "tsconfig.json").write_text(json.dumps(TSCONFIG), encoding="utf-8")
         times = []

@@ -23,16 +23,16 @@ from typing import Any
 
 from botgrpo_rewards.backend import BackendError, BackendTimeout
 from botgrpo_rewards.protocol import ChildExited, LineChild, cpu_seconds
+from botgrpo_rewards.react.node_home import missing, node_home
 
 HERE = Path(__file__).resolve().parent
-NODE_MODULES = HERE / "node_modules"
 log = logging.getLogger("botgrpo_rewards.react")
 
 
 def tsgo_installed() -> bool:
-    """Whether `npm ci` installed tsgo (@typescript/native-preview) beside checker.js; whether it
-    starts and passes its self-test is decided by checker.js."""
-    return (NODE_MODULES / "@typescript" / "native-preview").is_dir()
+    """Whether the Node packages' install (node_home) holds tsgo (@typescript/native-preview); whether
+    it starts and passes its self-test is decided by checker.js."""
+    return (node_home() / "node_modules" / "@typescript" / "native-preview").is_dir()
 
 
 def _is_ready(line: bytes) -> bool:
@@ -85,10 +85,10 @@ class NodeChecker:
         node = shutil.which("node")
         if node is None:
             raise BackendError("Node.js was not found on PATH; install Node 20 (e.g. apt-get install nodejs)")
-        for pkg in ("esbuild", "typescript", "@types/react"):
-            if not (NODE_MODULES / pkg).is_dir():
-                raise BackendError(f"{NODE_MODULES} lacks {pkg}; run `npm ci` in {HERE}")
-        self._argv = [node, f"--max-old-space-size={max_old_space_mb}", str(HERE / "checker.js")]
+        home = node_home()
+        if (problem := missing(home)) is not None:
+            raise BackendError(problem)
+        self._argv = [node, f"--max-old-space-size={max_old_space_mb}", str(home / "checker.js")]
         self.heap_limit = heap_limit_mb * 1024 * 1024
         self.startup_timeout_s = startup_timeout_s
         self.restarts = 0

@@ -11,9 +11,9 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from botgrpo_rewards.protocol import LineChild
+from botgrpo_rewards.react.node_home import missing, node_home
 
 HERE = Path(__file__).resolve().parent
-NODE_MODULES = HERE.parent / "react" / "node_modules"
 
 
 class CompileError(Exception):
@@ -27,13 +27,14 @@ class CompilerUnavailable(RuntimeError):
 class Compiler:
     """Pipelined JSON-lines client of compiler.js; `compile` is thread-safe."""
 
-    def __init__(self, node_modules: Path = NODE_MODULES):
+    def __init__(self):
         node = shutil.which("node")
         if node is None:
             raise CompilerUnavailable("Node.js was not found on PATH; install Node 20 (apt-get install nodejs)")
-        if not (node_modules / "esbuild").is_dir():
-            raise CompilerUnavailable(f"{node_modules} has no esbuild; run `npm ci` in {node_modules.parent}")
-        self._argv = [node, str(HERE / "compiler.js"), str(node_modules)]
+        home = node_home()  # esbuild, react and react-dom: the React checker's packages
+        if (problem := missing(home)) is not None:
+            raise CompilerUnavailable(problem)
+        self._argv = [node, str(HERE / "compiler.js"), str(home / "node_modules")]
         self._ids = itertools.count()
         self._lock = threading.Lock()
         self._runtime: str | None = None

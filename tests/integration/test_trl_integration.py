@@ -39,7 +39,8 @@ def api():
         def _generate_and_score_completions(self, inputs):
             out = super()._generate_and_score_completions(inputs)
             self.generated.append({"out": {k: v.clone() for k, v in out.items() if torch.is_tensor(v)},
-                                   "scored": self.token_reward.reward.last})
+                                   "scored": self.token_reward.reward.last,
+                                   "offsets": list(self.token_reward.offsets)})
             return out
 
         def _compute_loss(self, model, inputs):
@@ -171,6 +172,47 @@ def test_bot_grpo_trainer_takes_span_returning_python_functions(api, tiny_arith_
     out = trainer.generated[0]["out"]
     masks = out["completion_mask"].bool()
     assert any(len(set(a[m].tolist())) > 1 for a, m in zip(out["advantages"], masks))  # the span's token credit
+
+
+def digits(completions, **kwargs):
+    """+1 on each digit, -1 on each other character: span rewards that vary inside a completion."""
+    return [{"score": sum(ch.isdigit() for ch in c) / max(len(c), 1),
+             "spans": [{"start": k, "end": k + 1, "reward": 1.0 if ch.isdigit() else -1.0} for k, ch in enumerate(c)]}
+            for c in completions]
+
+
+def test_pure_under_bot_grpo_trainer_gets_the_step_ends_its_signature_asks_for(api, tiny_arith_model_dir, tmp_path):
+    """pure declares step_ends and process_rewards FromTrainer(): the adapter computes them from the
+    decoded completions (here split at "=", so rows have several steps), as `botgrpo train` does."""
+    from botgrpo_cli.algos import isolate_failed
+    from botgrpo_cli.reward_client.scored import to_token_rewards
+    from botgrpo_cli.trainer.rollouts import step_ends
+
+    task = get_task("arith_synth")
+    dataset = api.Dataset.from_list([{"prompt": task.format_prompt(ex)} for ex in task.train_examples()[:2]])
+    args = api.GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2 * GROUP, num_generations=GROUP,
+                          max_completion_length=16, max_steps=1, learning_rate=1e-3, use_cpu=True, bf16=False,
+                          report_to="none", save_strategy="no", seed=0, dataloader_num_workers=0)
+    trainer = api.RecordingTrainer(AutoModelForCausalLM.from_pretrained(tiny_arith_model_dir),
+                                   reward_funcs=[digits], args=args, train_dataset=dataset,
+                                   processing_class=AutoTokenizer.from_pretrained(tiny_arith_model_dir),
+                                   advantage="pure", step_separator="=")
+    try:
+        trainer.train()
+    finally:
+        trainer.token_reward.reward.close()
+    generated = trainer.generated[0]
+    scored, out = generated["scored"], generated["out"]
+    tr = to_token_rewards(scored, generated["offsets"], out["completion_mask"].bool())
+    groups = isolate_failed(torch.arange(len(tr.scores)) // GROUP, tr.ok)
+    ends = step_ends(scored.texts, generated["offsets"], "=", tr.mask.shape[1])
+    assert (ends.sum(1) > 1).any()  # some completion has more than one step
+
+    def pure(step_ends):
+        return compute_advantages("pure", token_rewards=tr.r, scores=tr.scores, mask=tr.mask, group_ids=groups,
+                                  step_ends=step_ends, process_rewards=tr.rho)
+    assert torch.allclose(out["advantages"], pure(ends), atol=1e-6)
+    assert not torch.allclose(out["advantages"], pure(None), atol=1e-6)  # the step ends changed the credit
 
 
 def test_trainer_refuses_rewards_it_cannot_score(api):

@@ -8,7 +8,7 @@ import sys
 
 from typer.testing import CliRunner
 
-from botgrpo_cli.bench import figures_doc
+import figures_doc  # research/pages, on sys.path through pytest's pythonpath (pyproject.toml)
 from botgrpo_cli.bench.provenance import git_commit
 from botgrpo_cli.cli import app
 from botgrpo_cli.cli.bench_rewards import _child_bench

@@ -7,7 +7,7 @@ import multiprocessing
 import time
 from pathlib import Path
 
-from botgrpo_cli.cache import atomic_dir, lock_file, one_builder
+from botgrpo_base.cache import atomic_dir, lock_file, one_builder
 
 
 def _build(final: str, log: str) -> None:

@@ -1,4 +1,4 @@
-"""Layers over every package of the project (botgrpo_cli, botgrpo_rewards, botgrpo_tasks), from
+"""Layers over every package of the project (botgrpo_base, botgrpo_cli, botgrpo_rewards, botgrpo_tasks), from
 the source: no module imports itself back through others, and the one-way rules below
 (`violations`) hold; docs/INTERFACES.md names the parts. Imports inside functions count; `if TYPE_CHECKING:`
 blocks (never run) do not."""
@@ -9,11 +9,12 @@ import ast
 import sys
 from pathlib import Path
 
+import botgrpo_base
 import botgrpo_cli
 import botgrpo_rewards
 import botgrpo_tasks
 
-ROOTS = {pkg.__name__: Path(pkg.__file__).parent for pkg in (botgrpo_cli, botgrpo_rewards, botgrpo_tasks)}
+ROOTS = {pkg.__name__: Path(pkg.__file__).parent for pkg in (botgrpo_base, botgrpo_cli, botgrpo_rewards, botgrpo_tasks)}
 
 
 def _name(pkg: str, root: Path, path: Path) -> str:
@@ -103,17 +104,18 @@ def violations(graph: dict[str, set[str]]) -> list[str]:
     def outside(*packages: str):
         return lambda m: not _in(m, *packages)
 
-    client, services, tasks = "botgrpo_cli", "botgrpo_rewards", "botgrpo_tasks"
+    base, client, services, tasks = "botgrpo_base", "botgrpo_cli", "botgrpo_rewards", "botgrpo_tasks"
     rules = [  # (rule, importer, forbidden import)
+        ("the shared base imports nothing else of the project", within(base), outside(base)),
         ("services never import the client or the tasks", within(services), within(client, tasks)),
-        ("the protocol imports nothing else of the project", within(f"{services}.protocol"),
-         outside(f"{services}.protocol")),
-        ("tasks import only the protocol", within(tasks), outside(tasks, f"{services}.protocol")),
+        ("the protocol imports only itself and the base", within(f"{services}.protocol"),
+         outside(f"{services}.protocol", base)),
+        ("tasks import only the protocol and the base", within(tasks), outside(tasks, f"{services}.protocol", base)),
         ("trainer -> evaluation is one-way", within(f"{client}.evaluation"), within(f"{client}.trainer")),
         ("model loading sits below trainer, evaluation and bootstrap", within(f"{client}.models"),
          within(f"{client}.trainer", f"{client}.evaluation", f"{client}.bootstrap")),
         ("the math is pure tensor functions", within(f"{client}.algos"),
-         outside(f"{client}.algos", f"{client}.errors", f"{services}.protocol")),
+         outside(f"{client}.algos", f"{client}.errors", base)),
         ("only the command line imports the command line", outside(f"{client}.cli", f"{client}.__main__"),
          within(f"{client}.cli")),
         ("no package's entry script is imported", lambda m: True,
@@ -138,6 +140,9 @@ def test_the_checks_catch_a_cycle_and_a_forbidden_edge():
     assert ["botgrpo_cli.config", "botgrpo_cli.config_checks"] in cycles(graph)
     assert ("botgrpo_cli.evaluation.models -> botgrpo_cli.trainer.policy (trainer -> evaluation is one-way)"
             in violations(graph))
+    graph["botgrpo_cli.algos.registry"].add("botgrpo_rewards.protocol")  # the edge the shared base removed
+    assert ("botgrpo_cli.algos.registry -> botgrpo_rewards.protocol (the math is pure tensor functions)"
+            in violations(graph))
     graph["botgrpo_cli.cli.reward"].add("botgrpo_rewards.__main__")
     assert ("botgrpo_cli.cli.reward -> botgrpo_rewards.__main__ (no package's entry script is imported)"
             in violations(graph))
@@ -152,3 +157,13 @@ def test_no_import_cycles():
 
 def test_one_way_layers():
     assert violations(import_graph()) == []
+
+
+def test_the_product_names_no_experiment():
+    """Our result sets and plans belong to research/ (research/pages makes their pages): a file the
+    packages ship never names one."""
+    names = ("arith31", "react31", "convergence16", "preregistration/")
+    found = [f"{path}: {name}" for root in ROOTS.values() for path in sorted(root.rglob("*"))
+             if path.is_file() and "node_modules" not in path.parts and path.suffix in (".py", ".md", ".js")
+             for name in names if name in path.read_text(encoding="utf-8")]
+    assert not found, found

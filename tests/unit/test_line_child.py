@@ -1,4 +1,4 @@
-"""LineChild, the one child-process manager (rewards/protocol/child.py), driven with real processes:
+"""LineChild, the one child-process manager (botgrpo_base/child.py), driven with real processes:
 ready lines, lines both ways, a kill -9 from outside, helpers in its process group, stderr, stop,
 stdout to a file or inherited, terminate (SIGTERM, then the group's kill) and dying with the parent."""
 

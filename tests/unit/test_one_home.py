@@ -91,7 +91,8 @@ def test_seed_mixing_is_one_rule_and_unchanged():
 
     from botgrpo_cli.rollout.seeds import held_out_seed, text_digest
     from botgrpo_cli.rollout.vllm import row_seed
-    from botgrpo_cli.trainer.rollouts import PromptStream, generation_seed, prompt_seed
+    from botgrpo_cli.rollout.seeds import generation_seed, prompt_seed
+    from botgrpo_cli.trainer.rollouts import PromptStream
 
     digest = int.from_bytes(hashlib.blake2b(b"What is 2+2?", digest_size=8).digest(), "little")
     assert text_digest("What is 2+2?") == digest
@@ -364,15 +365,16 @@ def test_evaluation_names_no_service_and_opens_a_real_reward_config():
 
 def test_one_plugin_rule_for_every_registry():
     """Tasks, reward services, estimators and losses look plugins up through one helper
-    (botgrpo_rewards/protocol/plugins.py); nothing else reads entry points."""
+    (botgrpo_base/plugins.py); nothing else reads entry points."""
     from botgrpo_cli.algos import ADVANTAGES, LOSSES
     from botgrpo_rewards import registry
     from botgrpo_rewards.protocol import Plugins
     from botgrpo_tasks import TASKS
 
     assert all(isinstance(p, Plugins) for p in (TASKS, registry.SERVICES._plugins, ADVANTAGES._plugins, LOSSES._plugins))
-    readers = [str(path) for path, text in _sources("botgrpo_cli", "rewards", "tasks") if "entry_points(" in text]
-    assert readers == ["rewards/protocol/plugins.py"]
+    readers = [str(path) for path, text in _sources("botgrpo_base", "botgrpo_cli", "rewards", "tasks")
+               if "entry_points(" in text]
+    assert readers == ["botgrpo_base/plugins.py"]
 
 
 def test_the_trainer_fills_what_an_estimator_declares_from_the_trainer():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from botgrpo_cli.bench import results_doc as rd
+import results_doc as rd  # research/pages, on sys.path through pytest's pythonpath (pyproject.toml)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_committed_pages_equal_what_the_json_gives():
     pages = rd.generate(ROOT)
     stale = [str(p.relative_to(ROOT)) for p, text in pages.items() if p.read_text() != text]
-    assert not stale, f"out of date: {stale}; run `botgrpo bench results` and commit"
+    assert not stale, f"out of date: {stale}; run `python research/pages/make_pages.py` and commit"
 
 
 def _set(finals: dict[str, dict[str, float]], start: float = 0.25) -> dict:

@@ -32,7 +32,8 @@ def test_token_credit_is_decided_by_running_the_estimator():
     for name in ADVANTAGES:
         credit = gives_token_credit(name, {}, 1.0, 1.0)
         assert gives_token_credit(name, {}, 1.0, 0.0) is False  # outcome only: constant per completion
-        assert credit == (name == "bot_grpo"), name  # pure without step_ends is one step per completion
+        assert credit == (name in ("bot_grpo", "pure")), name  # pure: its steps get their own credit
+        assert gives_token_credit(name, {}, 1.0, 1.0, steps=False) == (name == "bot_grpo"), name  # one step
 
 
 def test_trainer_refuses_gspo_with_token_credit_before_the_model_loads(tmp_path):

@@ -1,6 +1,6 @@
-"""The local cache every part shares (bootstrapped models, converted GGUF files): where it is, and
-writing a directory into it atomically. It sits below models and bootstrap, so neither imports the other
-for it."""
+"""The local cache every part shares (bootstrapped models, converted GGUF files, the React service's
+Node packages): where it is, and writing a directory into it atomically. It sits below the client and
+the services, so both use one rule."""
 
 from __future__ import annotations
 
