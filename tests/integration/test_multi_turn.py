@@ -13,7 +13,7 @@ import torch
 from botgrpo_cli.config import load_config
 from botgrpo_cli.rollout import FastEngine, HFEngine, SamplingParams
 from botgrpo_cli.rollout.turns import MultiTurn, TurnSettings
-from botgrpo_cli.trainer import loop, train
+from botgrpo_cli.trainer import ahead, loop, train
 from botgrpo_cli.turns.tools import Toolbox
 
 SMALL = ["rollout.prompts_per_step=2", "rollout.group_size=4", "rollout.max_new_tokens=48", "run.threads=1",
@@ -210,7 +210,7 @@ def test_a_hanging_and_a_raising_tool_are_counted_and_the_run_finishes(model_dir
 def seen(monkeypatch):
     """Each step's batch and (mask, advantages), as the trainer computed them."""
     out: dict[str, list] = {"batches": [], "advantages": []}
-    collect, advantages = loop.collect_rollouts, loop.compute_advantages
+    collect, advantages = ahead.collect_rollouts, loop.compute_advantages  # the step's rollouts come through ahead.py
 
     def keep_batch(s, step):
         ro = collect(s, step)
@@ -222,7 +222,7 @@ def seen(monkeypatch):
         out["advantages"].append((kwargs["mask"].clone(), adv.clone()))
         return adv
 
-    monkeypatch.setattr(loop, "collect_rollouts", keep_batch)
+    monkeypatch.setattr(ahead, "collect_rollouts", keep_batch)
     monkeypatch.setattr(loop, "compute_advantages", keep_advantages)
     return out
 
