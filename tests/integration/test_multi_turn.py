@@ -178,6 +178,20 @@ def test_a_users_tool_from_a_file_trains(model_dir, user_dir, pool, tmp_path, se
                 assert b0 < a1 and bool(batch.mask[i, b0:a1].all()) and not bool(mask[i, b0:a1].any())
 
 
+def test_asynchronous_multi_turn_rollouts_keep_their_turns_and_the_bound(model_dir, user_dir, pool, tmp_path):
+    """rollout.max_staleness=1: the producer runs the tool turns on the engine's own weight copy; each
+    step reports its own batch's turns, and the held-out evaluation between steps takes the engine
+    (with the current weights) from the producer and runs the turns too."""
+    result = train(_cfg(model_dir, tmp_path / "run", f"run.tools=[{user_dir}/my_tools.py:calculator]",
+                        "rollout.max_staleness=1", "run.steps=3", "run.eval_every=2", "run.eval_prompts=4"),
+                   pool=pool)
+    assert [m["step"] for m in result.metrics] == [1, 2, 3]
+    for m in result.metrics:
+        assert 0 <= m["async/staleness"] <= 1
+        assert m["turns/mean"] >= 2 and m["turns/tool_calls"] >= 8 and m["turns/tool_errors"] == 0
+    assert result.metrics[1]["eval/turns"] >= 2
+
+
 def test_eval_reports_turns_and_tool_calls_and_keeps_transcripts(model_dir, tmp_path):
     from typer.testing import CliRunner
 
