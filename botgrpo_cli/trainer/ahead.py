@@ -159,11 +159,15 @@ class Ahead:
                 "async/trainer_idle_s": self.trainer_idle, "async/dropped": 0.0}
 
     def close(self) -> None:
-        """Stop the producer after its current batch (waited for a while; the thread is a daemon)."""
+        """Stop the producer after its current batch (waited for a while; the thread is a daemon), then
+        leave the engine holding the trainer's last weights (the final evaluation samples from it)."""
         with self.cond:
             self.closed = True
             self.cond.notify_all()
         self.thread.join(timeout=30.0)
+        if not self.thread.is_alive() and self.error is None:
+            with self.engine:
+                self._pull()
 
 
 def rollout_source(s, first: int, last: int) -> InTurn | Ahead:
