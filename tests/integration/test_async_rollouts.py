@@ -58,12 +58,14 @@ def _comparable(metrics: dict) -> dict:
     return {k: v for k, v in metrics.items() if not k.startswith(("time/", "async/", "perf/"))}
 
 
-def test_the_producer_at_bound_zero_is_the_synchronous_loop_metric_for_metric(tiny_arith_model_dir, tmp_path, pool):
+def test_the_producer_at_bound_zero_is_the_synchronous_loop_metric_for_metric(tiny_arith_model_dir, tmp_path):
     """Bound 0 through the producer thread and the engine's own weight copy gives the very metrics of
     today's loop (generate, score, update in turn): same seeds, prompts, tokens and updates."""
-    sync = _steps(_cfg(tiny_arith_model_dir, tmp_path / "a"), InTurn, 2, pool)
-    cfg = _cfg(tiny_arith_model_dir, tmp_path / "b", "rollout.max_staleness=1")  # the engine samples from a copy
-    ahead = _steps(cfg, lambda s: Ahead(s, 1, 2, bound=0), 2, pool)
+    varied = [f"reward.function={VARIED}", "reward.workers=1"]  # every group's scores differ: the weights move
+    sync = _steps(_cfg(tiny_arith_model_dir, tmp_path / "a", *varied), InTurn, 2, None)
+    cfg = _cfg(tiny_arith_model_dir, tmp_path / "b", "rollout.max_staleness=1", *varied)  # sampled from a copy
+    ahead = _steps(cfg, lambda s: Ahead(s, 1, 2, bound=0), 2, None)
+    assert sync[1]["grad_norm"] > 0
     assert [_comparable(m) for m in ahead] == [_comparable(m) for m in sync]
     assert all(m["async/staleness"] == 0 for m in ahead)
 
