@@ -99,7 +99,9 @@ class Ahead:
     def _generate(self, step: int) -> Rollouts:
         with self.engine:
             self._pull()
+            started = time.perf_counter()
             ro = collect_rollouts(self.s, step)
+            ro.seconds_generating = time.perf_counter() - started
             b = ro.batch
             b.policy_version, ro.position = self.pulled, self.s.stream.position
             if self.s.turns is not None:
@@ -156,7 +158,10 @@ class Ahead:
             idle, self.generator_idle = self.generator_idle, 0.0
         return {"async/staleness": float(self.seen[-1]), "async/staleness_mean": sum(self.seen) / len(self.seen),
                 "async/staleness_max": float(max(self.seen)), "async/generator_idle_s": idle,
-                "async/trainer_idle_s": self.trainer_idle, "async/dropped": 0.0}
+                "async/trainer_idle_s": self.trainer_idle, "async/dropped": 0.0,
+                "async/generate_s": ro.seconds_generating,
+                # the producer's own decode time: the step's "generate" time is only the wait for it
+                "perf/tokens_per_s": int(ro.batch.mask.sum()) / max(ro.seconds_generating, 1e-9)}
 
     def close(self) -> None:
         """Stop the producer after its current batch (waited for a while; the thread is a daemon), then

@@ -78,6 +78,9 @@ def test_bound_two_is_kept_and_logged(tiny_arith_model_dir, tmp_path, pool):
     for r in lines:
         assert 0 <= r["async/staleness"] <= r["async/staleness_max"] <= 2
         assert r["async/dropped"] == 0 and r["async/trainer_idle_s"] >= 0 and r["async/generator_idle_s"] >= 0
+        # tokens over the producer's own generation time, not over the step's wait for the batch
+        tokens = r["completion/length_mean"] * 4  # 2 prompts x 2 completions
+        assert r["perf/tokens_per_s"] * r["async/generate_s"] == pytest.approx(tokens, rel=1e-6)
     # the first step's batch is always fresh (nothing trained yet)
     assert lines[0]["async/staleness"] == 0
     assert lines[-1]["async/staleness_mean"] == pytest.approx(sum(r["async/staleness"] for r in lines) / 4)
