@@ -250,23 +250,34 @@ def _trainer_logps(s: Session, b: RolloutBatch) -> torch.Tensor:
 
 def off_policy_behaviour(s: Session, algo: AlgoConfig, b: RolloutBatch
                          ) -> tuple[torch.Tensor, torch.Tensor | None, dict[str, float]]:
-    """For a batch older weights sampled: logp_old = the sampling policy's log-probs (the engine's, or
-    the sampling copy's at the batch's version), so the clipped ratio pi / pi_behaviour carries both
-    the staleness and the engine's numerics, as TRL's async GRPO and prime-rl take it; no truncated
-    weight on top (it would correct twice). algo.mismatch_is's mask modes zero the tokens whose
-    current/behaviour ratio leaves the band (prime-rl's masking); the gap's figures are logged.
-    Tokens the engine did not choose (NaN: a forced close tag) take the trainer's own log-prob."""
-    mode = "token_truncate" if algo.mismatch_is == "auto" else algo.mismatch_is
-    nan = torch.isnan(b.logp_old).any()
-    masks = mode.endswith("mask")
-    current = _trainer_logps(s, b) if nan or masks else None  # (B, T)
-    behaviour = b.logp_old if not nan else torch.where(torch.isnan(b.logp_old), current, b.logp_old)
-    if current is None:
+    """logp_old, mismatch weights and figures for a batch older weights sampled (stale_inputs); the
+    trainer's current log-probs are computed only where they are needed."""
+    needs = torch.isnan(b.logp_old).any() or _mismatch_mode(algo).endswith("mask")
+    return stale_inputs(algo, b.logp_old, _trainer_logps(s, b) if needs else None, b.trained)
+
+
+def _mismatch_mode(algo: AlgoConfig) -> str:
+    return "token_truncate" if algo.mismatch_is == "auto" else algo.mismatch_is
+
+
+def stale_inputs(algo: AlgoConfig, behaviour: torch.Tensor, current: torch.Tensor | None, trained: torch.Tensor
+                 ) -> tuple[torch.Tensor, torch.Tensor | None, dict[str, float]]:
+    """For a stale batch: logp_old = the sampling policy's log-probs `behaviour` (B, T) (the engine's,
+    or the sampling copy's at the batch's version), so the clipped ratio pi / pi_behaviour carries
+    both the staleness and the engine's numerics, as TRL's async GRPO and prime-rl take it; no
+    truncated weight on top (it would correct twice). algo.mismatch_is's mask modes zero the tokens
+    whose current/behaviour ratio leaves the band (weights 0 or 1, prime-rl's masking), with the
+    gap's figures. Tokens the engine did not choose (NaN: a forced close tag) take the trainer's
+    `current` log-prob (needed then, and for the mask modes; else None)."""
+    nan = torch.isnan(behaviour)
+    if nan.any():
+        behaviour = torch.where(nan, current, behaviour)
+    mode = _mismatch_mode(algo)
+    if not mode.endswith("mask"):
         return behaviour, None, {}
-    kept = mismatch_weights(current, behaviour, b.trained, mode, algo.mismatch_is_max, algo.mismatch_is_min) \
-        if masks else None
-    weights = None if kept is None else (kept > 0).to(behaviour.dtype)  # (B, T) 0/1: masks, never reweights
-    return behaviour, weights, mismatch_stats(current, behaviour, b.trained, weights)
+    kept = mismatch_weights(current, behaviour, trained, mode, algo.mismatch_is_max, algo.mismatch_is_min)
+    weights = (kept > 0).to(behaviour.dtype)  # (B, T)
+    return behaviour, weights, mismatch_stats(current, behaviour, trained, weights)
 
 
 def engine_mismatch(algo: AlgoConfig, batch: RolloutBatch, logp_old: torch.Tensor | None
@@ -276,7 +287,7 @@ def engine_mismatch(algo: AlgoConfig, batch: RolloutBatch, logp_old: torch.Tenso
     figures; the weights multiply the surrogate per token and leave advantages alone."""
     if batch.logp_old is None or logp_old is None:
         return None, {}
-    mode = "token_truncate" if algo.mismatch_is == "auto" else algo.mismatch_is
+    mode = _mismatch_mode(algo)
     # NaN: a token the engine did not choose (a close tag the thinking budget forced); the trainer's
     # own, as in the lean loop
     engine = torch.where(torch.isnan(batch.logp_old), logp_old, batch.logp_old)
