@@ -109,6 +109,10 @@ class RolloutConfig:
                                           "both counted in turns/oversized_messages")
     environment_deadline_s: float = opt(30.0, "seconds an environment's reset, step or reward may take; past it (or "
                                               "when it raises) that trajectory ends and is counted as a failed scoring")
+    max_staleness: int = opt(0, "asynchronous rollouts: a producer generates and scores the next batches while the "
+                                "trainer updates, each from weights at most this many optimizer steps older than "
+                                "the policy it trains (off-policy ratios against the sampling policy's log-probs; "
+                                "docs/algorithms.md); 0 = generate, score, update in turn")
     vllm_gpu_memory_utilization: float = opt(0.3, "vllm: share of the GPU (on a CPU: of the RAM) vLLM takes for "
                                                   "weights and KV cache")
     vllm_tensor_parallel_size: int = opt(1, "vllm: GPUs (training processes) one vLLM engine spans")

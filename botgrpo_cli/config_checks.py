@@ -22,7 +22,7 @@ _POSITIVE = ["rollout.group_size", "rollout.prompts_per_step", "rollout.vllm_ten
 _NON_NEGATIVE = ["run.steps", "run.save_every", "run.eval_every", "log.samples_every", "optim.warmup_steps",
                  "optim.grad_clip", "algo.beta", "algo.entropy_coef", "model.lora_r",
                  "optim.weight_decay", "algo.overlong_cache", "run.threads", "rollout.temperature",
-                 "rollout.top_k", "rollout.tool_memory_mb"]
+                 "rollout.top_k", "rollout.tool_memory_mb", "rollout.max_staleness"]
 
 
 def check(cfg: Config) -> None:
@@ -78,6 +78,21 @@ def check(cfg: Config) -> None:
         fail("run.distributed", "is fsdp, which needs rollout.engine=vllm: HF generate cannot sample sharded weights")
     if cfg.run.distributed == "fsdp" and cfg.algo.dynamic_sampling:
         fail("run.distributed", "is fsdp, which needs algo.dynamic_sampling=false (sharded forwards need equal shares)")
+    if cfg.rollout.max_staleness > 0:
+        _check_async(cfg, fail)
+
+
+def _check_async(cfg: Config, fail: Any) -> None:
+    """What the producer thread cannot do beside the trainer: join collectives (a sharded policy's
+    gather, tensor-parallel pushes) the training thread is joining at the same time in another
+    order. Dynamic sampling under several processes is refused where the processes are known
+    (trainer/session.py)."""
+    if cfg.run.distributed == "fsdp":
+        fail("rollout.max_staleness", "must be 0 with run.distributed=fsdp: pushing sharded weights to the engine "
+                                      "gathers them across processes, which the update is doing too; use ddp")
+    if cfg.rollout.vllm_tensor_parallel_size > 1:
+        fail("rollout.max_staleness", "must be 0 with rollout.vllm_tensor_parallel_size > 1: a tensor-parallel push "
+                                      "is a collective the update's would interleave with")
 
 
 def _check_controls(cfg: Config) -> None:

@@ -60,6 +60,10 @@ set +e
 "$PY" -m pytest tests/gpu -m gpu -q -rA --durations=10 -p no:cacheprovider 2>&1 | tee "$LOG"
 status=${PIPESTATUS[0]}
 set -e
+echo "gpu_check: asynchronous rollouts, seconds per step at rollout.max_staleness 0, 1, 2 (vLLM in process)"
+"$VENV/bin/botgrpo" bench --json .cache/gpu_check_async.json step --async 0,1,2 --algos grpo --task arith_synth \
+  --steps 5 --repeats 2 --set rollout.engine=vllm --set rollout.vllm_gpu_memory_utilization=0.15 \
+  2>&1 | tee -a "$LOG" || status=1
 echo
 echo "=== gpu_check summary ($(( $(date +%s) - start )) s, log: $LOG) ==="
 grep -E "^(PASSED|FAILED|ERROR|SKIPPED)" "$LOG" || true

@@ -35,6 +35,9 @@ class StepFigures:
     steps: int
     updates: float = 1.0  # optimizer steps per rollout batch (update/steps)
     clip_frac: float = 0.0  # mean over the optimizer steps
+    tokens_s: float = 0.0  # completion tokens trained per second of step (generated and trained, end to end)
+    staleness: float = 0.0  # mean async/staleness of the timed steps (rollout.max_staleness > 0)
+    held_out: float = float("nan")  # eval/success after the last step, when the run evaluates it (run.eval_every)
 
     @property
     def reward_share(self) -> float:
@@ -53,18 +56,24 @@ def measure(algo: str, steps: int, task: str, threads: int, out_dir: Path, model
                                              f"run.threads={threads}", *extra, *sets])
     cfg.run.out_dir, cfg.model.name_or_path = str(out_dir), model or None
     records = train(cfg).metrics[1:]
+    rows = cfg.rollout.prompts_per_step * cfg.rollout.group_size
 
     def med(key: str) -> float:
         return statistics.median(r[key] for r in records)
 
+    tokens_s = statistics.median(r["completion/length_mean"] * rows / r["time/step_s"] for r in records)
+    stale = statistics.fmean(r.get("async/staleness", 0.0) for r in records)
+    held_out = records[-1].get("eval/success", float("nan"))
+
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
-    return StepFigures(_label(algo, mini_batches), med("time/step_s"), med("time/generate_s"), med("time/reward_s"),
+    return StepFigures(_label(algo, mini_batches, sets), med("time/step_s"), med("time/generate_s"), med("time/reward_s"),
                        med("time/logp_s"), med("time/update_s"), peak_mb, len(records), med("update/steps"),
-                       med("clip_frac"))
+                       med("clip_frac"), tokens_s, stale, held_out)
 
 
-def _label(algo: str, mini_batches: int) -> str:
-    return f"{algo} M={mini_batches}" if mini_batches else algo
+def _label(algo: str, mini_batches: int, sets: list[str] | tuple[str, ...] = ()) -> str:
+    staleness = [x.split("=", 1)[1] for x in sets if x.startswith("rollout.max_staleness=")]
+    return (f"{algo} M={mini_batches}" if mini_batches else algo) + (f" s={staleness[-1]}" if staleness else "")
 
 
 def _one(algo: str, steps: int, task: str, threads: int, model: str | None, out: Path,
@@ -79,20 +88,26 @@ def _one(algo: str, steps: int, task: str, threads: int, model: str | None, out:
 
 
 def run(algos: list[str], steps: int, task: str, threads: int, model: str | None = None,
-        repeats: int = 2, mini_batches: list[int] | None = None, sets: list[str] | tuple[str, ...] = ()) -> list[StepFigures]:
-    """Measure each preset (at each of `mini_batches`, when given) in fresh subprocesses, `repeats`
-    rounds, the order reversed every other round (so load from other processes hits them alike);
-    medians over all timed steps and runs."""
-    if steps < 1 or repeats < 1 or any(m < 1 for m in mini_batches or []):
-        raise UserError("--steps, --repeats and every --mini-batches value must be at least 1")
-    variants = [(a, m) for a in algos for m in (mini_batches or [0])]
-    runs: dict[tuple[str, int], list[StepFigures]] = {v: [] for v in variants}
+        repeats: int = 2, mini_batches: list[int] | None = None, sets: list[str] | tuple[str, ...] = (),
+        staleness: list[int] | None = None) -> list[StepFigures]:
+    """Measure each preset (at each of `mini_batches`, and each rollout.max_staleness of `staleness`,
+    when given) in fresh subprocesses, `repeats` rounds, the order reversed every other round (so
+    load from other processes hits them alike); medians over all timed steps and runs."""
+    if steps < 1 or repeats < 1 or any(m < 1 for m in mini_batches or []) or any(k < 0 for k in staleness or []):
+        raise UserError("--steps, --repeats and every --mini-batches value must be at least 1, --async values 0 or more")
+    variants = [(a, m, k) for a in algos for m in (mini_batches or [0]) for k in (staleness or [None])]
+    runs: dict[tuple[str, int, int | None], list[StepFigures]] = {v: [] for v in variants}
+
+    def with_bound(k: int | None) -> list[str]:
+        return [*sets, *([] if k is None else [f"rollout.max_staleness={k}"])]
+
     with tempfile.TemporaryDirectory(prefix="botgrpo-bench-step-") as tmp:
         for r in range(repeats):
             # reversed every other round, so a drift in load lands on each variant alike
-            for algo, m in (variants if r % 2 == 0 else variants[::-1]):
-                runs[algo, m].append(_one(algo, steps, task, threads, model, Path(tmp) / f"{algo}-{m}-{r}", m, sets))
-    return [_median_of(_label(*v), figs) for v, figs in runs.items()]
+            for algo, m, k in (variants if r % 2 == 0 else variants[::-1]):
+                runs[algo, m, k].append(_one(algo, steps, task, threads, model, Path(tmp) / f"{algo}-{m}-{k}-{r}", m,
+                                             with_bound(k)))
+    return [_median_of(_label(a, m, with_bound(k)), figs) for (a, m, k), figs in runs.items()]
 
 
 @dataclass
@@ -146,7 +161,8 @@ def run_scaling(processes: int, algo: str, steps: int, task: str, threads: int, 
 
 
 def _median_of(algo: str, figs: list[StepFigures]) -> StepFigures:
-    keys = ("step_s", "generate_s", "reward_s", "logp_s", "update_s", "peak_rss_mb", "updates", "clip_frac")
+    keys = ("step_s", "generate_s", "reward_s", "logp_s", "update_s", "peak_rss_mb", "updates", "clip_frac",
+            "tokens_s", "staleness", "held_out")
     med = {k: statistics.median(getattr(f, k) for f in figs) for k in keys}
     return StepFigures(algo=algo, steps=sum(f.steps for f in figs), **med)
 

@@ -30,6 +30,12 @@ def register(app: typer.Typer) -> None:
         shape: Annotated[str, typer.Option(help="--vs: prompts x completions x new tokens.")] = "8x8x48",
         precision: Annotated[str, typer.Option(help="--vs: fp32 | bf16 | auto (botgrpo's start-up rule), the same "
                                                     "for both trainers.")] = "auto",
+        asynchronous: Annotated[Optional[str], typer.Option("--async", help="Comma-separated rollout.max_staleness "
+                                "values, e.g. 0,1,2: the first preset at each, side by side (asynchronous rollouts; "
+                                "tokens/s and the mean staleness reached are shown).")] = None,
+        held_out: Annotated[int, typer.Option("--held-out", help="With --async: held-out prompts each run evaluates "
+                            "after its last step (eval/success, same seed for every bound): does staleness cost "
+                            "learning? 0 = none.")] = 0,
         sets: Annotated[Optional[list[str]], typer.Option("--set", help="Config override for every preset's run, e.g. "
                         "optim.lr=1e-30 (the weights then do not move, so the presets sample the same completions every "
                         "step and only their own cost differs). Repeatable; not with --vs or --num-processes.")] = None,
@@ -57,21 +63,34 @@ def register(app: typer.Typer) -> None:
         console.print(f"[bold]bench step:[/] {', '.join(names)} on {task}, {steps} timed steps each"
                       + (f", with {' '.join(sets)}" if sets else ""))
         counts = comma_list(mini_batches, "--mini-batches", positive_int, example="1,2,4") if mini_batches else None
-        results = run(names, steps, task, threads, model, repeats, counts, sets or ())
+        bounds = comma_list(asynchronous, "--async", _non_negative, example="0,1,2") if asynchronous else None
+        if bounds is not None:
+            names = names[:1]
+            if any(x.startswith("rollout.max_staleness=") for x in sets or ()):
+                raise UserError("--async sets rollout.max_staleness for each run; drop it from --set")
+            if held_out:  # evaluated once, after the last (warm-up + timed) step
+                sets = [*(sets or []), f"run.eval_every={steps + 1}", f"run.eval_prompts={held_out}"]
+        elif held_out:
+            raise UserError("--held-out goes with --async (the held-out metric per staleness bound)")
+        results = run(names, steps, task, threads, model, repeats, counts, sets or (), bounds)
         base = results[0]
         table = Table(title=f"training step on {task}: 8 prompts x 8 completions x 48 new tokens, "
                             f"medians of {steps} steps x {repeats} runs" + (f"; {', '.join(sets)}" if sets else ""))
         for col in ("preset", "step s", "gen s", "logp s", "reward s", "update s", "reward %", "RSS MB",
-                    "x step", "x RSS", "updates", "clip"):
+                    "x step", "x RSS", "updates", "clip", "tok/s", "stale", "held-out"):
             table.add_column(col, justify="left" if col == "preset" else "right")
         for r in results:
             table.add_row(r.algo, f"{r.step_s:.3f}", f"{r.generate_s:.3f}", f"{r.logp_s:.3f}", f"{r.reward_s:.3f}",
                           f"{r.update_s:.3f}", f"{r.reward_share:.1%}", f"{r.peak_rss_mb:.0f}",
                           f"{r.step_s / base.step_s:.3f}", f"{r.peak_rss_mb / base.peak_rss_mb:.3f}",
-                          f"{r.updates:.0f}", f"{r.clip_frac:.4f}")
-        out.print(table, width=max(out.width, 140))  # all twelve columns, even when piped
+                          f"{r.updates:.0f}", f"{r.clip_frac:.4f}", f"{r.tokens_s:.0f}", f"{r.staleness:.2f}",
+                          "" if r.held_out != r.held_out else f"{r.held_out:.3f}")  # NaN: not evaluated
+        out.print(table, width=max(out.width, 160))  # all the columns, even when piped
         out.print(f"x step, x RSS: ratio to {base.algo}; reward s: time blocked on scoring after the overlapped "
-                  "log-prob pass; updates: optimizer steps per rollout batch; clip: their mean clip fraction. "
+                  "log-prob pass; updates: optimizer steps per rollout batch; clip: their mean clip fraction; "
+                  "tok/s: completion tokens trained per second of step; stale: mean async/staleness "
+                  "(s=K: rollout.max_staleness=K, gen s then the wait for the producer's batch); held-out: "
+                  "eval/success after the last step (--held-out). "
                   "Targets: ratios within 1.05, reward % under 15.")
 
 
@@ -94,3 +113,9 @@ def _scaling(n: int, algo: str, steps: int, task: str, threads: int, model: Opti
               "row with as many threads as each of them separates the effect of sharding the batch (and averaging "
               "gradients over gloo) from the effect of fewer threads per process.")
 
+
+def _non_negative(text: str) -> int:
+    """A whole number >= 0 (a staleness bound)."""
+    if not text.isdigit():
+        raise ValueError(f"{text!r} is not a whole number >= 0")
+    return int(text)

@@ -49,6 +49,9 @@ class RolloutBatch:
     # gives each row's model turns as token column ranges (None: one turn, the completion).
     loss_mask: Tensor | None = None
     turns: Turns | None = None
+    # optimizer steps the sampling weights had taken (the trainer's step count when they were pushed
+    # to the engine): a batch trained at step n is (n - 1) - policy_version steps off-policy
+    policy_version: int = 0
 
     @property
     def lengths(self) -> Tensor:
@@ -69,7 +72,7 @@ class RolloutBatch:
             logp_old=None if self.logp_old is None else self.logp_old[rows],
             prompts=[self.prompts[i] for i in idx],
             loss_mask=None if self.loss_mask is None else self.loss_mask[rows],
-            turns=None if self.turns is None else [self.turns[i] for i in idx])
+            turns=None if self.turns is None else [self.turns[i] for i in idx], policy_version=self.policy_version)
 
 
 def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
@@ -90,7 +93,8 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
         logp_old=None if any(x is None for x in logps) else torch.cat([pad(x, 0.0) for x in logps]),
         prompts=[p for b in batches for p in b.prompts],
         loss_mask=torch.cat([pad(b.trained, False) for b in batches]) if multi else None,
-        turns=[t for b in batches for t in whole_turns(b)] if multi else None)
+        turns=[t for b in batches for t in whole_turns(b)] if multi else None,
+        policy_version=min(b.policy_version for b in batches))  # the oldest weights bound the staleness
 
 
 def whole_turns(batch: RolloutBatch) -> Turns:

@@ -156,8 +156,8 @@ class KeptCache:
 class FastEngine(HFEngine):
     """HFEngine's batch assembly around the lean decode loop (or HF generate where it cannot run)."""
 
-    def __init__(self, model: Any, tokenizer: Any):
-        super().__init__(model, tokenizer)
+    def __init__(self, model: Any, tokenizer: Any, source: Any = None):
+        super().__init__(model, tokenizer, source)
         self.fallback = unsupported_reason(model, DECODES)
         self._told = False
         self.kept: KeptCache | None = None  # set while keeping_cache() is on

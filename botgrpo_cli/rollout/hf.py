@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from copy import deepcopy
 from typing import Any, Callable
 
 import torch
@@ -67,10 +68,12 @@ class _RepeatPenalty(LogitsProcessor):
 
 
 class HFEngine:
-    """Samples from the trainer's own model object, so weights are always current."""
+    """Samples from the trainer's own model object, so weights are always current; or, given `source`
+    (the trainer's policy), from `model`, a copy of it that sync_weights refreshes: asynchronous
+    rollouts sample from weights the optimizer is not changing under them."""
 
-    def __init__(self, model: Any, tokenizer: Any):
-        self.model, self.tok = model, tokenizer
+    def __init__(self, model: Any, tokenizer: Any, source: Any = None):
+        self.model, self.tok, self.source = model, tokenizer, source
         self.decoder = OffsetDecoder(tokenizer)
         self.eos_ids = eos_ids(model, tokenizer)
         self.pad_id = pad_id_of(tokenizer, self.eos_ids)
@@ -79,7 +82,10 @@ class HFEngine:
         self._reported: dict[int, tuple] = {}  # rows of the current call already finished for on_done
 
     def sync_weights(self) -> None:
-        """Nothing to do: generation uses the training model itself."""
+        """Copy the trainer's trained parameters into the sampling copy; nothing to do without one
+        (generation then uses the training model itself)."""
+        if self.source is not None:
+            copy_trained(self.source, self.model)
 
     def generate(self, prompts: Prompts, n: int, params: SamplingParams,
                  on_done: Callable[[int, str], None] | None = None) -> RolloutBatch:
@@ -151,3 +157,19 @@ class HFEngine:
         that follows an ended row changes none of it, so it is not decoded twice)."""
         row = self._reported[i] = self._row(generated, stops)
         on_done(i, row[1])
+
+
+def own_copy(policy: Any) -> Any:
+    """A frozen copy of the policy to sample from (LoRA adapters and all), on the policy's device."""
+    copy = deepcopy(policy)
+    copy.requires_grad_(False)
+    return copy
+
+
+@torch.no_grad()
+def copy_trained(source: Any, copy: Any) -> None:
+    """The parameters the optimizer moves (requires_grad in `source`) into `copy`, made by own_copy:
+    its parameters come in the same order; frozen ones never change, so they are not copied."""
+    for p, q in zip(source.parameters(), copy.parameters(), strict=True):
+        if p.requires_grad:
+            q.copy_(p)

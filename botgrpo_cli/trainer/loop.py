@@ -33,7 +33,8 @@ from botgrpo_cli.trainer.logprobs import batch_logps
 from botgrpo_cli.trainer.policy import reference_policy
 from botgrpo_cli.trainer.progress import StepReport
 from botgrpo_cli.trainer.reports import MetricsLog, plot_curves, sample_rows, step_metrics
-from botgrpo_cli.trainer.rollouts import collect_rollouts, isolate_failed, score_shaping, step_ends
+from botgrpo_cli.trainer.ahead import Ahead, InTurn, rollout_source, staleness
+from botgrpo_cli.trainer.rollouts import isolate_failed, score_shaping, step_ends
 from botgrpo_cli.trainer.samples import SamplesPage, shows_samples
 from botgrpo_cli.trainer.session import Session, open_session
 from botgrpo_cli.trainer.update import UpdateInputs, update, updates_per_batch
@@ -93,33 +94,11 @@ def _train(s: Session, guard: StopGuard, rng: list, eval_around: bool, eval_seed
     page = SamplesPage(s.run_dir / "samples.html", f"{cfg.run.task} / {cfg.algo.name}") if main else None
     checks = RunChecks(cfg.run.fail_on, s.policy, lambda: getattr(s.pool, "first_failure", None),
                        lambda: getattr(s.pool, "contract_error", None))
-    metrics: dict[str, float] = {}
-    with StepReport(cfg.run.steps, s.state.step, disable=not main, heartbeat_s=cfg.log.heartbeat_s) as report:
-        for step in range(s.state.step + 1, cfg.run.steps + 1):
-            def phase(what: str, step: int = step) -> None:
-                report.phase(step, what)
-
-            with s.precision():  # bf16 autocast where chosen; weights and optimizer stay fp32
-                metrics = train_step(s, step, page, phase, lambda: guard.hold("this step's update has begun"))
-                if on_step is not None:
-                    on_step(step, metrics)
-                if cfg.run.eval_every and step % cfg.run.eval_every == 0:
-                    phase("evaluating on held-out prompts")
-                    started = time.perf_counter()
-                    metrics.update(_held_out(s, eval_seed))
-                    metrics["time/eval_s"] = time.perf_counter() - started  # compare's wall clock adds it
-            metrics = reduce_metrics(metrics, s.dist)
-            controls.after_step(s, step, metrics)  # reference sync, adaptive entropy (TRL's)
-            if log and (step % cfg.log.every == 0 or step == cfg.run.steps):
-                log.write(step, metrics)
-            report.step_done(step, metrics)
-            checks.after_step(step, metrics)
-            s.state.step, s.state.data_position = step, s.stream.position
-            if (cfg.run.save_every and step % cfg.run.save_every == 0) or step == cfg.run.steps:
-                phase("saving the checkpoint")
-                s.save()
-            rng[0] = checkpoint.rng_state()
-            guard.release()  # a stop signalled during the update takes effect here, the step complete
+    source = rollout_source(s, s.state.step + 1, cfg.run.steps)
+    try:
+        metrics = _steps(s, guard, rng, eval_seed, on_step, log, page, checks, source)
+    finally:
+        source.close()
     if log:
         log.close()
     checks.at_end(s.policy)
@@ -132,6 +111,41 @@ def _train(s: Session, guard: StopGuard, rng: list, eval_around: bool, eval_seed
     measured = [(step, figs) for step, figs in ((first, before), (s.state.step, after)) if figs]
     curves = plot_curves(records, s.run_dir / "curves.png", title, measured) if main else None
     return TrainResult(s.run_dir, records, s.run_dir / "samples.html", curves, before, after)
+
+
+def _steps(s: Session, guard: StopGuard, rng: list, eval_seed: int,
+           on_step: Callable[[int, dict[str, float]], None] | None, log: MetricsLog | None,
+           page: SamplesPage | None, checks: RunChecks, source: InTurn | Ahead) -> dict[str, float]:
+    """Steps after s.state.step through run.steps; the last one's metrics."""
+    cfg, main, metrics = s.cfg, s.dist.main, {}
+    with StepReport(cfg.run.steps, s.state.step, disable=not main, heartbeat_s=cfg.log.heartbeat_s) as report:
+        for step in range(s.state.step + 1, cfg.run.steps + 1):
+            def phase(what: str, step: int = step) -> None:
+                report.phase(step, what)
+
+            with s.precision():  # bf16 autocast where chosen; weights and optimizer stay fp32
+                metrics = train_step(s, step, page, phase, lambda: guard.hold("this step's update has begun"), source)
+                if on_step is not None:
+                    on_step(step, metrics)
+                if cfg.run.eval_every and step % cfg.run.eval_every == 0:
+                    phase("evaluating on held-out prompts")
+                    started = time.perf_counter()
+                    with source.exclusive():  # the producer's engine, holding the current weights
+                        metrics.update(_held_out(s, eval_seed))
+                    metrics["time/eval_s"] = time.perf_counter() - started  # compare's wall clock adds it
+            metrics = reduce_metrics(metrics, s.dist)
+            controls.after_step(s, step, metrics)  # reference sync, adaptive entropy (TRL's)
+            if log and (step % cfg.log.every == 0 or step == cfg.run.steps):
+                log.write(step, metrics)
+            report.step_done(step, metrics)
+            checks.after_step(step, metrics)
+            s.state.step, s.state.data_position = step, source.position  # prompts drawn through this step
+            if (cfg.run.save_every and step % cfg.run.save_every == 0) or step == cfg.run.steps:
+                phase("saving the checkpoint")
+                s.save()
+            rng[0] = checkpoint.rng_state()
+            guard.release()  # a stop signalled during the update takes effect here, the step complete
+    return metrics
 
 
 def _held_out(s: Session, seed: int) -> dict[str, float]:
@@ -170,25 +184,30 @@ def _nothing(*_: Any) -> None:
 
 
 def train_step(s: Session, step: int, page: SamplesPage | None, phase: Callable[[str], None] = _nothing,
-               before_update: Callable[[], None] = _nothing) -> dict[str, float]:
+               before_update: Callable[[], None] = _nothing, source: InTurn | Ahead | None = None
+               ) -> dict[str, float]:
     """One step. `phase(what)` is told what it is doing (for the heartbeat); `before_update()` is
-    called right before the weights and optimizer start to change (a stop must then wait)."""
+    called right before the weights and optimizer start to change (a stop must then wait).
+    `source` hands over the step's rollouts (trainer/ahead.py); None: generated here and now."""
     cfg = controls.step_config(s)  # s.cfg, with the adaptive entropy coefficient of this step
     a = cfg.algo
+    source = source or InTurn(s)
     t0 = time.perf_counter()
-    phase("generating")
-    ro = collect_rollouts(s, step)  # prompts -> G completions each; scoring already running
+    phase("generating" if isinstance(source, InTurn) else "waiting for the rollout producer")
+    ro = source.take(step)  # prompts -> G completions each; scoring already running
     b = ro.batch
     t_gen = time.perf_counter()
     phase("computing log-probs")
-    # One update per batch: with HF generate the policy that sampled is the one being updated, so
-    # logp_old = logp.detach() (docs/algorithms.md §3) and no extra forward pass is needed. A separate
-    # engine (vLLM) samples with its own numerics, and mini-batch steps move the policy away from the
-    # one that sampled: the behaviour log-probs are then computed once, before the first update.
-    behaviour_pass = b.logp_old is not None or updates_per_batch(cfg) > 1
-    logp_old = None if not behaviour_pass else batch_logps(
-        s.policy, b.prompt_ids, b.completion_ids, b.mask, s.engine.pad_id, cfg.rollout.temperature,
-        cfg.optim.micro_batch_size)  # (B, T)
+    stale = staleness(step, b.policy_version) > 0
+    if stale:  # sampled by older weights: the ratio is against the sampling policy's log-probs
+        logp_old, is_weights, mismatch = off_policy_behaviour(s, a, b)
+    else:
+        # One update per batch: with HF generate the policy that sampled is the one being updated, so
+        # logp_old = logp.detach() (docs/algorithms.md §3) and no extra forward pass is needed. A separate
+        # engine (vLLM) samples with its own numerics, and mini-batch steps move the policy away from the
+        # one that sampled: the behaviour log-probs are then computed once, before the first update.
+        behaviour_pass = b.logp_old is not None or updates_per_batch(cfg) > 1
+        logp_old = None if not behaviour_pass else _trainer_logps(s, b)  # (B, T)
     logp_ref = None
     if cfg.algo.beta > 0:  # the initial policy: a frozen copy, or (LoRA) the policy with its adapters off
         with reference_policy(s.policy, s.ref) as ref:
@@ -210,13 +229,14 @@ def train_step(s: Session, step: int, page: SamplesPage | None, phase: Callable[
                              **estimator_options(a, b, rho, s.task.step_separator, cfg.reward.lambda_tok))  # (B, T)
     if a.mask_truncated:  # out of the loss, still in their groups' statistics (TRL's mask_truncated_completions)
         mask = mask & b.finished[:, None].to(mask.device)
-    is_weights, mismatch = engine_mismatch(a, b, logp_old)
+    if not stale:
+        is_weights, mismatch = engine_mismatch(a, b, logp_old)
     phase("updating")
     before_update()
-    upd = update(s.model, s.opt, s.sched, UpdateInputs(b.prompt_ids, b.completion_ids, mask, adv, logp_old,
-                                                       logp_ref, b.group_ids, is_weights), cfg, s.engine.pad_id,
-                 s.trained_limit, s.dist)
-    s.engine.sync_weights()
+    with source.updating():  # then the engine gets the new weights (now, or before the producer's next batch)
+        upd = update(s.model, s.opt, s.sched, UpdateInputs(b.prompt_ids, b.completion_ids, mask, adv, logp_old,
+                                                           logp_ref, b.group_ids, is_weights), cfg, s.engine.pad_id,
+                     s.trained_limit, s.dist)
     t_end = time.perf_counter()
     times = {"step": t_end - t0, "generate": t_gen - t0, "logp": t_logp - t_gen, "reward": t_rew - t_logp,
              "update": t_end - t_rew}
@@ -225,10 +245,48 @@ def train_step(s: Session, step: int, page: SamplesPage | None, phase: Callable[
     counters = s.pool.stats
     metrics = step_metrics(ro, scored, scores, mask, r, adv, upd, times, s.task.success_metric,
                            restarts=counters.get("restarts", 0), counters=counters)
-    if s.turns is not None:  # turns, tool calls and errors, masked (tool and environment) tokens
-        metrics.update(s.turns.take_stats())
+    metrics.update(ro.turn_stats)  # multi-turn: turns, tool calls and errors, masked (tool and environment) tokens
     metrics.update(mismatch)
+    metrics.update(source.step_metrics(step, ro))
     return metrics
+
+
+def _trainer_logps(s: Session, b: RolloutBatch) -> torch.Tensor:
+    """The trainer's current policy's log-probs of the batch's tokens (B, T), no gradient."""
+    return batch_logps(s.policy, b.prompt_ids, b.completion_ids, b.mask, s.engine.pad_id, s.cfg.rollout.temperature,
+                       s.cfg.optim.micro_batch_size)
+
+
+def off_policy_behaviour(s: Session, algo: AlgoConfig, b: RolloutBatch
+                         ) -> tuple[torch.Tensor, torch.Tensor | None, dict[str, float]]:
+    """logp_old, mismatch weights and figures for a batch older weights sampled (stale_inputs); the
+    trainer's current log-probs are computed only where they are needed."""
+    needs = torch.isnan(b.logp_old).any() or _mismatch_mode(algo).endswith("mask")
+    return stale_inputs(algo, b.logp_old, _trainer_logps(s, b) if needs else None, b.trained)
+
+
+def _mismatch_mode(algo: AlgoConfig) -> str:
+    return "token_truncate" if algo.mismatch_is == "auto" else algo.mismatch_is
+
+
+def stale_inputs(algo: AlgoConfig, behaviour: torch.Tensor, current: torch.Tensor | None, trained: torch.Tensor
+                 ) -> tuple[torch.Tensor, torch.Tensor | None, dict[str, float]]:
+    """For a stale batch: logp_old = the sampling policy's log-probs `behaviour` (B, T) (the engine's,
+    or the sampling copy's at the batch's version), so the clipped ratio pi / pi_behaviour carries
+    both the staleness and the engine's numerics, as TRL's async GRPO and prime-rl take it; no
+    truncated weight on top (it would correct twice). algo.mismatch_is's mask modes zero the tokens
+    whose current/behaviour ratio leaves the band (weights 0 or 1, prime-rl's masking), with the
+    gap's figures. Tokens the engine did not choose (NaN: a forced close tag) take the trainer's
+    `current` log-prob (needed then, and for the mask modes; else None)."""
+    nan = torch.isnan(behaviour)
+    if nan.any():
+        behaviour = torch.where(nan, current, behaviour)
+    mode = _mismatch_mode(algo)
+    if not mode.endswith("mask"):
+        return behaviour, None, {}
+    kept = mismatch_weights(current, behaviour, trained, mode, algo.mismatch_is_max, algo.mismatch_is_min)
+    weights = (kept > 0).to(behaviour.dtype)  # (B, T)
+    return behaviour, weights, mismatch_stats(current, behaviour, trained, weights)
 
 
 def engine_mismatch(algo: AlgoConfig, batch: RolloutBatch, logp_old: torch.Tensor | None
@@ -238,7 +296,7 @@ def engine_mismatch(algo: AlgoConfig, batch: RolloutBatch, logp_old: torch.Tenso
     figures; the weights multiply the surrogate per token and leave advantages alone."""
     if batch.logp_old is None or logp_old is None:
         return None, {}
-    mode = "token_truncate" if algo.mismatch_is == "auto" else algo.mismatch_is
+    mode = _mismatch_mode(algo)
     # NaN: a token the engine did not choose (a close tag the thinking budget forced); the trainer's
     # own, as in the lean loop
     engine = torch.where(torch.isnan(batch.logp_old), logp_old, batch.logp_old)

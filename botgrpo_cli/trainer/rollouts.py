@@ -32,6 +32,8 @@ class Rollouts:
     wait: Callable[[], Scored]  # blocks until every row is scored
     rounds: int  # sampling rounds used (1 without dynamic sampling)
     seconds_generating: float = 0.0
+    position: int = 0  # prompts drawn from the stream once this step's were (the checkpoint's data position)
+    turn_stats: dict = dataclasses.field(default_factory=dict)  # multi-turn counts of this batch's trajectories
 
 
 def _generate(engine: Engine | MultiTurn, rollout: RolloutConfig, prompts: list[str], params: SamplingParams,

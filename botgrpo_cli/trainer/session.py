@@ -18,6 +18,7 @@ from botgrpo_cli.errors import UserError
 from botgrpo_cli.reward_client.span_noise import SpanNoise, parse_span_noise
 from botgrpo_cli.rollout import Engine, FastEngine, HFEngine, SamplingParams
 from botgrpo_cli.rollout.choice import choose_engine
+from botgrpo_cli.rollout.hf import own_copy
 from botgrpo_cli.rollout.turns import MultiTurn, TurnSettings, build_settings, revise_with
 from botgrpo_cli.trainer import checkpoint, defaults
 from botgrpo_cli.trainer.checkpoint import TrainState
@@ -113,10 +114,11 @@ def _task(cfg: Config) -> Any:
 
 
 def _engine(cfg: Config, model: Any, tok: Any, path: str) -> Engine:
-    if cfg.rollout.engine == "hf":
-        return HFEngine(model, tok)
-    if cfg.rollout.engine == "fast":
-        return FastEngine(model, tok)
+    if cfg.rollout.engine in ("hf", "fast"):
+        kind = HFEngine if cfg.rollout.engine == "hf" else FastEngine
+        if cfg.rollout.max_staleness > 0:  # the producer samples from a copy the optimizer leaves alone
+            return kind(own_copy(model), tok, source=model)
+        return kind(model, tok)
     from botgrpo_cli.rollout.vllm import VLLMEngine, VLLMOptions
 
     options = VLLMOptions.from_config(cfg.rollout, cfg.model.dtype)
@@ -224,6 +226,9 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     settings = _turn_settings(cfg, task)  # a tool or environment that does not import fails here, before any model loads
     base = resolve_model_path(cfg.model, cfg.run.task, cfg.run.task_options)  # an offline hub id fails here, at once
     dist = _distributed(cfg)
+    if cfg.rollout.max_staleness > 0 and cfg.algo.dynamic_sampling and dist.world > 1:
+        raise UserError("rollout.max_staleness > 0 with algo.dynamic_sampling needs one process: the processes agree "
+                        "on each refill round, a collective the update's all-reduce would cross; set one of them off")
     cfg.rollout.engine, engine_reason = choose_engine(cfg.rollout.engine)
     if cfg.run.distributed == "fsdp" and cfg.rollout.engine != "vllm":
         raise UserError(f"run.distributed=fsdp needs rollout.engine=vllm (HF generate cannot sample sharded "

@@ -99,17 +99,33 @@ def test_training_steps_with_vllm_rollouts(tiny_arith_model_dir, tmp_path):
     """Two steps of `botgrpo train` on arith_synth (its math service needs only Python), with sleep
     mode on, so weights are pushed into a sleeping engine after each optimizer step."""
     out = tmp_path / "run"
-    sets = ["run.task=arith_synth", "rollout.engine=vllm", "rollout.prompts_per_step=4", "rollout.group_size=4",
-            "rollout.vllm_gpu_memory_utilization=0.15", "rollout.vllm_enforce_eager=true",
-            "rollout.vllm_sleep_mode=true", "log.tensorboard=false", "run.save_every=1"]
-    argv = [sys.executable, "-m", "botgrpo_cli", "train", "--steps", "2", "--out", str(out),
-            "--set", f"model.name_or_path={tiny_arith_model_dir}", *[a for s in sets for a in ("--set", s)]]
-    proc = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ), timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in records] == [1, 2]
+    records = _train_with_vllm(tiny_arith_model_dir, out, 2, "rollout.vllm_sleep_mode=true")
     for r in records:
         assert r["loss"] is not None and math.isfinite(r["loss"])
         assert r["mismatch/abs_diff_mean"] < 0.05  # vLLM's behaviour log-probs vs the trainer's, per token
         assert "mismatch/is_weight_mean" in r  # the correction is on by default
     assert (out / "checkpoints").is_dir()
+
+
+def test_async_rollouts_with_vllm_in_process(tiny_arith_model_dir, tmp_path):
+    """rollout.max_staleness=2 with the in-process engine: its producer thread generates on the GPU
+    while the trainer updates there; every batch within the bound, logged, and a fresh batch's engine
+    log-probs still match the trainer's (the push before each batch reached the engine)."""
+    records = _train_with_vllm(tiny_arith_model_dir, tmp_path / "run", 4, "rollout.max_staleness=2")
+    assert all(0 <= r["async/staleness"] <= r["async/staleness_max"] <= 2 for r in records)
+    assert all(r["mismatch/abs_diff_mean"] < 0.05 for r in records if r["async/staleness"] == 0)
+
+
+def _train_with_vllm(model_dir, out: Path, steps: int, *extra: str) -> list[dict]:
+    """`botgrpo train` on arith_synth (its math service needs only Python) with the vLLM engine;
+    each step's metrics, every step checked present."""
+    sets = ["run.task=arith_synth", "rollout.engine=vllm", "rollout.prompts_per_step=4", "rollout.group_size=4",
+            "rollout.vllm_gpu_memory_utilization=0.15", "rollout.vllm_enforce_eager=true",
+            "log.tensorboard=false", "run.save_every=1", *extra]
+    argv = [sys.executable, "-m", "botgrpo_cli", "train", "--steps", str(steps), "--out", str(out),
+            "--set", f"model.name_or_path={model_dir}", *[a for s in sets for a in ("--set", s)]]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ), timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == list(range(1, steps + 1))
+    return records

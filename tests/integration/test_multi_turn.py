@@ -13,7 +13,7 @@ import torch
 from botgrpo_cli.config import load_config
 from botgrpo_cli.rollout import FastEngine, HFEngine, SamplingParams
 from botgrpo_cli.rollout.turns import MultiTurn, TurnSettings
-from botgrpo_cli.trainer import loop, train
+from botgrpo_cli.trainer import ahead, loop, train
 from botgrpo_cli.turns.tools import Toolbox
 
 SMALL = ["rollout.prompts_per_step=2", "rollout.group_size=4", "rollout.max_new_tokens=48", "run.threads=1",
@@ -196,6 +196,20 @@ def test_a_users_tool_from_a_file_trains(model_dir, user_dir, pool, tmp_path, se
                 assert b0 < a1 and bool(batch.mask[i, b0:a1].all()) and not bool(mask[i, b0:a1].any())
 
 
+def test_asynchronous_multi_turn_rollouts_keep_their_turns_and_the_bound(model_dir, user_dir, pool, tmp_path):
+    """rollout.max_staleness=1: the producer runs the tool turns on the engine's own weight copy; each
+    step reports its own batch's turns, and the held-out evaluation between steps takes the engine
+    (with the current weights) from the producer and runs the turns too."""
+    result = train(_cfg(model_dir, tmp_path / "run", f"run.tools=[{user_dir}/my_tools.py:calculator]",
+                        "rollout.max_staleness=1", "run.steps=3", "run.eval_every=2", "run.eval_prompts=4"),
+                   pool=pool)
+    assert [m["step"] for m in result.metrics] == [1, 2, 3]
+    for m in result.metrics:
+        assert 0 <= m["async/staleness"] <= 1
+        assert m["turns/mean"] >= 2 and m["turns/tool_calls"] >= 8 and m["turns/tool_errors"] == 0
+    assert result.metrics[1]["eval/turns"] >= 2
+
+
 def test_eval_reports_turns_and_tool_calls_and_keeps_transcripts(model_dir, tmp_path):
     from typer.testing import CliRunner
 
@@ -228,7 +242,7 @@ def test_a_hanging_and_a_raising_tool_are_counted_and_the_run_finishes(model_dir
 def seen(monkeypatch):
     """Each step's batch and (mask, advantages), as the trainer computed them."""
     out: dict[str, list] = {"batches": [], "advantages": []}
-    collect, advantages = loop.collect_rollouts, loop.compute_advantages
+    collect, advantages = ahead.collect_rollouts, loop.compute_advantages  # the step's rollouts come through ahead.py
 
     def keep_batch(s, step):
         ro = collect(s, step)
@@ -240,7 +254,7 @@ def seen(monkeypatch):
         out["advantages"].append((kwargs["mask"].clone(), adv.clone()))
         return adv
 
-    monkeypatch.setattr(loop, "collect_rollouts", keep_batch)
+    monkeypatch.setattr(ahead, "collect_rollouts", keep_batch)
     monkeypatch.setattr(loop, "compute_advantages", keep_advantages)
     return out
 

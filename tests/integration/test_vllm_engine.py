@@ -374,6 +374,22 @@ def test_a_server_samples_what_the_colocated_engine_samples(server, synced, smal
     assert remote.syncs == 2 and again.texts == here.texts and _gap(small_policy, again, remote.pad_id) < TOL
 
 
+def test_async_rollouts_from_the_server_stay_within_the_bound(server, small_dir, tmp_path, pool):
+    """rollout.max_staleness=2 with the server: the producer thread samples and pushes over HTTP while
+    the trainer updates; every step's batch is at most 2 steps stale, logged, and each push reached
+    the server before the batch it sampled (a fresh step's engine log-probs match the trainer's)."""
+    from botgrpo_cli.trainer import train
+
+    cfg = _config(small_dir, tmp_path / "run", 4, [*SMALL_SETS, "rollout.engine=vllm_server",
+                                                  f"rollout.vllm_url={server.url}", "rollout.max_staleness=2"])
+    metrics = train(cfg, pool=pool).metrics
+    assert [m["step"] for m in metrics] == [1, 2, 3, 4]
+    assert all(0 <= m["async/staleness"] <= m["async/staleness_max"] <= 2 for m in metrics)
+    fresh = [m for m in metrics if m["async/staleness"] == 0]
+    assert fresh and all(m["mismatch/abs_diff_max"] < TOL for m in fresh)  # step 1 at least: synced weights
+    assert all(math.isfinite(m["loss"]) for m in metrics)
+
+
 def test_a_server_that_stops_answering_is_one_line(server, small_policy, small_tok, small_prompts):
     remote = _server_engine(small_policy, small_tok, server.url)
     remote.timeout_s = 3  # the wait this test sits through: a frozen server answers nothing, however long

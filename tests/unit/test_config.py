@@ -55,6 +55,11 @@ def test_set_parses_by_field_type():
     (["model.dtype=float8"], None, "model.dtype must be one of float32, bfloat16, float16"),
     (["optim.lr"], None, "expected SECTION.KEY=VALUE"),
     (["run.distributed=fsdp", "rollout.engine=fast"], None, "is fsdp, which needs rollout.engine=vllm"),
+    (["rollout.max_staleness=-1"], None, "rollout.max_staleness must be >= 0, got -1"),
+    (["rollout.max_staleness=1", "run.distributed=fsdp", "rollout.engine=vllm"], None,
+     "rollout.max_staleness must be 0 with run.distributed=fsdp"),
+    (["rollout.max_staleness=2", "rollout.vllm_tensor_parallel_size=2"], None,
+     "must be 0 with rollout.vllm_tensor_parallel_size > 1"),
     ([], "grpoo", "did you mean grpo"),
     (["algo.advantage=bot"], None, "did you mean bot_grpo"),
 ])

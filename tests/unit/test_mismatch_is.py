@@ -11,7 +11,7 @@ from botgrpo_cli.algos.losses import MISMATCH_THRESHOLD, mismatch_stats, mismatc
 from botgrpo_cli.config import AlgoConfig, load_config
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.rollout import RolloutBatch
-from botgrpo_cli.trainer.loop import engine_mismatch
+from botgrpo_cli.trainer.loop import engine_mismatch, stale_inputs
 
 LN = math.log
 # trainer / engine ratios 3, 0.5, 1 on row 0; row 1: 1.5 then padding (whose values must not count)
@@ -112,3 +112,27 @@ def test_bad_mismatch_settings_are_one_clear_line():
         load_config(None, sets=["algo.mismatch_is_max=0"])
     with pytest.raises(UserError, match="algo.mismatch_is_max"):
         load_config(None, sets=["algo.mismatch_is_min=3", "algo.mismatch_is_max=2"])
+
+
+def test_a_stale_batch_trains_against_the_behaviour_log_probs_with_no_weight_on_top():
+    """rollout.max_staleness: logp_old is the sampling policy's (ENGINE here) as given; truncate modes
+    (and auto) add no weight, since the ratio against the behaviour policy already corrects."""
+    for mode in ("auto", "token_truncate", "sequence_truncate", "off"):
+        logp_old, weights, figures = stale_inputs(AlgoConfig(mismatch_is=mode), ENGINE, None, MASK)
+        assert torch.equal(logp_old, ENGINE) and weights is None and figures == {}
+
+
+def test_a_stale_batch_under_a_mask_mode_zeroes_tokens_outside_the_band_and_never_reweights():
+    # current / behaviour ratios 3, 0.5, 1 | 1.5: outside [0.6, 2] go the 3 and the 0.5
+    logp_old, weights, figures = stale_inputs(AlgoConfig(mismatch_is="token_mask", mismatch_is_min=0.6), ENGINE,
+                                              TRAINER, MASK)
+    assert torch.equal(logp_old, ENGINE)
+    torch.testing.assert_close(weights, torch.tensor([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]))
+    assert figures["mismatch/abs_diff_max"] == pytest.approx(LN(3.0))
+
+
+def test_a_stale_tokens_missing_behaviour_log_prob_is_the_trainers():
+    behaviour = ENGINE.clone()
+    behaviour[0, 1] = float("nan")  # a close tag the thinking budget forced
+    logp_old, weights, _ = stale_inputs(AlgoConfig(), behaviour, TRAINER, MASK)
+    assert logp_old[0, 1] == TRAINER[0, 1] and not torch.isnan(logp_old).any() and weights is None
