@@ -66,6 +66,8 @@ class ModelConfig:
                                 "auto = on for float32 models of 20M+ parameters on a CPU with AMX or AVX512-BF16",
                         AUTOCAST_SETTINGS)
     gradient_checkpointing: bool = opt(False, "recompute activations in backward to save memory")
+    disable_dropout: bool = opt(False, "set every dropout layer's probability to 0 for training (TRL's disable_dropout); "
+                                "sampling and log-prob passes never use dropout")
     lora_r: int = opt(0, "LoRA rank; 0 trains all parameters")
     lora_alpha: int = opt(16, "LoRA alpha (scale = alpha / r)")
     lora_dropout: float = opt(0.0, "LoRA dropout")

@@ -28,8 +28,6 @@ from botgrpo_cli.errors import UserError
 NO_COUNTERPART = {
     "trust_remote_code": "botgrpo never runs a model's own code; use a model transformers implements",
     "router_aux_loss_coef": "mixture-of-experts router losses are not trained here; leave it unset",
-    "disable_dropout": "sampling and the behaviour log-probs already run without dropout; for the update, save the "
-                       "model with its dropout set to 0 (most LLMs have none)",
     "cast_lm_head_to_fp32": "the trainer's weights are float32 (model.dtype) with bf16 autocast where chosen; drop it",
     "num_generations_eval": "evaluation samples one completion per prompt; drop it (`botgrpo eval --n` samples more)",
     "ds3_gather_for_generation": "DeepSpeed is not used (run.distributed: ddp or fsdp); drop it",
@@ -207,6 +205,7 @@ def from_trl(args: Any, rows: int | None = None) -> Config:
 
     # the model, the machine and the precision
     cfg.model.gradient_checkpointing = take("gradient_checkpointing")
+    cfg.model.disable_dropout = take("disable_dropout")
     cfg.model.autocast = "auto" if take("bf16") else "off"  # auto: bf16 where this hardware runs it fast
     kwargs = dict(take("model_init_kwargs") or {})
     dtype = kwargs.pop("dtype", kwargs.pop("torch_dtype", None))

@@ -86,9 +86,21 @@ def load_model(path: str, cfg: ModelConfig, trainable: bool = True, adapter: str
         return frozen(model)
     if cfg.lora_r > 0:
         model = _with_lora(model, cfg, adapter)
+    if cfg.disable_dropout:
+        without_dropout(model)
     if cfg.gradient_checkpointing:
         model.gradient_checkpointing_enable()
         model.config.use_cache = False  # generate still passes use_cache=True explicitly
+    return model
+
+
+def without_dropout(model: Any) -> Any:
+    """Every dropout layer (LoRA's too) drops nothing: the update's forward equals the no-grad ones."""
+    import torch
+
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
     return model
 
 

@@ -50,9 +50,9 @@ def test_the_batch_arithmetic_is_trls():
 
 def test_fields_without_a_counterpart_pass_at_trls_default_and_name_what_to_do_otherwise():
     from_trl(GRPOConfig(**CPU, max_steps=1, disable_dropout=False, shuffle_dataset=True, vllm_mode="colocate"))
-    with pytest.raises(UserError, match=r"^GRPOConfig\(disable_dropout=True\): .*dropout.*; "
+    with pytest.raises(UserError, match=r"^GRPOConfig\(label_smoothing_factor=0.1\): .*; "
                                         r"GRPOConfig\(entropy_target=0.5\): .*use_adaptive_entropy=True.*$"):
-        from_trl({**CPU, "max_steps": 1, "disable_dropout": True, "entropy_target": 0.5})
+        from_trl({**CPU, "max_steps": 1, "label_smoothing_factor": 0.1, "entropy_target": 0.5})
     with pytest.raises(UserError, match=r"GRPOConfig\(label_smoothing_factor=0.1\): it has no counterpart"):
         from_trl({**CPU, "max_steps": 1, "label_smoothing_factor": 0.1})
     with pytest.raises(UserError, match="not GRPOConfig fields.*num_generation;"):
@@ -122,3 +122,16 @@ def test_a_schedule_option_it_does_not_take_is_one_line():
     cfg = Config(optim=OptimConfig(lr=0.1, lr_scheduler="cosine", lr_scheduler_options={"num_cyles": 2}))
     with pytest.raises(UserError, match="lr_scheduler_options .*num_cyles.* do not fit the cosine schedule"):
         make_optimizer(torch.nn.Linear(2, 1), cfg)
+
+
+def test_disable_dropout_zeroes_every_dropout_layer_of_the_trained_policy():
+    import torch
+    from botgrpo_cli.trainer.policy import without_dropout
+
+    assert from_trl({**CPU, "max_steps": 1, "disable_dropout": True}).model.disable_dropout
+    assert not from_trl({**CPU, "max_steps": 1}).model.disable_dropout  # TRL's default: off
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5), torch.nn.Dropout(0.1)).train()
+    x = torch.ones(64, 4)
+    assert not torch.equal(model(x), model(x))  # dropout on: two training forwards differ
+    without_dropout(model)
+    assert torch.equal(model(x), model(x)) and all(m.p == 0.0 for m in model if isinstance(m, torch.nn.Dropout))
