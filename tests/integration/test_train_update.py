@@ -230,3 +230,33 @@ def test_trained_tokens_with_holes_train_only_themselves(algo):
     loss, _ = policy_loss(a.loss, logp=logp, logp_old=inp.logp_old, advantages=inp.advantages * trained,
                           mask=trained, loss_agg=a.loss_agg, max_completion_length=7, **a.loss_options)
     assert metrics["loss"] == pytest.approx(float(loss.detach()), rel=1e-4, abs=1e-6)
+
+
+def test_mismatch_weights_scale_the_loss_and_gradient_of_their_own_rows_in_each_mini_batch():
+    """Hand-made engine/trainer importance weights, different on every row and token (0 on a whole row):
+    over M = 2 mini-batches of micro-batches of 2 rows, the update with them is the update whose
+    advantages carry them instead (w >= 0: w * -min(r A, clip(r) A) = -min(r wA, clip(r) wA)), step for
+    step; without them it is another update. Weights dropped on the way to the loss, or paired with
+    another mini-batch's rows, fail here. SGD at lr 1: the weights move by the gradients themselves."""
+    inp = _inputs(_model())
+    t = torch.arange(inp.mask.shape[1])
+    w = torch.tensor([0.5, 1.5, 0.0, 2.0, 0.25, 1.0])[:, None] * (1.0 + 0.1 * t) * inp.mask
+    cfg = load_config(None, algo="grpo", sets=["algo.mini_batches=2", "optim.micro_batch_size=2", "optim.grad_clip=0",
+                                              "optim.lr=1"])
+
+    def stepped(advantages: torch.Tensor, is_weights: torch.Tensor | None) -> tuple[torch.Tensor, dict]:
+        model = _model()
+        opt = torch.optim.SGD(model.parameters(), lr=1.0)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+        metrics = update(model, opt, sched, UpdateInputs(inp.prompt_ids, inp.completion_ids, inp.mask, advantages,
+                                                         inp.logp_old, None, GROUPS, is_weights), cfg, 0, 7)
+        return _params(model), metrics
+
+    weighted, m_weighted = stepped(inp.advantages, w)
+    carried, m_carried = stepped(inp.advantages * w, None)
+    plain, _ = stepped(inp.advantages, None)
+    assert m_weighted["update/steps"] == 2
+    start = _params(_model())
+    torch.testing.assert_close(weighted - start, carried - start, rtol=1e-4, atol=1e-7)
+    assert m_weighted["loss"] == pytest.approx(m_carried["loss"], rel=1e-5, abs=1e-8)
+    assert float((weighted - plain).abs().max()) > 1e-2 * float((plain - start).abs().max())
