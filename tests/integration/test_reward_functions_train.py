@@ -27,6 +27,20 @@ def reward_len(completions, completion_ids, log_metric, **kwargs):
 
 def nothing(completions, **kwargs):
     return [None] * len(completions)
+
+
+_order, _count = {}, {}
+
+
+def second_prompt_constant(prompts, completions, **kwargs):
+    """The k-th prompt scored (k = 0, 1, ...) scores k + 1 and k - 1 on alternate rows; the second one
+    scores 7 on every row (a group with nothing to learn). Run in one process."""
+    scores = []
+    for prompt in prompts:
+        k = _order.setdefault(prompt, len(_order))
+        _count[prompt] = _count.get(prompt, 0) + 1
+        scores.append(7.0 if k == 1 else k + (1.0 if _count[prompt] % 2 else -1.0))
+    return scores
 '''
 
 
@@ -67,6 +81,19 @@ def test_a_python_callable_is_a_reward_function_called_once_per_generation_batch
         assert m["reward/mean"] == pytest.approx(m["reward/batch_size/mean"] + 0.5)
     saved = (tmp_path / "run" / "config.yaml").read_text()
     assert "<callable " in saved and "batch_size>" in saved  # named, since it cannot be written as YAML
+
+
+def test_dynamic_sampling_drops_constant_groups_and_keeps_as_many_as_a_step_takes(tiny_arith_model_dir, user,
+                                                                                  tmp_path):
+    """Round 1 draws prompts 0 and 1: prompt 1's group is constant (all 7) and is dropped. Round 2 draws
+    prompts 2 and 3, both varied, and only one fits: the step trains prompts 0 and 2 (mean score
+    (0 + 2) / 2 = 1), after two rounds, with no constant group. Keeping constant groups would train
+    prompts 0 and 1 (mean 3.5) after one round; keeping past the step's share, 0, 2 and 3 (mean 5/3)."""
+    cfg = _cfg(tiny_arith_model_dir, user, tmp_path / "run", f"reward.function={user}/rewards.py:second_prompt_constant",
+               "algo.dynamic_sampling=true", "algo.max_rounds=3", "run.steps=1")
+    (m,) = train(cfg).metrics
+    assert m["groups/rounds"] == 2 and m["groups/zero_variance_frac"] == 0
+    assert m["reward/mean"] == pytest.approx(1.0)
 
 
 def test_check_names_the_function_that_masked_a_whole_step(tiny_arith_model_dir, user, tmp_path):
