@@ -208,9 +208,9 @@ def test_a_hanging_and_a_raising_tool_are_counted_and_the_run_finishes(model_dir
 
 @pytest.fixture
 def seen(monkeypatch):
-    """Each step's batch, (raw scores, ok, shaped scores) and (mask, advantages), as the trainer
-    computed them."""
-    out: dict[str, list] = {"batches": [], "advantages": [], "scores": []}
+    """Each step's batch, (raw scores, ok, shaped scores), (mask, advantages) and the scores the
+    advantages were computed from, as the trainer computed them."""
+    out: dict[str, list] = {"batches": [], "advantages": [], "scores": [], "advantage_scores": []}
     collect, advantages, rewards = loop.collect_rollouts, loop.compute_advantages, loop.to_token_rewards
 
     def keep_batch(s, step):
@@ -221,6 +221,7 @@ def seen(monkeypatch):
     def keep_advantages(name, **kwargs):
         adv = advantages(name, **kwargs)
         out["advantages"].append((kwargs["mask"].clone(), adv.clone()))
+        out["advantage_scores"].append(kwargs["scores"].clone())
         return adv
 
     def keep_scores(scored, *args, **kwargs):
@@ -311,7 +312,13 @@ def test_conversational_prompts_with_a_tool_and_an_environment(model_dir, user_d
     counts = trained.sum(1).float()
     assert bool((counts < batch.mask.sum(1)).all())  # every trajectory holds tool or environment tokens
     torch.testing.assert_close(shaped, torch.where(ok, raw - counts / limit, 0.0))
-    if algo == "dr_grpo":  # on policy, one step: loss = -sum of A over trained tokens / (B x 144)
+    assert torch.equal(seen["advantage_scores"][-1], shaped)  # the advantages start from the shaped scores
+    if algo == "dr_grpo":  # A = s - its group's mean on each trained token; loss = -sum A / (B x 144) on policy
+        for g in batch.group_ids.unique():
+            rows = (batch.group_ids == g) & ok
+            for i in rows.nonzero().flatten().tolist():
+                want = shaped[i] - shaped[rows].mean()
+                torch.testing.assert_close(adv[i][mask[i]], want.expand(int(mask[i].sum())), atol=1e-6, rtol=1e-5)
         assert m["loss"] == pytest.approx(-float((adv * mask).sum()) / (len(counts) * limit), rel=1e-4, abs=1e-7)
         assert abs(m["loss"]) > 1e-4  # the lengths made the shaped scores differ inside the groups
 
