@@ -15,7 +15,7 @@ from botgrpo_cli.algos import PRESETS
 from botgrpo_cli.config import load_config
 from botgrpo_cli.reward_client.combined import CombinedPool, ServiceSpec
 from botgrpo_cli.reward_client.opening import service_pool
-from botgrpo_cli.trainer import train
+from botgrpo_cli.trainer import loop, train
 from botgrpo_cli.trainer.reports import TIMING_KEYS
 from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
 from adamw_steps import assert_same_steps
@@ -107,8 +107,19 @@ WARM_UP = "optim.warmup_steps=4"  # the lr rises every step: a resume that resta
 
 @pytest.mark.parametrize("updates", [[WARM_UP], ["algo.mini_batches=2", "algo.epochs=2"], [NOISE]],
                          ids=["one-update-warm-up", "2x2-updates", "span-noise"])
-def test_resume_continues_exactly(model_dir, pool, tmp_path, updates):
-    full = train(_cfg(model_dir, tmp_path / "full", "bot_grpo", 4, "run.save_every=2", *updates), pool=pool)
+def test_resume_continues_exactly(model_dir, pool, tmp_path, updates, monkeypatch):
+    keys = []  # the span noise's seed key of each step of the uninterrupted run
+    to_token_rewards = loop.to_token_rewards
+
+    def keep_key(*args, **kwargs):
+        keys.append(kwargs["noise_key"])
+        return to_token_rewards(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "to_token_rewards", keep_key)
+    full_cfg = _cfg(model_dir, tmp_path / "full", "bot_grpo", 4, "run.save_every=2", *updates)
+    full = train(full_cfg, pool=pool)
+    monkeypatch.undo()
+    assert keys == [(full_cfg.run.seed, step, 0) for step in (1, 2, 3, 4)]  # new noise each step, as resumed
     part = _cfg(model_dir, tmp_path / "part", "bot_grpo", 2, "run.save_every=2", *updates)
     train(part, pool=pool)
     part.run.steps = 4
