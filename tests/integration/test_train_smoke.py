@@ -102,10 +102,10 @@ def test_bot_grpo_without_token_rewards_equals_grpo(model_dir, pool, tmp_path):
 NOISE = "reward.span_noise={drop: 0.3, flip: 0.1, jitter: 3}"
 
 
-WARM_UP = "optim.warmup_steps=4"  # the lr rises every step: a resume that restarts the schedule shows
+WARM_UP = ["optim.warmup_steps=4"]  # the lr changes every step: a resume that restarts the schedule shows
 
 
-@pytest.mark.parametrize("updates", [[WARM_UP], ["algo.mini_batches=2", "algo.epochs=2"], [NOISE]],
+@pytest.mark.parametrize("updates", [WARM_UP, ["algo.mini_batches=2", "algo.epochs=2"], [NOISE]],
                          ids=["one-update-warm-up", "2x2-updates", "span-noise"])
 def test_resume_continues_exactly(model_dir, pool, tmp_path, updates, monkeypatch):
     keys = []  # the span noise's seed key of each step of the uninterrupted run
@@ -131,9 +131,9 @@ def test_resume_continues_exactly(model_dir, pool, tmp_path, updates, monkeypatc
     assert [r["step"] for r in resumed.metrics] == [1, 2, 3, 4]
     assert strip(resumed.metrics) == strip(full.metrics)
     assert all(r["update/steps"] == (4 if "algo.epochs=2" in updates else 1) for r in full.metrics)
-    if WARM_UP in updates:  # the lr each step used, resumed or not: the schedule's own, not restarted
-        lr = full.metrics[0]["lr"] * 4
-        assert [r["lr"] for r in resumed.metrics] == pytest.approx([lr / 4, lr / 2, lr * 3 / 4, lr], rel=1e-6)
+    if updates is WARM_UP:  # equal above, and moving every step: a schedule restarted on resume would show
+        lrs = [r["lr"] for r in full.metrics]
+        assert all(a != b for a, b in zip(lrs, lrs[1:])) and max(lrs) > 0, lrs
     final_a, final_b = _final_weights(full.run_dir), _final_weights(resumed.run_dir)
     assert all(torch.equal(final_a[k], final_b[k]) for k in final_a)
     assert [p.name for p in sorted((resumed.run_dir / "checkpoints").iterdir())] == ["step-000002", "step-000004"]
