@@ -7,7 +7,7 @@ import torch
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from botgrpo_cli.config import load_config
-from botgrpo_cli.algos import policy_loss
+from botgrpo_cli.algos import masked_mean, policy_loss
 from botgrpo_cli.trainer.logprobs import batch_logps, forward_logps
 from botgrpo_cli.trainer.update import UpdateInputs, make_optimizer, update
 from adamw_steps import assert_same_steps
@@ -284,3 +284,24 @@ def test_the_configured_clip_range_reaches_the_loss():
     assert by_hand["narrow"][1] > 0.1 and by_hand["default"][1] == 0
     assert metrics["clip_frac"] == pytest.approx(by_hand["narrow"][1])
     assert metrics["loss"] == pytest.approx(by_hand["narrow"][0], rel=1e-4, abs=1e-7)
+
+
+def test_the_update_scores_tokens_at_the_sampling_temperature():
+    """The update's log-probs are the sampling distribution's, logits / rollout.temperature: its loss,
+    ratios and entropy are the hand-made ones at that temperature (at 1.0 they would differ)."""
+    inp = _inputs(_model())
+    cfg = load_config(None, algo="grpo", sets=["optim.micro_batch_size=16", "optim.lr=1e-3",
+                                              "rollout.temperature=0.5"])
+    model = _model()
+    opt, sched = make_optimizer(model, cfg)
+    metrics = update(model, opt, sched, inp, cfg, pad_id=0, max_len=7)
+    figures = {}
+    for t in (0.5, 1.0):
+        logp, entropy = forward_logps(_model(), inp.prompt_ids, inp.completion_ids, 0, t, with_entropy=True)
+        loss, m = policy_loss("clip", logp=logp, logp_old=inp.logp_old, advantages=inp.advantages, mask=inp.mask,
+                              loss_agg="seq_mean_token_mean")
+        figures[t] = (float(loss.detach()), m["ratio_mean"], float(masked_mean(entropy, inp.mask)))
+    assert metrics["loss"] == pytest.approx(figures[0.5][0], rel=1e-4, abs=1e-7)
+    assert metrics["ratio_mean"] == pytest.approx(figures[0.5][1], rel=1e-5)
+    assert metrics["entropy"] == pytest.approx(figures[0.5][2], rel=1e-4)
+    assert abs(figures[1.0][1] - figures[0.5][1]) > 1e-2 and abs(figures[1.0][2] - figures[0.5][2]) > 1e-3
