@@ -89,8 +89,8 @@ def test_dynamic_sampling_drops_constant_groups_and_keeps_as_many_as_a_step_take
     prompts 2 and 3, both varied, and only one fits: the step trains prompts 0 and 2 (mean score
     (0 + 2) / 2 = 1), after two rounds, with no constant group. Keeping constant groups would train
     prompts 0 and 1 (mean 3.5) after one round; keeping past the step's share, 0, 2 and 3 (mean 5/3)."""
-    cfg = _cfg(tiny_arith_model_dir, user, tmp_path / "run", f"reward.function={user}/rewards.py:second_prompt_constant",
-               "algo.dynamic_sampling=true", "algo.max_rounds=3", "run.steps=1")
+    cfg = _cfg(tiny_arith_model_dir, user, tmp_path / "run", "algo.dynamic_sampling=true", "algo.max_rounds=3",
+               f"reward.function={user}/rewards.py:second_prompt_constant", "run.steps=1")
     (m,) = train(cfg).metrics
     assert m["groups/rounds"] == 2 and m["groups/zero_variance_frac"] == 0
     assert m["reward/mean"] == pytest.approx(1.0)

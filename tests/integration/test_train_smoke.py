@@ -105,7 +105,8 @@ NOISE = "reward.span_noise={drop: 0.3, flip: 0.1, jitter: 3}"
 WARM_UP = ["optim.warmup_steps=4"]  # the lr changes every step: a resume that restarts the schedule shows
 
 
-@pytest.mark.parametrize("updates", [WARM_UP, ["algo.mini_batches=2", "algo.epochs=2"], [NOISE]],
+@pytest.mark.parametrize("updates", [WARM_UP, ["algo.mini_batches=2", "algo.epochs=2", "rollout.temperature=0.7"],
+                                     [NOISE]],
                          ids=["one-update-warm-up", "2x2-updates", "span-noise"])
 def test_resume_continues_exactly(model_dir, pool, tmp_path, updates, monkeypatch):
     keys = []  # the span noise's seed key of each step of the uninterrupted run
@@ -131,6 +132,8 @@ def test_resume_continues_exactly(model_dir, pool, tmp_path, updates, monkeypatc
     assert [r["step"] for r in resumed.metrics] == [1, 2, 3, 4]
     assert strip(resumed.metrics) == strip(full.metrics)
     assert all(r["update/steps"] == (4 if "algo.epochs=2" in updates else 1) for r in full.metrics)
+    if "algo.epochs=2" in updates:  # the behaviour log-probs are the sampler's (at its temperature): step 1 on policy
+        assert all(r["clip_frac/mb1"] == 0 and r["ratio_max/mb1"] == pytest.approx(1.0, abs=1e-4) for r in full.metrics)
     if updates is WARM_UP:  # equal above, and moving every step: a schedule restarted on resume would show
         lrs = [r["lr"] for r in full.metrics]
         assert all(a != b for a, b in zip(lrs, lrs[1:])) and max(lrs) > 0, lrs
