@@ -41,6 +41,18 @@ def second_prompt_constant(prompts, completions, **kwargs):
         _count[prompt] = _count.get(prompt, 0) + 1
         scores.append(7.0 if k == 1 else k + (1.0 if _count[prompt] % 2 else -1.0))
     return scores
+
+
+_scored_once = set()
+
+
+def first_fails(prompts, completions, **kwargs):
+    """None (a failed row) for each prompt's first completion, 1.0 for the others. Run in one process."""
+    scores = []
+    for prompt in prompts:
+        scores.append(1.0 if prompt in _scored_once else None)
+        _scored_once.add(prompt)
+    return scores
 '''
 
 
@@ -55,8 +67,8 @@ def user(tmp_path_factory) -> Path:
     return home
 
 
-def _cfg(model: Path, user: Path, out: Path, *sets: str):
-    cfg = load_config(None, sets=[*SMALL, *sets])
+def _cfg(model: Path, user: Path, out: Path, *sets: str, algo: str | None = None):
+    cfg = load_config(None, sets=[*SMALL, *sets], algo=algo)
     cfg.model.name_or_path, cfg.run.out_dir = str(model), str(out)
     cfg.run.task_options = {"path": str(user / "prompts.jsonl")}
     return cfg
@@ -94,6 +106,18 @@ def test_dynamic_sampling_drops_constant_groups_and_keeps_as_many_as_a_step_take
     (m,) = train(cfg).metrics
     assert m["groups/rounds"] == 2 and m["groups/zero_variance_frac"] == 0
     assert m["reward/mean"] == pytest.approx(1.0)
+
+
+def test_a_failed_row_leaves_its_groups_statistics_alone(tiny_arith_model_dir, user, tmp_path):
+    """Each group: one failed row, the others all 1.0. Apart from the failed row (a group of its own)
+    every group is constant: dynamic sampling keeps none in either round, and GRPO's advantages and
+    gradient are 0. Counted in, the failed row's 0 would make each group vary (kept in round 1, and
+    advantages on its siblings)."""
+    cfg = _cfg(tiny_arith_model_dir, user, tmp_path / "run", "algo.dynamic_sampling=true", "algo.max_rounds=2",
+               f"reward.function={user}/rewards.py:first_fails", "run.steps=1", algo="grpo")
+    (m,) = train(cfg).metrics
+    assert m["reward/masked"] == 2 and m["reward/mean"] == 1.0 and m["groups/rounds"] == 2
+    assert m["adv/std"] == 0 and m["grad_norm"] == 0
 
 
 def test_check_names_the_function_that_masked_a_whole_step(tiny_arith_model_dir, user, tmp_path):
