@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from botgrpo_cli.cli import app
 from botgrpo_cli.config import load_config
-from botgrpo_cli.trainer import train
+from botgrpo_cli.trainer import loop, train
 from botgrpo_cli.trainer.checks import CheckFailed
 
 SMALL = ["rollout.prompts_per_step=2", "rollout.group_size=4", "rollout.max_new_tokens=16", "run.threads=1",
@@ -75,19 +75,36 @@ def _cfg(model: Path, user: Path, out: Path, *sets: str, algo: str | None = None
 
 
 def test_a_python_callable_is_a_reward_function_called_once_per_generation_batch(tiny_arith_model_dir, user,
-                                                                                  tmp_path):
+                                                                                  tmp_path, monkeypatch):
     sizes = tmp_path / "sizes"
 
     def batch_size(completions, **kwargs):  # runs in a forked child: it reports through a file
         with open(sizes, "a") as f:
             f.write(f"{len(completions)}\n")
-        return [float(len(c)) for c in completions]
+        return [float(sum(map(ord, c))) for c in completions]  # a score of its own for each distinct text
 
     cfg = _cfg(tiny_arith_model_dir, user, tmp_path / "run")
     cfg.reward.function = [batch_size, lambda completions, **kw: [1.0] * len(completions)]
     cfg.reward.weights = [1.0, 0.5]
+    pairs = []  # (each row's completion, the score it trained with), per step
+    collect, to_token_rewards = loop.collect_rollouts, loop.to_token_rewards
+
+    def keep_texts(s, step):
+        ro = collect(s, step)
+        pairs.append(ro.batch.texts)
+        return ro
+
+    def keep_scores(scored, *args, **kwargs):
+        pairs[-1] = list(zip(pairs[-1], scored.scores.tolist()))
+        return to_token_rewards(scored, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "collect_rollouts", keep_texts)
+    monkeypatch.setattr(loop, "to_token_rewards", keep_scores)
     result = train(cfg)
     assert sizes.read_text().split() == ["8", "8"]  # one call per step, on its whole batch
+    for step in pairs:  # each row's score is its own completion's, not a neighbour's
+        assert [score for _, score in step] == [sum(map(ord, text)) + 0.5 for text, _ in step]
+        assert len({score for _, score in step}) > 1, step
     for m in result.metrics:
         assert m["reward/masked"] == 0 and m["reward/<lambda>/mean"] == 1.0
         assert m["reward/mean"] == pytest.approx(m["reward/batch_size/mean"] + 0.5)
