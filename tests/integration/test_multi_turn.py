@@ -208,10 +208,9 @@ def test_a_hanging_and_a_raising_tool_are_counted_and_the_run_finishes(model_dir
 
 @pytest.fixture
 def seen(monkeypatch):
-    """Each step's batch, (raw scores, ok, shaped scores), (mask, advantages) and the scores the
-    advantages were computed from, as the trainer computed them."""
-    out: dict[str, list] = {"batches": [], "advantages": [], "scores": [], "advantage_scores": []}
-    collect, advantages, rewards = loop.collect_rollouts, loop.compute_advantages, loop.to_token_rewards
+    """Each step's batch and (mask, advantages), as the trainer computed them."""
+    out: dict[str, list] = {"batches": [], "advantages": []}
+    collect, advantages = loop.collect_rollouts, loop.compute_advantages
 
     def keep_batch(s, step):
         ro = collect(s, step)
@@ -221,17 +220,30 @@ def seen(monkeypatch):
     def keep_advantages(name, **kwargs):
         adv = advantages(name, **kwargs)
         out["advantages"].append((kwargs["mask"].clone(), adv.clone()))
-        out["advantage_scores"].append(kwargs["scores"].clone())
         return adv
-
-    def keep_scores(scored, *args, **kwargs):
-        tr = rewards(scored, *args, **kwargs)
-        out["scores"].append((scored.scores.clone(), scored.ok.clone(), tr.scores.clone()))
-        return tr
 
     monkeypatch.setattr(loop, "collect_rollouts", keep_batch)
     monkeypatch.setattr(loop, "compute_advantages", keep_advantages)
+    return out
+
+
+@pytest.fixture
+def scoring(monkeypatch):
+    """Each step's (raw scores, ok, shaped scores) and the scores its advantages started from."""
+    out: dict[str, list] = {"scores": [], "advantage_scores": []}
+    to_token_rewards, advantages = loop.to_token_rewards, loop.compute_advantages
+
+    def keep_scores(scored, *args, **kwargs):
+        tr = to_token_rewards(scored, *args, **kwargs)
+        out["scores"].append((scored.scores.clone(), scored.ok.clone(), tr.scores.clone()))
+        return tr
+
+    def keep_advantage_scores(name, **kwargs):
+        out["advantage_scores"].append(kwargs["scores"].clone())
+        return advantages(name, **kwargs)
+
     monkeypatch.setattr(loop, "to_token_rewards", keep_scores)
+    monkeypatch.setattr(loop, "compute_advantages", keep_advantage_scores)
     return out
 
 
@@ -266,16 +278,19 @@ def _product_asked(turn: str) -> int | None:
         return eval_product(turn)
     except (ValueError, KeyError, TypeError):
         return None
+
+
 TURNS, PER_TURN = 3, 48  # rollout.max_turns, rollout.max_new_tokens: at most 144 trained tokens a trajectory
 
 
 @pytest.mark.parametrize("algo", ["dapo", "dr_grpo"])
-def test_conversational_prompts_with_a_tool_and_an_environment(model_dir, user_dir, tmp_path, seen, algo):
+def test_conversational_prompts_with_a_tool_and_an_environment(model_dir, user_dir, tmp_path, seen, scoring,
+                                                               algo):
     """Chat rows, the calculator and AskTwice in one run (one step). The model saw its chat row, the
-    tool's right answer after each call and the environment's question; only its
-    own turns are trained. DAPO's overlong shaping and Dr. GRPO's normaliser count those trained tokens,
-    by hand from the turns, against max_new_tokens x max_turns (overlong_cache = 144: the penalty is
-    -n/144 for n trained tokens, so any other count or limit shows)."""
+    tool's right answer after each call and the environment's question; only its own turns are
+    trained. DAPO's overlong shaping and Dr. GRPO's normaliser count those trained tokens, by hand
+    from the turns, against max_new_tokens x max_turns (overlong_cache = 144: the penalty is -n/144
+    for n trained tokens, so any other count or limit shows); the advantages start from those scores."""
     from transformers import AutoTokenizer
 
     limit = TURNS * PER_TURN
@@ -288,7 +303,7 @@ def test_conversational_prompts_with_a_tool_and_an_environment(model_dir, user_d
     (m,) = train(cfg).metrics
     assert m["turns/mean"] >= 2 and m["turns/tool_calls"] > 0 and m["turns/env_errors"] == 0
     tok = AutoTokenizer.from_pretrained(model_dir)
-    batch, (raw, ok, shaped), (mask, adv) = seen["batches"][-1], seen["scores"][-1], seen["advantages"][-1]
+    batch, (raw, ok, shaped), (mask, adv) = seen["batches"][-1], scoring["scores"][-1], seen["advantages"][-1]
     users = [json.loads(line)["prompt"][0]["content"] for line in (user_dir / "chats.jsonl").read_text().splitlines()]
     called = asked = 0
     for i, turns in enumerate(batch.turns):
@@ -312,7 +327,7 @@ def test_conversational_prompts_with_a_tool_and_an_environment(model_dir, user_d
     counts = trained.sum(1).float()
     assert bool((counts < batch.mask.sum(1)).all())  # every trajectory holds tool or environment tokens
     torch.testing.assert_close(shaped, torch.where(ok, raw - counts / limit, 0.0))
-    assert torch.equal(seen["advantage_scores"][-1], shaped)  # the advantages start from the shaped scores
+    assert torch.equal(scoring["advantage_scores"][-1], shaped)  # the advantages start from the shaped scores
     if algo == "dr_grpo":  # A = s - its group's mean on each trained token; loss = -sum A / (B x 144) on policy
         for g in batch.group_ids.unique():
             rows = (batch.group_ids == g) & ok

@@ -87,18 +87,12 @@ def test_a_python_callable_is_a_reward_function_called_once_per_generation_batch
     cfg.reward.function = [batch_size, lambda completions, **kw: [1.0] * len(completions)]
     cfg.reward.weights = [1.0, 0.5]
     pairs = []  # (each row's completion, the score it trained with), per step
-    collect, to_token_rewards = loop.collect_rollouts, loop.to_token_rewards
-
-    def keep_texts(s, step):
-        ro = collect(s, step)
-        pairs.append(ro.batch.texts)
-        return ro
+    to_token_rewards = loop.to_token_rewards
 
     def keep_scores(scored, *args, **kwargs):
-        pairs[-1] = list(zip(pairs[-1], scored.scores.tolist()))
+        pairs.append(list(zip(scored.texts, scored.scores.tolist())))  # texts in row order, as generated
         return to_token_rewards(scored, *args, **kwargs)
 
-    monkeypatch.setattr(loop, "collect_rollouts", keep_texts)
     monkeypatch.setattr(loop, "to_token_rewards", keep_scores)
     result = train(cfg)
     assert sizes.read_text().split() == ["8", "8"]  # one call per step, on its whole batch
