@@ -114,15 +114,43 @@ def test_every_checkpoint_damaged_is_one_clear_error(parts, tmp_path):
         checkpoint.latest_intact(run, print)
 
 
+def _adamw_with_warm_up(weights: torch.Tensor) -> tuple[torch.nn.Parameter, torch.optim.Optimizer, object]:
+    """An AdamW and a 10-step linear warm-up over one parameter (a stand-in for the model's: what the
+    checkpoint holds is the optimizer's and the scheduler's state, whatever they optimize)."""
+    param = torch.nn.Parameter(weights.clone())
+    opt = torch.optim.AdamW([param], lr=1e-2, betas=(0.9, 0.99))
+    return param, opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 10))
+
+
+def _adamw_step(param, opt, sched, grad: torch.Tensor) -> None:
+    param.grad = grad.clone()
+    opt.step()
+    sched.step()
+
+
 def test_restore_brings_back_every_rng_and_the_optimizer(parts, tmp_path):
-    model, tok, opt, sched = parts
+    """Into a fresh optimizer and scheduler: the moments, the step count and the warm-up's position
+    come back, so the next step is the one the saved run would have taken."""
+    model, tok, _, _ = parts
+    grads = torch.randn(4, 5, generator=torch.Generator().manual_seed(1))
+    param, opt, sched = _adamw_with_warm_up(torch.ones(5))
+    for g in grads[:3]:
+        _adamw_step(param, opt, sched, g)
     random.seed(3), np.random.seed(4), torch.manual_seed(5)
     checkpoint.save(tmp_path, TrainState(7, 70), model, tok, opt, sched, "x: 1\n", keep_last=1)
     expected = (random.random(), np.random.rand(), torch.rand(1).item())
     random.seed(0), np.random.seed(0), torch.manual_seed(0)
-    state = checkpoint.restore(checkpoint.read(tmp_path / "checkpoints" / "step-000007"), opt, sched)
+    fresh, fresh_opt, fresh_sched = _adamw_with_warm_up(param.detach())
+    state = checkpoint.restore(checkpoint.read(tmp_path / "checkpoints" / "step-000007"), fresh_opt, fresh_sched)
     assert state == TrainState(7, 70)
     assert (random.random(), np.random.rand(), torch.rand(1).item()) == expected
+    saved, loaded = opt.state_dict()["state"][0], fresh_opt.state_dict()["state"][0]
+    assert set(loaded) == set(saved) and all(torch.equal(loaded[k], saved[k]) for k in saved)
+    assert fresh_sched.last_epoch == 3 and fresh_sched.get_last_lr() == sched.get_last_lr()
+    assert fresh_opt.param_groups[0]["lr"] == pytest.approx(4e-3)  # the warm-up's fourth step, not its first
+    _adamw_step(param, opt, sched, grads[3])
+    _adamw_step(fresh, fresh_opt, fresh_sched, grads[3])
+    assert torch.equal(fresh, param)
     for f in ("optim.pt", "rng.pt"):  # plain tensors and containers: loadable with weights_only=True
         torch.load(tmp_path / "checkpoints" / "step-000007" / f, weights_only=True)
 

@@ -259,6 +259,26 @@ def seen(monkeypatch):
     return out
 
 
+@pytest.fixture
+def scoring(monkeypatch):
+    """Each step's (raw scores, ok, shaped scores) and the scores its advantages started from."""
+    out: dict[str, list] = {"scores": [], "advantage_scores": []}
+    to_token_rewards, advantages = loop.to_token_rewards, loop.compute_advantages
+
+    def keep_scores(scored, *args, **kwargs):
+        tr = to_token_rewards(scored, *args, **kwargs)
+        out["scores"].append((scored.scores.clone(), scored.ok.clone(), tr.scores.clone()))
+        return tr
+
+    def keep_advantage_scores(name, **kwargs):
+        out["advantage_scores"].append(kwargs["scores"].clone())
+        return advantages(name, **kwargs)
+
+    monkeypatch.setattr(loop, "to_token_rewards", keep_scores)
+    monkeypatch.setattr(loop, "compute_advantages", keep_advantage_scores)
+    return out
+
+
 def test_an_environment_trains_and_its_span_reaches_only_its_turn(model_dir, user_dir, pool, tmp_path, seen):
     result = train(_cfg(model_dir, tmp_path / "run", f"run.environment={user_dir}/my_env.py:AskTwice",
                         "rollout.max_turns=2", algo="bot_grpo"), pool=pool)
@@ -281,15 +301,73 @@ def test_an_environment_trains_and_its_span_reaches_only_its_turn(model_dir, use
     assert compared > 0  # some group was not degenerate: the comparison above ran
 
 
-def test_conversational_prompts_with_a_tool_and_an_environment(model_dir, user_dir, tmp_path):
+ASKED = "Check your answer again, step by step."  # AskTwice's message
+
+
+def _product_asked(turn: str) -> int | None:
+    """The product a model turn's calculator call asked for; None where the sampled call is malformed."""
+    try:
+        return eval_product(turn)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+TURNS, PER_TURN = 3, 48  # rollout.max_turns, rollout.max_new_tokens: at most 144 trained tokens a trajectory
+
+
+@pytest.mark.parametrize("algo", ["dapo", "dr_grpo"])
+def test_conversational_prompts_with_a_tool_and_an_environment(model_dir, user_dir, tmp_path, seen, scoring,
+                                                               algo):
+    """Chat rows, the calculator and AskTwice in one run (one step). The model saw its chat row, the
+    tool's right answer after each call and the environment's question; only its own turns are
+    trained. DAPO's overlong shaping and Dr. GRPO's normaliser count those trained tokens, by hand
+    from the turns, against max_new_tokens x max_turns (overlong_cache = 144: the penalty is -n/144
+    for n trained tokens, so any other count or limit shows); the advantages start from those scores."""
+    from transformers import AutoTokenizer
+
+    limit = TURNS * PER_TURN
     chats = ["run.task=prompts", f"reward.function={user_dir}/rewards.py:answered", "run.tools=[calculator]",
-             f"run.environment={user_dir}/my_env.py:AskTwice", "rollout.max_turns=3"]
-    cfg = load_config(None, sets=[*SMALL, *chats])
+             f"run.environment={user_dir}/my_env.py:AskTwice", f"rollout.max_turns={TURNS}", "run.steps=1",
+             f"rollout.max_new_tokens={PER_TURN}", "algo.overlong_shaping=true", f"algo.overlong_cache={limit}"]
+    cfg = load_config(None, algo=algo, sets=[*SMALL, *chats])
     cfg.model.name_or_path, cfg.run.out_dir = str(model_dir), str(tmp_path / "run")
     cfg.run.task_options = {"path": str(user_dir / "chats.jsonl")}
-    result = train(cfg)
-    for m in result.metrics:
-        assert m["turns/mean"] >= 2 and m["turns/tool_calls"] > 0 and m["turns/env_errors"] == 0
+    (m,) = train(cfg).metrics
+    assert m["turns/mean"] >= 2 and m["turns/tool_calls"] > 0 and m["turns/env_errors"] == 0
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    batch, (raw, ok, shaped), (mask, adv) = seen["batches"][-1], scoring["scores"][-1], seen["advantages"][-1]
+    users = [json.loads(line)["prompt"][0]["content"] for line in (user_dir / "chats.jsonl").read_text().splitlines()]
+    called = asked = 0
+    for i, turns in enumerate(batch.turns):
+        assert any(batch.prompts[i].startswith(u) for u in users)  # its chat row (no template: plain paragraphs)
+        for (begin, end), (start, _) in zip(turns, turns[1:]):  # what came between two model turns
+            between = tok.decode(batch.completion_ids[i, end:start].tolist())
+            if "<tool_response>" in between:
+                product = _product_asked(tok.decode(batch.completion_ids[i, begin:end].tolist()))
+                called += product is not None
+                assert product is None or f"<tool_response>\n{product}\n</tool_response>" in between
+            else:
+                asked += 1
+                assert ASKED in between
+    assert called > 0 and asked > 0
+    trained = torch.zeros_like(batch.mask)
+    for i, turns in enumerate(batch.turns):
+        for a, b in turns:
+            trained[i, a:b] = True  # the model's own tokens, by hand from its turns
+    assert torch.equal(batch.trained, trained) and torch.equal(mask, trained & ok[:, None])
+    assert bool((adv[~mask] == 0).all())
+    counts = trained.sum(1).float()
+    assert bool((counts < batch.mask.sum(1)).all())  # every trajectory holds tool or environment tokens
+    torch.testing.assert_close(shaped, torch.where(ok, raw - counts / limit, 0.0))
+    assert torch.equal(scoring["advantage_scores"][-1], shaped)  # the advantages start from the shaped scores
+    if algo == "dr_grpo":  # A = s - its group's mean on each trained token; loss = -sum A / (B x 144) on policy
+        for g in batch.group_ids.unique():
+            rows = (batch.group_ids == g) & ok
+            for i in rows.nonzero().flatten().tolist():
+                want = shaped[i] - shaped[rows].mean()
+                torch.testing.assert_close(adv[i][mask[i]], want.expand(int(mask[i].sum())), atol=1e-6, rtol=1e-5)
+        assert m["loss"] == pytest.approx(-float((adv * mask).sum()) / (len(counts) * limit), rel=1e-4, abs=1e-7)
+        assert abs(m["loss"]) > 1e-4  # the lengths made the shaped scores differ inside the groups
 
 
 AIME_SAMPLE = Path(__file__).resolve().parents[1] / "data" / "aime_sample.jsonl"

@@ -15,7 +15,7 @@ from botgrpo_cli.algos import PRESETS
 from botgrpo_cli.config import load_config
 from botgrpo_cli.reward_client.combined import CombinedPool, ServiceSpec
 from botgrpo_cli.reward_client.opening import service_pool
-from botgrpo_cli.trainer import train
+from botgrpo_cli.trainer import loop, train
 from botgrpo_cli.trainer.reports import TIMING_KEYS
 from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
 from adamw_steps import assert_same_steps
@@ -102,10 +102,25 @@ def test_bot_grpo_without_token_rewards_equals_grpo(model_dir, pool, tmp_path):
 NOISE = "reward.span_noise={drop: 0.3, flip: 0.1, jitter: 3}"
 
 
-@pytest.mark.parametrize("updates", [[], ["algo.mini_batches=2", "algo.epochs=2"], [NOISE]],
-                         ids=["one-update", "2x2-updates", "span-noise"])
-def test_resume_continues_exactly(model_dir, pool, tmp_path, updates):
-    full = train(_cfg(model_dir, tmp_path / "full", "bot_grpo", 4, "run.save_every=2", *updates), pool=pool)
+WARM_UP = ["optim.warmup_steps=4"]  # the lr changes every step: a resume that restarts the schedule shows
+
+
+@pytest.mark.parametrize("updates", [WARM_UP, ["algo.mini_batches=2", "algo.epochs=2", "rollout.temperature=0.7"],
+                                     [NOISE]],
+                         ids=["one-update-warm-up", "2x2-updates", "span-noise"])
+def test_resume_continues_exactly(model_dir, pool, tmp_path, updates, monkeypatch):
+    keys = []  # the span noise's seed key of each step of the uninterrupted run
+    to_token_rewards = loop.to_token_rewards
+
+    def keep_key(*args, **kwargs):
+        keys.append(kwargs["noise_key"])
+        return to_token_rewards(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "to_token_rewards", keep_key)
+    full_cfg = _cfg(model_dir, tmp_path / "full", "bot_grpo", 4, "run.save_every=2", *updates)
+    full = train(full_cfg, pool=pool)
+    monkeypatch.undo()
+    assert keys == [(full_cfg.run.seed, step, 0) for step in (1, 2, 3, 4)]  # new noise each step, as resumed
     part = _cfg(model_dir, tmp_path / "part", "bot_grpo", 2, "run.save_every=2", *updates)
     train(part, pool=pool)
     part.run.steps = 4
@@ -117,6 +132,11 @@ def test_resume_continues_exactly(model_dir, pool, tmp_path, updates):
     assert [r["step"] for r in resumed.metrics] == [1, 2, 3, 4]
     assert strip(resumed.metrics) == strip(full.metrics)
     assert all(r["update/steps"] == (4 if "algo.epochs=2" in updates else 1) for r in full.metrics)
+    if "algo.epochs=2" in updates:  # the behaviour log-probs are the sampler's (at its temperature): step 1 on policy
+        assert all(r["clip_frac/mb1"] == 0 and r["ratio_max/mb1"] == pytest.approx(1.0, abs=1e-4) for r in full.metrics)
+    if updates is WARM_UP:  # equal above, and moving every step: a schedule restarted on resume would show
+        lrs = [r["lr"] for r in full.metrics]
+        assert all(a != b for a, b in zip(lrs, lrs[1:])) and max(lrs) > 0, lrs
     final_a, final_b = _final_weights(full.run_dir), _final_weights(resumed.run_dir)
     assert all(torch.equal(final_a[k], final_b[k]) for k in final_a)
     assert [p.name for p in sorted((resumed.run_dir / "checkpoints").iterdir())] == ["step-000002", "step-000004"]

@@ -7,7 +7,7 @@ import torch
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from botgrpo_cli.config import load_config
-from botgrpo_cli.algos import policy_loss
+from botgrpo_cli.algos import masked_mean, policy_loss
 from botgrpo_cli.trainer.logprobs import batch_logps, forward_logps
 from botgrpo_cli.trainer.update import UpdateInputs, make_optimizer, update
 from adamw_steps import assert_same_steps
@@ -172,24 +172,27 @@ def test_entropy_bonus_reaches_the_parameters():
     assert entropies[0] == 0 and entropies[1] > 0
 
 
-def test_dapo_is_trls_each_step_divided_by_the_batch_tokens_over_the_steps():
-    """TRL's loss_type="dapo" with two optimizer steps per generation batch: each step's token-loss sum is
-    divided by half the batch's valid tokens (not by its own, as token_mean does)."""
+@pytest.mark.parametrize("epochs", [1, 2])
+def test_dapo_is_trls_each_step_divided_by_the_batch_tokens_over_the_steps(epochs):
+    """TRL's loss_type="dapo" with two optimizer steps per pass over the generation batch: each step's
+    token-loss sum is divided by half the batch's valid tokens (not by its own, as token_mean does),
+    in every epoch (the steps of one pass, not of all passes)."""
     inp = _inputs(_model())
     inp = UpdateInputs(inp.prompt_ids, inp.completion_ids, inp.mask, inp.advantages, inp.logp_old, None, GROUPS)
-    sets = ["algo.mini_batches=2", "optim.micro_batch_size=2", "optim.grad_clip=0", "optim.lr=1e-2"]
+    sets = ["algo.mini_batches=2", f"algo.epochs={epochs}", "optim.micro_batch_size=2", "optim.grad_clip=0",
+            "optim.lr=1e-2"]
     after = {}
     for agg in ("dapo", "token_mean"):
         model = _model()
         cfg = load_config(None, algo="grpo", sets=[*sets, f"algo.loss_agg={agg}"])
         opt, sched = make_optimizer(model, cfg)
-        assert update(model, opt, sched, inp, cfg, pad_id=0, max_len=7)["update/steps"] == 2
+        assert update(model, opt, sched, inp, cfg, pad_id=0, max_len=7)["update/steps"] == 2 * epochs
         after[agg] = _params(model)
 
     ref = _model()
     ref_opt, _ = make_optimizer(ref, cfg)
     per_step = float(inp.mask.sum()) / 2  # the groups hold 14 and 11 valid tokens
-    for rows in (slice(0, 3), slice(3, 6)):  # one group per mini-batch, in order
+    for rows in (slice(0, 3), slice(3, 6)) * epochs:  # one group per mini-batch, in order
         ref_opt.zero_grad()
         logp, _ = forward_logps(ref, inp.prompt_ids[rows], inp.completion_ids[rows], 0, 1.0)
         mask = inp.mask[rows]
@@ -269,3 +272,75 @@ def test_off_policy_mask_reaches_the_update():
         metrics = update(model, opt, sched, inp, cfg, pad_id=0, max_len=7)
         assert (not torch.equal(_params(model), _params(_model()))) == moves
         assert metrics.get("kept/off_policy", 1.0) == (1.0 if moves else 0.0)
+
+
+def test_mismatch_weights_scale_the_loss_and_gradient_of_their_own_rows_in_each_mini_batch():
+    """Hand-made engine/trainer importance weights, different on every row and token (0 on a whole row):
+    over M = 2 mini-batches of micro-batches of 2 rows, the update with them is the update whose
+    advantages carry them instead (w >= 0: w * -min(r A, clip(r) A) = -min(r wA, clip(r) wA)), step for
+    step; without them it is another update. Weights dropped on the way to the loss, or paired with
+    another mini-batch's rows, fail here. SGD at lr 1: the weights move by the gradients themselves."""
+    inp = _inputs(_model())
+    t = torch.arange(inp.mask.shape[1])
+    w = torch.tensor([0.5, 1.5, 0.0, 2.0, 0.25, 1.0])[:, None] * (1.0 + 0.1 * t) * inp.mask
+    cfg = load_config(None, algo="grpo", sets=["algo.mini_batches=2", "optim.micro_batch_size=2", "optim.grad_clip=0",
+                                              "optim.lr=1"])
+
+    def stepped(advantages: torch.Tensor, is_weights: torch.Tensor | None) -> tuple[torch.Tensor, dict]:
+        model = _model()
+        opt = torch.optim.SGD(model.parameters(), lr=1.0)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+        metrics = update(model, opt, sched, UpdateInputs(inp.prompt_ids, inp.completion_ids, inp.mask, advantages,
+                                                         inp.logp_old, None, GROUPS, is_weights), cfg, 0, 7)
+        return _params(model), metrics
+
+    weighted, m_weighted = stepped(inp.advantages, w)
+    carried, m_carried = stepped(inp.advantages * w, None)
+    plain, _ = stepped(inp.advantages, None)
+    assert m_weighted["update/steps"] == 2
+    start = _params(_model())
+    torch.testing.assert_close(weighted - start, carried - start, rtol=1e-4, atol=1e-7)
+    assert m_weighted["loss"] == pytest.approx(m_carried["loss"], rel=1e-5, abs=1e-8)
+    assert float((weighted - plain).abs().max()) > 1e-2 * float((plain - start).abs().max())
+
+
+def test_the_configured_clip_range_reaches_the_loss():
+    """algo.loss_options (the presets' eps_low / eps_high, or the user's) reach policy_loss: with a
+    range narrower than the loss's defaults, the update's loss and clip fraction are the hand-made
+    loss's with that range, and differ from the defaults'."""
+    inp = _inputs(_model())  # logp_old 0.05-nats noise off the policy: ratios beyond 1 +- 0.02, within 1 +- 0.2
+    cfg = load_config(None, algo="grpo", sets=["optim.micro_batch_size=16", "optim.lr=1e-3",
+                                              "algo.loss_options={eps_low: 0.02, eps_high: 0.03}"])
+    model = _model()
+    opt, sched = make_optimizer(model, cfg)
+    metrics = update(model, opt, sched, inp, cfg, pad_id=0, max_len=7)
+    logp, _ = forward_logps(_model(), inp.prompt_ids, inp.completion_ids, 0, 1.0)
+    by_hand = {}
+    for name, eps in {"narrow": {"eps_low": 0.02, "eps_high": 0.03}, "default": {}}.items():
+        loss, m = policy_loss("clip", logp=logp, logp_old=inp.logp_old, advantages=inp.advantages, mask=inp.mask,
+                              loss_agg="seq_mean_token_mean", **eps)
+        by_hand[name] = (float(loss.detach()), m["clip_frac"])
+    assert by_hand["narrow"][1] > 0.1 and by_hand["default"][1] == 0
+    assert metrics["clip_frac"] == pytest.approx(by_hand["narrow"][1])
+    assert metrics["loss"] == pytest.approx(by_hand["narrow"][0], rel=1e-4, abs=1e-7)
+
+
+def test_the_update_scores_tokens_at_the_sampling_temperature():
+    """The update's log-probs are the sampling distribution's, logits / rollout.temperature: its loss,
+    ratios and entropy are the hand-made ones at that temperature (at 1.0 they would differ)."""
+    inp = _inputs(_model())
+    cfg = load_config(None, algo="grpo", sets=["optim.micro_batch_size=16", "optim.lr=1e-3",
+                                              "rollout.temperature=0.5"])
+    model = _model()
+    opt, sched = make_optimizer(model, cfg)
+    metrics = update(model, opt, sched, inp, cfg, pad_id=0, max_len=7)
+    figures = {}
+    for t in (0.5, 1.0):
+        logp, entropy = forward_logps(_model(), inp.prompt_ids, inp.completion_ids, 0, t, with_entropy=True)
+        loss, m = policy_loss("clip", logp=logp, logp_old=inp.logp_old, advantages=inp.advantages, mask=inp.mask,
+                              loss_agg="seq_mean_token_mean")
+        figures[t] = (float(loss.detach()), m["ratio_mean"], float(masked_mean(entropy, inp.mask)))
+    assert metrics["loss"] == pytest.approx(figures[0.5][0], rel=1e-4, abs=1e-7)
+    assert metrics["ratio_mean"] == pytest.approx(figures[0.5][1], rel=1e-5)
+    assert metrics["entropy"] == pytest.approx(figures[0.5][2], rel=1e-4)
+    assert abs(figures[1.0][1] - figures[0.5][1]) > 1e-2 and abs(figures[1.0][2] - figures[0.5][2]) > 1e-3

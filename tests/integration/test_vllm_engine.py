@@ -343,6 +343,25 @@ def test_bot_grpo_trains_with_vllm_and_a_resume_resyncs(smollm2_gguf, tmp_path, 
     assert resumed[-1]["step"] == 3 and resumed[-1]["mismatch/abs_diff_max"] < TOL
 
 
+VARIED = Path(__file__).resolve().parents[1] / "fixtures" / "varied_reward.py"
+
+
+def test_the_mismatch_weights_reach_the_update(small_dir, tmp_path):
+    """The loop hands the engine's importance weights to the update: token_mask with a lower bound above
+    every ratio (engine and trainer agree to float32 rounding here) weights every token 0, so the step
+    has no gradient though its advantages are not 0 (the completions of a group score +1 and -1). Weights
+    lost between the loop and the loss would move the policy (the update test checks which rows get which)."""
+    from botgrpo_cli.trainer import train
+
+    cfg = _config(small_dir, tmp_path / "run", 1, [*SMALL_SETS, "rollout.engine=vllm", "algo.mismatch_is=token_mask",
+                                                  "algo.mismatch_is_min=1.5", f"reward.function={VARIED}:alternating",
+                                                  "reward.workers=1"])
+    (m,) = train(cfg).metrics
+    assert m["mismatch/abs_diff_max"] < TOL and m["adv/std"] > 0.5
+    assert m["mismatch/is_weight_mean"] == 0 and m["mismatch/is_corrected_frac"] == 1
+    assert m["grad_norm"] == 0 and m["loss"] == 0
+
+
 def _server_engine(policy, tok, url: str, timeout_s: float = 300):
     from botgrpo_cli.rollout.vllm_server import engine_for
 
