@@ -35,7 +35,7 @@ from concurrent.futures import Future
 from typing import Any, Callable, Iterable, Sequence
 
 from botgrpo_cli.reward_client.pool import score_all
-from botgrpo_cli.reward_client.scored import checked
+from botgrpo_cli.reward_client.verdicts import checked
 from botgrpo_rewards.protocol import Batcher, Item
 from botgrpo_rewards.protocol import (
     DEFAULT_MEMORY_MB,

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from botgrpo_cli.errors import UserError
-from botgrpo_cli.reward_client.scored import checked
+from botgrpo_cli.reward_client.verdicts import checked
 from botgrpo_rewards.protocol import SpecError, first_line, load_function
 from botgrpo_rewards.protocol import absolute_spec
 from botgrpo_rewards.protocol import ErrorInfo, ScoreResponse, Span
@@ -119,7 +119,7 @@ def as_messages(value: Any, what: str) -> list[dict] | None:
 
 def as_response(value: Any, rid: str, text_length: int) -> ScoreResponse | None:
     """An environment's reward -> a ScoreResponse (None: the task's reward decides), checked as a
-    reward function's verdict is (scored.checked: a finite score, integer spans inside the
+    reward function's verdict is (verdicts.checked: a finite score, integer spans inside the
     transcript, finite metrics); a reward that fails the checks is a failed scoring saying why."""
     if value is None:
         return None

@@ -40,7 +40,8 @@ def test_bench_step_sets_reach_every_presets_config(monkeypatch, tmp_path):
 
     seen = []
     record = {"time/step_s": 1.0, "time/generate_s": 0.5, "time/reward_s": 0.1, "time/logp_s": 0.0,
-              "time/update_s": 0.4, "update/steps": 1.0, "clip_frac": 0.0}
+              "time/update_s": 0.4, "update/steps": 1.0, "clip_frac": 0.0,
+              "completion/length_mean": 10.0}
 
     def fake_train(cfg):
         seen.append(cfg)
