@@ -98,7 +98,7 @@ class ReactSynthTask(SyntheticTask):
     step_separator = None
     stop = ()  # completions end with the model's EOS
     max_new_tokens = 96
-    eval_metrics = ("all_ok", "syntax_ok", "types_ok", "spec_ok")
+    eval_metrics = ("all_ok", "compile", "syntax_ok", "types_ok", "spec_ok")
 
     def __init__(self, seed: int = 0, **options: Any):
         super().__init__(seed=seed, **options)

@@ -54,6 +54,7 @@ def test_service_scores_example_rollouts():
         resp = got[rid]
         assert resp["status"] == "ok", resp
         assert (resp["metrics"]["syntax_ok"], resp["metrics"]["types_ok"]) == (syntax_ok, types_ok), (rid, resp)
+        assert resp["metrics"]["compile"] == syntax_ok * types_ok, (rid, resp)
         if span_text is None:
             assert resp["spans"] == [], (rid, resp)
         else:
