@@ -39,7 +39,8 @@ EVAL_SEED = 20261130  # one seed for every evaluation: comparable samples across
 # Per-step training metrics kept in result.json to explain the outcome (signal, credit, length).
 DIAGNOSTICS = ("success", "groups/zero_variance_frac", "adv/mean", "adv/std", "completion/length_mean",
                "completion/finished_frac", "entropy", "clip_frac", "grad_norm", "reward/mean",
-               "reward/compile", "reward/spec_ok")  # react: the compile rate and the spec kept beside it
+               "reward/compile", "reward/spec_ok",  # react: the compile rate and the spec kept beside it
+               "time/step_s")  # seconds to a target (the token reward's cost counted), curves against time
 
 
 @dataclass
