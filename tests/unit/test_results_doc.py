@@ -97,7 +97,8 @@ def test_contrasts_pair_across_sets_by_seed_and_refuse_different_starts():
 def test_verdict_with_ten_seeds_follows_the_preregistered_bootstrap_rule():
     assert rd.verdict([0.02, 0.03, 0.04, 0.05, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06]) == "above 0"
     assert rd.verdict([-0.02, -0.03, -0.01, -0.02, -0.04, -0.01, -0.03, -0.02, -0.05, -0.01]) == "below 0"
-    assert rd.verdict([-0.05, 0.06, 0.01, -0.02, 0.03, -0.04, 0.02, -0.01, 0.0, 0.01]).startswith("tie")
+    assert rd.verdict([-0.05, 0.06, 0.01, -0.02, 0.03, -0.04, 0.02, -0.01, 0.0, 0.01]) == \
+        "no difference shown at 10 seeds (interval includes 0)"
 
 
 def test_sign_flip_p_is_exact_over_every_sign_pattern():
@@ -118,7 +119,10 @@ def test_with_fewer_than_ten_seeds_the_verdict_follows_the_exact_test():
     five = [0.062, 0.125, 0.004, 0.031, 0.012]  # every seed above 0, bootstrap interval above 0 ...
     lo, _ = rd.bootstrap_mean_interval(five)
     assert lo > 0
-    assert rd.verdict(five) == "tie (exact p = 0.062)"  # ... but 5 seeds cannot reach p < 0.05
+    # ... but 5 seeds cannot reach p < 0.05: inconclusive, never a tie
+    assert rd.verdict(five) == "inconclusive at 5 seeds (exact p = 0.062; 0.0625 at best)"
+    assert rd.verdict([0.1, -0.2, 0.3]).startswith("inconclusive at 3 seeds")
+    assert rd.verdict([0.02, -0.03, 0.04, 0.05, 0.01, 0.02]) == "no difference shown at 6 seeds (exact p = 0.219)"
     seven = [0.02, 0.03, 0.04, 0.05, 0.01, 0.02, 0.03]
     assert rd.verdict(seven) == "above 0 (exact p = 0.016)"  # 2/128
     assert rd.verdict([-v for v in seven]) == "below 0 (exact p = 0.016)"
@@ -139,6 +143,14 @@ def test_the_page_labels_exploratory_contrasts_and_names_the_react_metric_and_th
         assert "2026-12-03" in log
     assert "changed twice" in (ROOT / "research" / "preregistration" / "arith_synth_grounded.md").read_text()
     assert "abandoned" in (ROOT / "research" / "preregistration" / "react_synth_k2_all_presets.md").read_text()
+
+
+def test_exploratory_contrasts_are_described_and_the_page_never_says_tie():
+    assert rd.description([0.1, -0.2, 0.3, 0.0, 0.2]) == \
+        "described, not tested: higher on 3 of 5 seeds, lower on 1; inconclusive at 5 seeds"
+    page = (ROOT / "research" / "results.md").read_text()
+    assert "| tie" not in page and "tie (" not in page  # no verdict cell says tie
+    assert "| bot_grpo - base, final `all_ok` (exploratory) |" in page
 
 
 def test_claims_not_run_say_so_instead_of_a_number():
