@@ -26,7 +26,7 @@ from typing import Any, Callable
 import torch
 
 from botgrpo_cli import rundir
-from botgrpo_cli.bench.convergence_report import (algo_summary, band, curve, diagnostics, guard, speedups,
+from botgrpo_cli.bench.convergence_report import (algo_summary, band, curve, diagnostics, guard, seconds_at, speedups,
                                                   write_outputs)
 from botgrpo_cli.bench.provenance import provenance
 from botgrpo_cli.errors import UserError
@@ -210,6 +210,7 @@ def summarize(settings: Settings, base: Path, work: Path) -> dict:
         summary["runs"] = {str(r["seed"]): {"curve": curve(r["evals"], settings.metric),
                                             "train_seconds": r["train_seconds"],
                                             "guard": guard(r["evals"]),
+                                            "seconds": seconds_at(r["train_metrics"], [e["step"] for e in r["evals"]]),
                                             "eval_seconds": r["eval_seconds"]} for r in runs}
         summary["diagnostics"] = diagnostics(runs, settings.steps)
         summaries[algo] = summary

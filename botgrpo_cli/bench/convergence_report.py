@@ -116,6 +116,21 @@ def guard(records: list[dict], metric: str = GUARD_METRIC, margin: float = GAME_
     return {"metric": metric, "base": base, "min": low, "final": points[-1][1], "gamed": low < base - margin}
 
 
+def seconds_at(train_metrics: list[dict], steps: list[int]) -> list[tuple[int, float]] | None:
+    """(step, training seconds summed over steps 1..step) at each evaluated step; None when a step's
+    time was not recorded (result.json files written before it kept time/step_s)."""
+    per_step = {int(m["step"]): m.get("time/step_s") for m in train_metrics}
+    out, total, done = [], 0.0, 0
+    for step in sorted(steps):
+        for s in range(done + 1, step + 1):
+            if per_step.get(s) is None:
+                return None
+            total += per_step[s]
+        done = max(done, step)
+        out.append((step, round(total, 2)))
+    return out
+
+
 def band(curves: list[list[tuple[int, float]]]) -> dict:
     """Median, min and max over seeds at each step that every seed evaluated."""
     per_seed = [dict(c) for c in curves]

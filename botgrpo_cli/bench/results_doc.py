@@ -21,6 +21,7 @@ Statistics (pure functions below):
 from __future__ import annotations
 
 import functools
+import io
 import itertools
 import json
 import math
@@ -277,6 +278,58 @@ def set_table(rs: ResultSet, data: dict) -> list[str]:
     return rows
 
 
+CURVES_PNG = "curves.png"  # beside each set's convergence.json, drawn by generate()
+
+
+def _median_band(points_by_seed: list[list[tuple[float, float]]]) -> tuple[list[float], list[float], list[float], list[float]]:
+    """x (median over seeds), y median, y min, y max at each evaluation index every seed has."""
+    n = min(len(p) for p in points_by_seed)
+    cols = [[p[i] for p in points_by_seed] for i in range(n)]
+    xs = [statistics.median(x for x, _ in c) for c in cols]
+    ys = [[y for _, y in c] for c in cols]
+    return xs, [statistics.median(y) for y in ys], [min(y) for y in ys], [max(y) for y in ys]
+
+
+def curves_png(rs: ResultSet, data: dict) -> bytes:
+    """Per preset, the held-out metric against training steps and against training seconds: the median
+    over seeds with a min-max band (x of the time panel: the median over seeds of the seconds at each
+    evaluation). PNG bytes without a timestamp or version, so the same records draw the same file."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (by_step, by_time) = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    timed = False
+    for algo, entry in data["algorithms"].items():
+        runs = list(entry["runs"].values())
+        xs, med, lo, hi = _median_band([[(float(s), v) for s, v in r["curve"]] for r in runs])
+        (line,) = by_step.plot(xs, med, marker=".", label=algo)
+        by_step.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+        if all(r.get("seconds") for r in runs):
+            timed = True
+            paired = [[(t, v) for (_, t), (_, v) in zip(r["seconds"], r["curve"])] for r in runs]
+            xs, med, lo, hi = _median_band(paired)
+            by_time.plot(xs, med, marker=".", color=line.get_color(), label=algo)
+            by_time.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+    for ax in (by_step, by_time):
+        for t in data["settings"]["targets"]:
+            ax.axhline(t, color="grey", linestyle="--", linewidth=0.8)
+    if not timed:
+        by_time.text(0.5, 0.5, "per-step seconds not recorded\nin this set's records", ha="center", va="center",
+                     transform=by_time.transAxes, color="grey")
+    by_step.set_xlabel("training step")
+    by_time.set_xlabel("training seconds (median over seeds; shared machine: see the load)")
+    by_step.set_ylabel(f"held-out {data['metric']}")
+    by_step.legend(fontsize=8)
+    fig.suptitle(f"{rs.label}: median over {len(data['settings']['seeds'])} seeds, band = min-max", fontsize=10)
+    fig.subplots_adjust(left=0.07, right=0.99, bottom=0.14, top=0.9, wspace=0.05)  # tight_layout draws twice
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
 @dataclass(frozen=True)
 class Contrast:
     """A pre-registered comparison: final(a) - final(b) paired by seed, across sets if need be;
@@ -473,19 +526,30 @@ def render_results_page(found: dict[str, dict], source: str) -> str:
             continue
         out += [f"## {group.title}", "", *group.intro, ""]
         for rs in present:
-            out += set_table(rs, found[rs.folder]) + [""]
+            out += set_table(rs, found[rs.folder]) + ["", f"![{rs.label}: the metric against steps and against "
+                                                      f"training seconds]({source.removeprefix('research/')}/{rs.folder}/{CURVES_PNG})", ""]
         if group.caveats:
             out += ["Limits:", *(f"- {c}" for c in group.caveats), ""]
     return "\n".join(out).rstrip() + "\n"
 
 
-def generate(repo: Path, results_root: str = "research/results") -> dict[Path, str]:
-    """Path -> the text it should hold: the results page and (when there are records) the benchmark
-    figures page, both beside the results folder."""
+def same_content(path: Path, body: str | bytes) -> bool:
+    """Whether `path` already holds `body` (text pages compared as text, figures as bytes)."""
+    if not path.exists():
+        return False
+    return path.read_bytes() == body if isinstance(body, bytes) else path.read_text() == body
+
+
+def generate(repo: Path, results_root: str = "research/results", figures: bool = True) -> dict[Path, str | bytes]:
+    """Path -> what it should hold: the results page and (when there are records) the benchmark
+    figures page, both beside the results folder (text), and each set's curves (PNG bytes; drawing
+    them takes seconds, so `figures=False` leaves them out)."""
     found = load_sets(repo / results_root)
     if not found:
         raise FileNotFoundError(f"no convergence.json under {repo / results_root}")
     return {
         (repo / results_root).parent / "results.md": render_results_page(found, results_root),
         **figures_doc.pages(repo, results_root),
+        **{repo / results_root / rs.folder / CURVES_PNG: curves_png(rs, found[rs.folder])
+           for g in GROUPS for rs in g.sets if figures and rs.folder in found},
     }

@@ -20,13 +20,13 @@ def register(app: typer.Typer) -> None:
                                                   "the pages are written beside it.")] = "research/results",
     ) -> None:
         """Write research/results.md and research/benchmark-figures.md from the committed records."""
-        from botgrpo_cli.bench.results_doc import generate
+        from botgrpo_cli.bench.results_doc import generate, same_content
 
         try:
             pages = generate(repo, results)
         except (FileNotFoundError, ValueError) as e:
             raise UserError(f"bench results: {e}") from None
-        stale = [path for path, text in pages.items() if not path.exists() or path.read_text() != text]
+        stale = [path for path, body in pages.items() if not same_content(path, body)]
         if check:
             if stale:
                 raise UserError("bench results --check: out of date: " + ", ".join(str(p) for p in stale)
@@ -34,5 +34,6 @@ def register(app: typer.Typer) -> None:
             out.print(f"results pages match {results}")
             return
         for path in stale:
-            path.write_text(pages[path])
+            body = pages[path]
+            path.write_bytes(body) if isinstance(body, bytes) else path.write_text(body)
         out.print(f"wrote {len(stale)} of {len(pages)} pages from {results}")

@@ -70,6 +70,9 @@ def _check_outputs(out: Path) -> dict:
         assert float(final_cell.split()[0]) == pytest.approx(s["final"]["median"], abs=6e-4)  # .3f rounds half to even
         base_counts.append(evals[0]["counts"])
         assert {"compile", "spec_ok"} <= set(evals[0]["means"])  # the compile rate with the spec beside it
+        seconds = s["runs"]["0"]["seconds"]  # training seconds at each evaluated step, for curves against time
+        assert [st for st, _ in seconds] == [0, 1, 2] and seconds[0][1] == 0
+        assert seconds[-1][1] == pytest.approx(s["runs"]["0"]["train_seconds"], abs=0.02)
         spec = [e["means"]["spec_ok"] for e in evals]
         assert s["runs"]["0"]["guard"] == {"metric": "spec_ok", "base": spec[0], "min": min(spec[1:]),
                                            "final": spec[-1], "gamed": min(spec[1:]) < spec[0] - 0.1}

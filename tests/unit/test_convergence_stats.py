@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from botgrpo_cli.bench.convergence_report import DIAGNOSTIC_COLUMNS, render_markdown, table_rows
-from botgrpo_cli.bench.convergence_report import (algo_summary, guard, median_censored, metric_value, pass_k_of, speedups,
+from botgrpo_cli.bench.convergence_report import (algo_summary, guard, median_censored, seconds_at, metric_value, pass_k_of, speedups,
                                                  spread, steps_to_target)
 
 
@@ -76,3 +76,9 @@ def test_a_run_is_gamed_when_its_spec_falls_more_than_the_margin_below_the_base(
     assert kept == {"metric": "spec_ok", "base": 0.5, "min": 0.41, "final": 0.41, "gamed": False}
     assert guard(records([0.5, 0.3, 0.6]))["gamed"]  # a dip at any evaluation counts
     assert guard([{"step": 0, "means": {"correct": 1.0}}, {"step": 5, "means": {"correct": 1.0}}]) is None
+
+
+def test_seconds_at_each_evaluated_step_sum_the_steps_before_it():
+    metrics = [{"step": s, "time/step_s": 1.5 * s} for s in range(1, 5)]  # 1.5, 3, 4.5, 6
+    assert seconds_at(metrics, [0, 2, 4]) == [(0, 0.0), (2, 4.5), (4, 15.0)]
+    assert seconds_at([{"step": 1, "time/step_s": None}, {"step": 2, "time/step_s": 1.0}], [0, 2]) is None
