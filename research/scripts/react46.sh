@@ -38,7 +38,7 @@ pilot-record)
 compare)
   read -r LR_G LR_B STEPS < <($PY research/scripts/react46_records.py read-choice $OUT/pilot/choice.json)
   $BOT bench convergence "${COMMON[@]}" --seeds 10 --seed-start 0 --steps "$STEPS" --eval-every 5 \
-    --eval-prompts 256 --eval-samples 2 --target 0.5,0.8,0.95 --parallel 1 \
+    --eval-prompts 256 --eval-samples 2 --target 0.5,0.8,0.95 --parallel 2 \
     --algo-set grpo:optim.lr=$LR_G --algo-set bot_grpo:optim.lr=$LR_B \
     --out $OUT/compare --work $OUT/compare/runs ;;
 *)
