@@ -134,7 +134,7 @@ def test_with_fewer_than_ten_seeds_the_verdict_follows_the_exact_test():
 def test_the_page_labels_exploratory_contrasts_and_names_the_react_metric_and_the_deviations():
     page = (ROOT / "research" / "results.md").read_text()
     primaries = [c for _, contrasts in rd.CLAIMS for c in contrasts if c.primary]
-    assert len(primaries) == 2  # one per plan
+    assert len(primaries) == 3  # one per plan
     for _, contrasts in rd.CLAIMS:
         for c in contrasts:
             assert f"| {c.shown} |" in page
@@ -154,6 +154,15 @@ def test_exploratory_contrasts_are_described_and_the_page_never_says_tie():
     page = (ROOT / "research" / "results.md").read_text()
     assert "| tie" not in page and "tie (" not in page  # no verdict cell says tie
     assert "| bot_grpo - base, final `all_ok` (exploratory) |" in page
+
+
+def test_steps_contrast_pairs_by_seed_and_censors_runs_that_never_reach_the_target():
+    data = _set({"grpo": {"0": 0.9, "1": 0.3}, "bot_grpo": {"0": 0.9, "1": 0.9}})
+    data["settings"]["targets"] = [0.8]
+    for algo, per_seed in (("grpo", {"0": 20, "1": None}), ("bot_grpo", {"0": 10, "1": 30})):
+        data["algorithms"][algo]["targets"]["0.8"] = {"per_seed": per_seed}
+    c = rd.Contrast("steps", ("x", "bot_grpo"), ("x", "grpo"), primary=True, steps_to="0.8")
+    assert rd.contrast_gains({"x": data}, c) == [10 - 20, 30 - (10 + 10)]  # never = steps + spacing
 
 
 def test_claims_not_run_say_so_instead_of_a_number():
