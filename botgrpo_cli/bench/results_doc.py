@@ -126,7 +126,15 @@ REACT46 = Group(
      "(`results/react_compile/determinism.json`), wall-clock seconds do, so the seconds here are not the "
      "plan's wall-clock endpoint unless the provenance shows a quiet machine.",),
 )
-GROUPS = (REACT46, ARITH31, REACT31, CONVERGENCE16)
+ARITH46 = Group(
+    "Pre-registered: arith_synth at a learning rate where grpo learns (issue 46)",
+    ("Plan committed before the pilot and the runs: the math setting of "
+     "[preregistration/react_synth_compile.md](preregistration/react_synth_compile.md); each preset's lr is "
+     "the plan's rule applied to a pilot on seed 100 (`results/arith46/pilot/choice.json`, not a result).",),
+    (ResultSet("arith46/compare_pass@1", "arith_synth pass@1"),
+     ResultSet("arith46/compare_pass@8", "arith_synth pass@8 (the same runs)")),
+)
+GROUPS = (REACT46, ARITH46, ARITH31, REACT31, CONVERGENCE16)
 
 
 def bootstrap_mean_interval(values: list[float], resamples: int = 10_000, seed: int = 0,
@@ -446,7 +454,15 @@ CLAIMS = (
     ("ahead of GSPO, DAPO and PURE (React)",
      tuple(Contrast(f"bot_grpo - {o}, final `all_ok`", (R31, "bot_grpo"), (R31, o)) for o in ("gspo", "dapo", "pure", "dr_grpo"))),
     ("up to +8.1 Pass@k in half the steps (math)",
-     (Contrast("bot_grpo_outcome - grpo, final pass@1", (A31, "bot_grpo_outcome"), (A31, "grpo"), primary=True),
+     (Contrast("bot_grpo - grpo, final pass@1 (issue 46)", ("arith46/compare_pass@1", "bot_grpo"),
+               ("arith46/compare_pass@1", "grpo"), primary=True),
+      Contrast("bot_grpo - grpo, final pass@8 (issue 46)", ("arith46/compare_pass@8", "bot_grpo"),
+               ("arith46/compare_pass@8", "grpo")),
+      Contrast("grpo - base, final pass@1 (issue 46)", ("arith46/compare_pass@1", "grpo"),
+               ("arith46/compare_pass@1", "base")),
+      Contrast("bot_grpo - base, final pass@1 (issue 46)", ("arith46/compare_pass@1", "bot_grpo"),
+               ("arith46/compare_pass@1", "base")),
+      Contrast("bot_grpo_outcome - grpo, final pass@1", (A31, "bot_grpo_outcome"), (A31, "grpo"), primary=True),
       Contrast("bot_grpo - grpo, final pass@1", (A31, "bot_grpo"), (A31, "grpo")),
       Contrast("bot_grpo_outcome - grpo, final pass@8", ("arith31/ABC_pass@8", "bot_grpo_outcome"), ("arith31/ABC_pass@8", "grpo")),
       Contrast("bot_grpo - grpo, final pass@8", ("arith31/ABC_pass@8", "bot_grpo"), ("arith31/ABC_pass@8", "grpo")),

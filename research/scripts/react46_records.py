@@ -1,7 +1,8 @@
 """Records of issue 46's runs (research/preregistration/react_synth_compile.md), each written by a command.
 
     react46_records.py determinism RUNS_DIR OUT.json "LOADS"   the 4-step runs' metrics compared
-    react46_records.py choose PILOT_DIR OUT.json                the plan's lr rule applied to the pilot
+    react46_records.py choose PILOT_DIR OUT.json [RISE]         the plan's lr rule applied to the pilot
+                                                                (RISE: 0.10 for react compile, 0.03 for math)
     react46_records.py read-choice CHOICE.json                  "LR_GRPO LR_BOT_GRPO STEPS" for the comparison
 """
 
@@ -44,7 +45,7 @@ def determinism(runs: Path, out: Path, loads: str) -> dict:
             "loadavg_1min_before_together_alone_end": loads.split(), "provenance": provenance()}
 
 
-def pilot_facts(run: dict, evals: list[dict], train_metrics: list[dict]) -> dict:
+def pilot_facts(run: dict, evals: list[dict], train_metrics: list[dict], rise: float = RISE) -> dict:
     """The rule's facts for one pilot run: its compile curve, grad norms and spec guard."""
     curve = [(int(s), float(v)) for s, v in run["curve"]]
     base, final, best = curve[0][1], curve[-1][1], max(v for _, v in curve)
@@ -53,11 +54,11 @@ def pilot_facts(run: dict, evals: list[dict], train_metrics: list[dict]) -> dict
     reached = next((s for s, v in curve if v >= 0.8), None)
     return {"base": base, "final": final, "best": best, "finite": finite, "gamed": bool(guard.get("gamed")),
             "spec_ok_base": guard.get("base"), "spec_ok_min": guard.get("min"), "reached_0.8_at": reached,
-            "rises": final >= base + RISE, "stays": finite and final >= best - STAY,
-            "meets_rule": final >= base + RISE and finite and final >= best - STAY and not guard.get("gamed")}
+            "rises": final >= base + rise, "stays": finite and final >= best - STAY,
+            "meets_rule": final >= base + rise and finite and final >= best - STAY and not guard.get("gamed")}
 
 
-def choose(pilot: Path, out: Path) -> dict:
+def choose(pilot: Path, out: Path, rise: float = RISE) -> dict:
     facts: dict[str, dict[str, dict]] = {}
     for folder in sorted(pilot.glob("lr*"), key=lambda p: float(p.name[2:])):
         summary = json.loads((folder / "convergence.json").read_text())
@@ -65,7 +66,7 @@ def choose(pilot: Path, out: Path) -> dict:
             for seed, run in s["runs"].items():
                 result = json.loads((folder / "runs" / f"{algo}-s{seed}" / "result.json").read_text())
                 facts.setdefault(algo, {})[folder.name[2:]] = pilot_facts(run, result["evals"],
-                                                                          result["train_metrics"])
+                                                                          result["train_metrics"], rise)
     chosen = {}
     for algo, by_lr in facts.items():
         ok = [lr for lr, f in by_lr.items() if f["meets_rule"]]
@@ -75,7 +76,7 @@ def choose(pilot: Path, out: Path) -> dict:
     steps = None
     if go:
         steps = 60 if (facts["grpo"][chosen["grpo"]]["reached_0.8_at"] or 10**9) <= 40 else 100
-    return {"rule": f"largest lr whose run rises (final >= base + {RISE}), stays finite (finite grad norms, final "
+    return {"rule": f"largest lr whose run rises (final >= base + {rise}), stays finite (finite grad norms, final "
                     f">= best - {STAY}) and is not gamed (spec_ok never more than {GAME_MARGIN} below base)",
             "facts": facts, "chosen_lr": chosen,
             "bot_grpo_by_fallback": bool(chosen.get("bot_grpo")) and not facts["bot_grpo"][chosen["bot_grpo"]]["meets_rule"],
@@ -92,7 +93,10 @@ def main(argv: list[str]) -> int:
         print(choice["chosen_lr"]["grpo"], choice["chosen_lr"]["bot_grpo"], choice["comparison_steps"])
         return 0
     out = Path(argv[2])
-    record = determinism(Path(argv[1]), out, argv[3]) if mode == "determinism" else choose(Path(argv[1]), out)
+    if mode == "determinism":
+        record = determinism(Path(argv[1]), out, argv[3])
+    else:
+        record = choose(Path(argv[1]), out, float(argv[3]) if len(argv) > 3 else RISE)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps(record.get("comparisons") or record.get("chosen_lr"), indent=1))
