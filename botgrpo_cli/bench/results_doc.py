@@ -30,7 +30,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from botgrpo_cli.bench.convergence_report import pass_k_of
+from botgrpo_cli.bench.convergence_report import GAME_MARGIN, GUARD_METRIC, pass_k_of
 from botgrpo_cli.bench import figures_doc
 
 Z95 = 1.959964
@@ -297,7 +297,19 @@ def set_table(rs: ResultSet, data: dict) -> list[str]:
         cells = [steps_cell(entry, t, steps) for t in targets]
         rows.append(f"| `{algo}` | {lr_of(algo)} | {median_curve_cell(entry)} | {f['median']:.3f} ({f['min']:.3f}-{f['max']:.3f}) "
                     f"| {gain} | " + " | ".join(cells) + " |")
-    return rows
+    return rows + gamed_lines(data)
+
+
+def gamed_lines(data: dict) -> list[str]:
+    """How many runs of each preset were gamed (convergence_report.guard: the spec fell away), for
+    sets whose runs measured the guard; nothing for the others."""
+    counts = {algo: [bool(run["guard"]["gamed"]) for run in entry["runs"].values() if run.get("guard")]
+              for algo, entry in data["algorithms"].items()}
+    if not any(counts.values()):
+        return []
+    shown = ", ".join(f"`{algo}` {sum(flags)}/{len(flags)}" for algo, flags in counts.items())
+    return ["", f"Gamed runs (`{GUARD_METRIC}` more than {GAME_MARGIN:g} below the base's at some evaluation; "
+            f"counted, not dropped): {shown}."]
 
 
 CURVES_PNG = "curves.png"  # beside each set's convergence.json, drawn by generate()

@@ -165,6 +165,15 @@ def test_steps_contrast_pairs_by_seed_and_censors_runs_that_never_reach_the_targ
     assert rd.contrast_gains({"x": data}, c) == [10 - 20, 30 - (10 + 10)]  # never = steps + spacing
 
 
+def test_sets_with_the_spec_guard_count_their_gamed_runs():
+    data = _set({"grpo": {"0": 0.9, "1": 0.3}, "bot_grpo": {"0": 0.9, "1": 0.9}})
+    assert rd.gamed_lines(data) == []  # older sets: no guard measured, nothing said
+    for algo, flags in (("grpo", (False, False)), ("bot_grpo", (True, False))):
+        for run, gamed in zip(data["algorithms"][algo]["runs"].values(), flags):
+            run["guard"] = {"gamed": gamed}
+    assert rd.gamed_lines(data)[-1].endswith("`grpo` 0/2, `bot_grpo` 1/2.")
+
+
 def test_claims_not_run_say_so_instead_of_a_number():
     rows = rd.claims_table({})
     assert len(rows) == 2 + sum(len(contrasts) for _, contrasts in rd.CLAIMS)
