@@ -134,7 +134,17 @@ ARITH46 = Group(
     (ResultSet("arith46/compare_pass@1", "arith_synth pass@1"),
      ResultSet("arith46/compare_pass@8", "arith_synth pass@8 (the same runs)")),
 )
-GROUPS = (REACT46, ARITH46, ARITH31, REACT31, CONVERGENCE16)
+REPAIR = Group(
+    "Pre-registered: token credit across repair turns on react_synth (max_turns = 2)",
+    ("Plan: [preregistration/react_synth_repair_turns.md](preregistration/react_synth_repair_turns.md), "
+     "amended before these runs (`revise: true`: the warm start's repair turns quote the React service's own "
+     "diagnostics; its prerequisite in `results/react_repair/prerequisite.json`). Arm B (`bot_grpo`) seed 0 "
+     "was seen in a cost run before the plan's runs (with the earlier warm start).",),
+    (ResultSet("react_repair", "react_synth k=2, two turns, final-attempt `all_ok`"),),
+    ("The warm start already repairs (base two-turn `all_ok` at step 0 is above 0.8), so the runs start "
+     "near the ceiling; 5 seeds: inconclusive by design.",),
+)
+GROUPS = (REACT46, ARITH46, REPAIR, ARITH31, REACT31, CONVERGENCE16)
 
 
 def bootstrap_mean_interval(values: list[float], resamples: int = 10_000, seed: int = 0,
@@ -482,6 +492,9 @@ CLAIMS = (
       Contrast("bot_grpo_outcome - base, final pass@1", (A31, "bot_grpo_outcome"), (A31, "base")),
       Contrast("bot_grpo - base, final pass@1", (A31, "bot_grpo"), (A31, "base")),
       Contrast("grpo - base, final pass@1", (A31, "grpo"), (A31, "base")))),
+    ("token credit pays across repair turns (React, two turns)",
+     (Contrast("bot_grpo - grpo, final-attempt `all_ok`", ("react_repair", "bot_grpo"), ("react_repair", "grpo"),
+               primary=True),)),
     ("clean, bounded, stable token rewards beat noisy ones",
      (Contrast("noisy (D) - clean (C) spans, final pass@1", ("arith31/D_pass@1", "bot_grpo_outcome"), (A31, "bot_grpo_outcome")),
       Contrast("noisy (D) - clean (C) spans, final `faithful`", ("arith31/D_faithful", "bot_grpo_outcome"), ("arith31/ABC_faithful", "bot_grpo_outcome")))),
