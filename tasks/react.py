@@ -87,7 +87,7 @@ class ReactTask(Task):
     step_separator = None
     stop = ()  # completions end with the model's EOS
     max_new_tokens = 1024
-    eval_metrics = ("syntax_ok", "types_ok", "spec_ok", "all_ok")
+    eval_metrics = ("compile", "syntax_ok", "types_ok", "spec_ok", "all_ok")
 
     def __init__(self, seed: int = 0, render_judge: bool = False, **options: Any):
         unknown = ", ".join(sorted(set(options) - {"think_tags"}))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from botgrpo_tasks.base import NEXT_TURN, TURN_END, Example, SyntheticTask, between_turns
 from botgrpo_tasks.errors import TaskError
@@ -47,6 +47,11 @@ def has_sites(spec: Spec, k: int) -> bool:
     need_text = k >= 3 and first_text_child(spec) is None
     need_list = k >= 4 and all(c.kind != "list" for c in spec.children)
     return not (need_text or need_list)
+
+
+# Rejection texts for the revise corpus: (the spec's reference row, a faulty program) pairs -> the
+# user message a run would show after each (botgrpo_cli/turns/feedback.py asks the react service).
+Reject = Callable[[list[tuple[dict, str]]], list[str]]
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,7 @@ class ReactSynthTask(SyntheticTask):
     step_separator = None
     stop = ()  # completions end with the model's EOS
     max_new_tokens = 96
-    eval_metrics = ("all_ok", "syntax_ok", "types_ok", "spec_ok")
+    eval_metrics = ("all_ok", "compile", "syntax_ok", "types_ok", "spec_ok")
 
     def __init__(self, seed: int = 0, **options: Any):
         super().__init__(seed=seed, **options)
@@ -112,16 +117,25 @@ class ReactSynthTask(SyntheticTask):
         if sites:  # a longer warm start, so the tiny model copies names and texts from the prompt
             self.bootstrap_sft = {"tiny": {"steps": 1500}}
 
-    def _examples(self, split: str, n: int) -> list[Example]:
-        return [
-            Example(f"react_synth/{split}/{i}", s.prompt(),
-                    {"spec": s.prompt(), "reference_code": render(s), "requirements": requirements(s)})
-            for i, s in enumerate(draw_specs(self.seed, n, split, self.sites))
-        ]
+    @property
+    def corpus_version(self) -> int:
+        """2 (revise only): the repair turns' rejections are the react service's own messages."""
+        return 2 if self.options.get("revise", False) else 1
 
-    def corpus_items(self, n: int, seed: int = 0) -> list[CorpusItem]:
+    @property
+    def rejections_from_service(self) -> bool:
+        """The bootstrap passes corpus() a Reject that asks the task's service (revise only)."""
+        return bool(self.options.get("revise", False))
+
+    def _examples(self, split: str, n: int) -> list[Example]:
+        return [Example(f"react_synth/{split}/{i}", s.prompt(), reference_row(s))
+                for i, s in enumerate(draw_specs(self.seed, n, split, self.sites))]
+
+    def corpus_items(self, n: int, seed: int = 0, reject: Reject | None = None) -> list[CorpusItem]:
         """Training-split specs with their programs, a share of them faulty (FAULT_RATES, or with
-        sites=k each of the first k SITES at site_rate)."""
+        sites=k each of the first k SITES at site_rate). With revise, most faulty programs are followed
+        by a rejection and the clean program: `reject`'s message for it (the service's first
+        diagnostic, as a run shows it), or without one the names of the broken constructs."""
         scale = float(self.options.get("fault_scale", 1.0))
         rates = {k: min(1.0, v * scale) for k, v in FAULT_RATES.items()}
         rng = random.Random(f"react_synth/corpus/{seed}")
@@ -133,27 +147,43 @@ class ReactSynthTask(SyntheticTask):
             else:
                 faults = draw_faults(rng, spec, rates)
             completion = render(spec, faults)
-            if faults and self.options.get("revise", False) and rng.random() < REVISE_RATE:
-                completion = repaired(completion, faults, render(spec))
-            items.append(CorpusItem(spec, faults, spec.prompt(), completion))
-        return items
+            revised = bool(faults) and self.options.get("revise", False) and rng.random() < REVISE_RATE
+            items.append((CorpusItem(spec, faults, spec.prompt(), completion), revised))
+        todo = [it for it, revised in items if revised]
+        if reject is not None:
+            messages = reject([(reference_row(it.spec), it.completion) for it in todo])
+        else:
+            messages = [rejection(it.faults) for it in todo]
+        by_item = dict(zip(map(id, todo), messages))
+        return [CorpusItem(it.spec, it.faults, it.prompt, repaired(it.completion, by_item[id(it)], render(it.spec)))
+                if revised else it for it, revised in items]
 
-    def corpus(self, n: int, seed: int = 0) -> list[tuple[str, str]]:
-        return [(it.prompt, it.completion) for it in self.corpus_items(n, seed)]
+    def corpus(self, n: int, seed: int = 0, reject: Reject | None = None) -> list[tuple[str, str]]:
+        return [(it.prompt, it.completion) for it in self.corpus_items(n, seed, reject)]
+
+
+def reference_row(spec: Spec) -> dict:
+    """What the react service checks a program of `spec` against (an example's reference)."""
+    return {"spec": spec.prompt(), "reference_code": render(spec), "requirements": requirements(spec)}
 
 
 # The repair variant (task option revise=true): most faulty corpus programs are followed by the
 # checker's rejection, as the repair turns show it (botgrpo_cli/turns/feedback.py), and the clean
-# program, as one transcript (base.TURN_END). The rejection names the broken constructs, not the
-# checker's exact words (those come from Node at training time): the model learns to answer the
-# request at its end with the whole program, faults fixed.
+# program, as one transcript (base.TURN_END). `botgrpo bootstrap` asks the react service for the
+# rejection (its first diagnostic: the words and line a run shows); rejection() names the broken
+# constructs where no service is at hand. The model learns to answer the request with the whole
+# program, faults fixed.
 REVISE_RATE = 0.8
 REPAIR_REQUEST = "Fix it and answer again with the whole solution."
 
 
-def repaired(faulty: str, faults: frozenset[str], clean: str) -> str:
+def rejection(faults: frozenset[str]) -> str:
     broken = ", ".join(sorted(f.replace("_", " ") for f in faults))
-    return faulty + TURN_END + between_turns(f"The checker rejected it: {broken}. {REPAIR_REQUEST}") + NEXT_TURN + clean
+    return f"The checker rejected it: {broken}. {REPAIR_REQUEST}"
+
+
+def repaired(faulty: str, message: str, clean: str) -> str:
+    return faulty + TURN_END + between_turns(message) + NEXT_TURN + clean
 
 
 def make_task(seed: int = 0, **options: Any) -> ReactSynthTask:

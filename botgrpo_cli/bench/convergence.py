@@ -26,7 +26,8 @@ from typing import Any, Callable
 import torch
 
 from botgrpo_cli import rundir
-from botgrpo_cli.bench.convergence_report import algo_summary, band, curve, diagnostics, speedups, write_outputs
+from botgrpo_cli.bench.convergence_report import (algo_summary, band, curve, diagnostics, guard, seconds_at, speedups,
+                                                  write_outputs)
 from botgrpo_cli.bench.provenance import provenance
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.trainer.distributed import STOP_GRACE_S
@@ -37,7 +38,9 @@ Echo = Callable[[str], None]
 EVAL_SEED = 20261130  # one seed for every evaluation: comparable samples across checkpoints
 # Per-step training metrics kept in result.json to explain the outcome (signal, credit, length).
 DIAGNOSTICS = ("success", "groups/zero_variance_frac", "adv/mean", "adv/std", "completion/length_mean",
-               "completion/finished_frac", "entropy", "clip_frac", "grad_norm", "reward/mean")
+               "completion/finished_frac", "entropy", "clip_frac", "grad_norm", "reward/mean",
+               "reward/compile", "reward/spec_ok",  # react: the compile rate and the spec kept beside it
+               "time/step_s")  # seconds to a target (the token reward's cost counted), curves against time
 
 
 @dataclass
@@ -135,11 +138,13 @@ def check_work_dir(settings: Settings) -> Path:
 
 
 def check_base_model(base: Path, work: Path) -> None:
-    """All pairs of a work directory start from one model: refuse to mix in a rebuilt one."""
+    """All pairs of a work directory start from one model: refuse to mix in a rebuilt one. The
+    model is known by its folder's name (a bootstrapped one's carries its recipe hash), so finished
+    runs committed with their records carry over to another checkout or cache location."""
     path = work / "base_model.json"
     if path.exists():
         used = json.loads(path.read_text())["path"]
-        if used != str(base):
+        if Path(used).name != Path(base).name:
             raise UserError(f"the runs in {work} started from {used}, but the bootstrapped model is now {base} "
                             f"(its recipe changed); pass another --work directory to start over with it")
     else:
@@ -204,6 +209,8 @@ def summarize(settings: Settings, base: Path, work: Path) -> dict:
         summary["curve"] = band([curve(r["evals"], settings.metric) for r in runs])
         summary["runs"] = {str(r["seed"]): {"curve": curve(r["evals"], settings.metric),
                                             "train_seconds": r["train_seconds"],
+                                            "guard": guard(r["evals"]),
+                                            "seconds": seconds_at(r["train_metrics"], [e["step"] for e in r["evals"]]),
                                             "eval_seconds": r["eval_seconds"]} for r in runs}
         summary["diagnostics"] = diagnostics(runs, settings.steps)
         summaries[algo] = summary

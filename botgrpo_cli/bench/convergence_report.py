@@ -100,6 +100,37 @@ def _key(target: float) -> str:
     return f"{target:g}"
 
 
+# A run "games" the compile rate when its spec falls away: react's spec_ok more than GAME_MARGIN
+# below the base model's at any evaluation (a trivial component parses and type-checks).
+GUARD_METRIC, GAME_MARGIN = "spec_ok", 0.1
+
+
+def guard(records: list[dict], metric: str = GUARD_METRIC, margin: float = GAME_MARGIN) -> dict | None:
+    """The guard metric at step 0 and its lowest later value, and whether it fell more than
+    `margin` below step 0 ("gamed"); None when the records do not measure it."""
+    points = [(int(r["step"]), float(r["means"][metric])) for r in records if metric in r.get("means", {})]
+    points.sort()
+    if len(points) < 2 or points[0][0] != 0:
+        return None
+    base, low = points[0][1], min(v for _, v in points[1:])
+    return {"metric": metric, "base": base, "min": low, "final": points[-1][1], "gamed": low < base - margin}
+
+
+def seconds_at(train_metrics: list[dict], steps: list[int]) -> list[tuple[int, float]] | None:
+    """(step, training seconds summed over steps 1..step) at each evaluated step; None when a step's
+    time was not recorded (result.json files written before it kept time/step_s)."""
+    per_step = {int(m["step"]): m.get("time/step_s") for m in train_metrics}
+    out, total, done = [], 0.0, 0
+    for step in sorted(steps):
+        for s in range(done + 1, step + 1):
+            if per_step.get(s) is None:
+                return None
+            total += per_step[s]
+        done = max(done, step)
+        out.append((step, round(total, 2)))
+    return out
+
+
 def band(curves: list[list[tuple[int, float]]]) -> dict:
     """Median, min and max over seeds at each step that every seed evaluated."""
     per_seed = [dict(c) for c in curves]
@@ -175,6 +206,12 @@ def render_markdown(summary: dict, png_name: str = PNG_NAME) -> str:
             cells = [d[k] for k in DIAGNOSTIC_COLUMNS]
             lines.append(f"| {algo} | {window.removeprefix('steps ')} | "
                          + " | ".join("n/a" if c is None else f"{c:.3f}" for c in cells) + " |")
+    gamed = [f"{algo} seed {seed}" for algo, s in summary["algorithms"].items()
+             for seed, run in s.get("runs", {}).items() if (run.get("guard") or {}).get("gamed")]
+    guarded = any(run.get("guard") for s in summary["algorithms"].values() for run in s.get("runs", {}).values())
+    if guarded:
+        lines += ["", f"Gamed (`{GUARD_METRIC}` more than {GAME_MARGIN:g} below the base model's at some evaluation): "
+                  f"{', '.join(gamed) or 'no run'}."]
     lines += ["", f"![{summary['metric']} vs step]({png_name})", "",
               f"Config overrides for every run: {', '.join(st['sets']) or 'none'}."]
     lines += [f"Overrides for {algo}'s runs: {', '.join(extra)}." for algo, extra in st.get("algo_sets", {}).items()]

@@ -94,13 +94,22 @@ def read_info(path: str | Path) -> dict[str, Any]:
     return json.loads((Path(path) / INFO_FILE).read_text())
 
 
+def _corpus_extras(task: Task) -> dict[str, Any]:
+    """A task whose repair turns quote its service (react_synth revise) gets the service's rejections."""
+    if not getattr(task, "rejections_from_service", False):
+        return {}
+    from botgrpo_cli.turns.feedback import service_rejections
+
+    return {"reject": service_rejections(task)}
+
+
 def _build(task: Task, recipe: dict[str, Any], seed: int, out: Path, progress: Progress) -> dict[str, Any]:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny matmuls gain nothing from threads, and spin-waits hurt on busy hosts
     try:
         t0 = time.perf_counter()
         torch.manual_seed(seed)
-        pairs = task.corpus(recipe["corpus"], seed=seed)
+        pairs = task.corpus(recipe["corpus"], seed=seed, **_corpus_extras(task))
         progress("tokenizer", 0, 1)
         tokenizer = train_tokenizer((p + c for p, c in pairs), recipe["vocab"])
         progress("tokenizer", 1, 1)

@@ -13,6 +13,7 @@ from botgrpo_cli.evaluation.results import Problem, to_dict
 
 LABELS = {  # figure -> what the Markdown table calls it
     "success_rate": "success rate",
+    "compile": "compile rate (parses and type-checks)",
     "syntax_ok": "compile rate: syntax",
     "types_ok": "compile rate: types",
     "rendered": "render rate",

@@ -69,17 +69,42 @@ class ServiceFeedback:
         return {"score": last.score, "spans": spans, "metrics": metrics}
 
 
-def service_feedback(pool: Any, options: dict, deadline_ms: int, success_metric: str) -> Callable[[], ServiceFeedback]:
-    """The environment factory the trainer uses: each attempt scored by `pool` (the task's service)."""
-    from botgrpo_cli.reward_client.scored import response_of
+def _submitter(pool: Any, options: dict, deadline_ms: int) -> Callable[[str, dict], Any]:
+    """(attempt text, dataset row) -> the Future of the service's answer to it."""
     from botgrpo_rewards.protocol import ScoreRequest
 
     counter = iter(range(1 << 62))
 
-    def score(text: str, row: dict) -> ScoreResponse:
+    def submit(text: str, row: dict) -> Any:
         reference = {k: v for k, v in row.items() if k not in ("id", "prompt")}
         request = ScoreRequest(id=f"attempt-{next(counter)}", completion=text, prompt=str(row.get("prompt", "")),
                                reference=reference, options=dict(options), deadline_ms=deadline_ms)
-        return response_of(pool.submit(request))
+        return pool.submit(request)
 
-    return lambda: ServiceFeedback(score, success_metric)
+    return submit
+
+
+def service_feedback(pool: Any, options: dict, deadline_ms: int, success_metric: str) -> Callable[[], ServiceFeedback]:
+    """The environment factory the trainer uses: each attempt scored by `pool` (the task's service)."""
+    from botgrpo_cli.reward_client.scored import response_of
+
+    submit = _submitter(pool, options, deadline_ms)
+    return lambda: ServiceFeedback(lambda text, row: response_of(submit(text, row)), success_metric)
+
+
+def service_rejections(task: Any, pool: Any = None, deadline_ms: int = 30_000) -> Callable[[list[tuple[dict, str]]], list[str]]:
+    """A revise corpus's rejection texts as a run shows them: each (reference row, faulty program)
+    checked by the task's service (`pool`, else one started for the call) with the task's options, its
+    answer made into diagnostic_message (all submitted before any is awaited: pipelined)."""
+    from contextlib import nullcontext
+
+    from botgrpo_cli.reward_client import RewardPool
+    from botgrpo_cli.reward_client.scored import response_of
+
+    def reject(items: list[tuple[dict, str]]) -> list[str]:
+        with nullcontext(pool) if pool is not None else RewardPool(task.service) as running:
+            submit = _submitter(running, dict(task.service_options), deadline_ms)
+            futures = [submit(text, row) for row, text in items]
+            return [diagnostic_message(response_of(f)) for f in futures]
+
+    return reject

@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from results_doc import generate
+from results_doc import generate, same_content
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    stale = [path for path, text in pages.items() if not path.exists() or path.read_text() != text]
+    stale = [path for path, body in pages.items() if not same_content(path, body)]
     if args.check:
         if stale:
             print("out of date: " + ", ".join(str(p) for p in stale) + "; run `python research/pages/make_pages.py` "
@@ -37,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"results pages match {args.results}")
         return 0
     for path in stale:
-        path.write_text(pages[path])
+        body = pages[path]  # text pages, and the curves as PNG bytes
+        path.write_bytes(body) if isinstance(body, bytes) else path.write_text(body)
     print(f"wrote {len(stale)} of {len(pages)} pages from {args.results}")
     return 0
 

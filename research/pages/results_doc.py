@@ -21,6 +21,7 @@ Statistics (pure functions below):
 from __future__ import annotations
 
 import functools
+import io
 import itertools
 import json
 import math
@@ -29,7 +30,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from botgrpo_cli.bench.convergence_report import pass_k_of
+from botgrpo_cli.bench.convergence_report import GAME_MARGIN, GUARD_METRIC, pass_k_of
 import figures_doc  # a sibling script of research/pages
 
 Z95 = 1.959964
@@ -103,14 +104,47 @@ CONVERGENCE16 = Group(
      ResultSet("convergence16/react_synth_k2_60steps", "react_synth k=2, 60 steps, `all_ok`"),
      ResultSet("convergence16/arith_synth_pass@1", "arith_synth pass@1"),
      ResultSet("convergence16/arith_synth_pass@8", "arith_synth pass@8")),
-    ("2-3 seeds and 64-128 held-out samples per evaluation: an interval that includes 0 is a tie.",
+    ("2-3 seeds and 64-128 held-out samples per evaluation: the exact paired test cannot go below p = 0.25 "
+     "at this size, so every contrast here is inconclusive at its seeds, whatever its interval.",
      "dr_grpo, dapo, gspo and pure ran at grpo's learning rate although they take more updates a "
      "step or smaller advantages: their order against grpo is not a result.",
      "The arith_synth step credit of these runs paid for true equations whether or not they belonged "
      "to the problem (since replaced by the grounded step reward), so these arith_synth runs measure "
      "the old reward."),
 )
-GROUPS = (ARITH31, REACT31, CONVERGENCE16)
+REACT46 = Group(
+    "Pre-registered: steps to 80% compile rate on react_synth (issue 46)",
+    ("Plan committed before the pilot and the runs: "
+     "[preregistration/react_synth_compile.md](preregistration/react_synth_compile.md). `compile` = parses "
+     "and type-checks (the paper's compile rate); the warm start's base rates are in "
+     "`results/react_compile/base_rates.json`; each preset's lr is the plan's rule applied to a pilot on "
+     "seed 100 (`results/react46/pilot/choice.json`, not a result).",),
+    (ResultSet("react46/compare", "react_synth, `compile` (parses and type-checks)"),
+     ResultSet("react46/compare_all_ok", "react_synth, `all_ok` (the same runs)"),
+     ResultSet("react46/compare_spec_ok", "react_synth, `spec_ok` (the same runs: the guard against gaming)")),
+    ("Runs made on a shared, loaded machine: steps and metrics do not depend on the load "
+     "(`results/react_compile/determinism.json`), wall-clock seconds do, so the seconds here are not the "
+     "plan's wall-clock endpoint unless the provenance shows a quiet machine.",),
+)
+ARITH46 = Group(
+    "Pre-registered: arith_synth at a learning rate where grpo learns (issue 46)",
+    ("Plan committed before the pilot and the runs: the math setting of "
+     "[preregistration/react_synth_compile.md](preregistration/react_synth_compile.md); each preset's lr is "
+     "the plan's rule applied to a pilot on seed 100 (`results/arith46/pilot/choice.json`, not a result).",),
+    (ResultSet("arith46/compare_pass@1", "arith_synth pass@1"),
+     ResultSet("arith46/compare_pass@8", "arith_synth pass@8 (the same runs)")),
+)
+REPAIR = Group(
+    "Pre-registered: token credit across repair turns on react_synth (max_turns = 2)",
+    ("Plan: [preregistration/react_synth_repair_turns.md](preregistration/react_synth_repair_turns.md), "
+     "amended before these runs (`revise: true`: the warm start's repair turns quote the React service's own "
+     "diagnostics; its prerequisite in `results/react_repair/prerequisite.json`). Arm B (`bot_grpo`) seed 0 "
+     "was seen in a cost run before the plan's runs (with the earlier warm start).",),
+    (ResultSet("react_repair", "react_synth k=2, two turns, final-attempt `all_ok`"),),
+    ("The warm start already repairs (base two-turn `all_ok` at step 0 is above 0.8), so the runs start "
+     "near the ceiling; 5 seeds: inconclusive by design.",),
+)
+GROUPS = (REACT46, ARITH46, REPAIR, ARITH31, REACT31, CONVERGENCE16)
 
 
 def bootstrap_mean_interval(values: list[float], resamples: int = 10_000, seed: int = 0,
@@ -273,7 +307,71 @@ def set_table(rs: ResultSet, data: dict) -> list[str]:
         cells = [steps_cell(entry, t, steps) for t in targets]
         rows.append(f"| `{algo}` | {lr_of(algo)} | {median_curve_cell(entry)} | {f['median']:.3f} ({f['min']:.3f}-{f['max']:.3f}) "
                     f"| {gain} | " + " | ".join(cells) + " |")
-    return rows
+    return rows + gamed_lines(data)
+
+
+def gamed_lines(data: dict) -> list[str]:
+    """How many runs of each preset were gamed (convergence_report.guard: the spec fell away), for
+    sets whose runs measured the guard; nothing for the others."""
+    counts = {algo: [bool(run["guard"]["gamed"]) for run in entry["runs"].values() if run.get("guard")]
+              for algo, entry in data["algorithms"].items()}
+    if not any(counts.values()):
+        return []
+    shown = ", ".join(f"`{algo}` {sum(flags)}/{len(flags)}" for algo, flags in counts.items())
+    return ["", f"Gamed runs (`{GUARD_METRIC}` more than {GAME_MARGIN:g} below the base's at some evaluation; "
+            f"counted, not dropped): {shown}."]
+
+
+CURVES_PNG = "curves.png"  # beside each set's convergence.json, drawn by generate()
+
+
+def _median_band(points_by_seed: list[list[tuple[float, float]]]) -> tuple[list[float], list[float], list[float], list[float]]:
+    """x (median over seeds), y median, y min, y max at each evaluation index every seed has."""
+    n = min(len(p) for p in points_by_seed)
+    cols = [[p[i] for p in points_by_seed] for i in range(n)]
+    xs = [statistics.median(x for x, _ in c) for c in cols]
+    ys = [[y for _, y in c] for c in cols]
+    return xs, [statistics.median(y) for y in ys], [min(y) for y in ys], [max(y) for y in ys]
+
+
+def curves_png(rs: ResultSet, data: dict) -> bytes:
+    """Per preset, the held-out metric against training steps and against training seconds: the median
+    over seeds with a min-max band (x of the time panel: the median over seeds of the seconds at each
+    evaluation). PNG bytes without a timestamp or version, so the same records draw the same file."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (by_step, by_time) = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    timed = False
+    for algo, entry in data["algorithms"].items():
+        runs = list(entry["runs"].values())
+        xs, med, lo, hi = _median_band([[(float(s), v) for s, v in r["curve"]] for r in runs])
+        (line,) = by_step.plot(xs, med, marker=".", label=algo)
+        by_step.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+        if all(r.get("seconds") for r in runs):
+            timed = True
+            paired = [[(t, v) for (_, t), (_, v) in zip(r["seconds"], r["curve"])] for r in runs]
+            xs, med, lo, hi = _median_band(paired)
+            by_time.plot(xs, med, marker=".", color=line.get_color(), label=algo)
+            by_time.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+    for ax in (by_step, by_time):
+        for t in data["settings"]["targets"]:
+            ax.axhline(t, color="grey", linestyle="--", linewidth=0.8)
+    if not timed:
+        by_time.text(0.5, 0.5, "per-step seconds not recorded\nin this set's records", ha="center", va="center",
+                     transform=by_time.transAxes, color="grey")
+    by_step.set_xlabel("training step")
+    by_time.set_xlabel("training seconds (median over seeds; shared machine: see the load)")
+    by_step.set_ylabel(f"held-out {data['metric']}")
+    by_step.legend(fontsize=8)
+    fig.suptitle(f"{rs.label}: median over {len(data['settings']['seeds'])} seeds, band = min-max", fontsize=10)
+    fig.subplots_adjust(left=0.07, right=0.99, bottom=0.14, top=0.9, wspace=0.05)  # tight_layout draws twice
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
 
 
 @dataclass(frozen=True)
@@ -286,16 +384,31 @@ class Contrast:
     a: tuple[str, str]
     b: tuple[str, str]
     primary: bool = False
+    steps_to: str | None = None  # compare steps to this target (e.g. "0.8") instead of final values
 
     @property
     def shown(self) -> str:
         return f"{self.label} ({'primary' if self.primary else 'exploratory'})"
 
 
+def steps_by_seed(data: dict, algo: str, target: str) -> dict[str, float]:
+    """Seed -> the first evaluated step at the target; a run that never reached it gets the run's
+    steps + the evaluation spacing (censored: slower than any run that reached it)."""
+    settings = data["settings"]
+    never = settings["steps"] + settings["eval_every"]
+    per_seed = data["algorithms"][algo]["targets"][target]["per_seed"]
+    return {seed: float(never if step is None else step) for seed, step in per_seed.items()}
+
+
 def contrast_gains(found: dict[str, dict], c: Contrast) -> list[float] | None:
     da, db = found.get(c.a[0]), found.get(c.b[0])
     if da is None or db is None or c.a[1] not in da["algorithms"]:
         return None
+    if c.steps_to is not None:  # both presets in one set: the same base model and held-out draw
+        if c.b[1] not in db["algorithms"]:
+            return None
+        a, b = steps_by_seed(da, c.a[1], c.steps_to), steps_by_seed(db, c.b[1], c.steps_to)
+        return [a[s] - b[s] for s in sorted(a, key=int) if s in b]
     a = final_by_seed(da["algorithms"][c.a[1]])
     if c.b[1] == "base":
         p0 = base_rate(db)[0]
@@ -308,15 +421,33 @@ def contrast_gains(found: dict[str, dict], c: Contrast) -> list[float] | None:
     return [a[s] - b[s] for s in sorted(a, key=int) if s in b]
 
 
+def smallest_p(n: int) -> float:
+    """The smallest two-sided p the exact sign-flip test can give with n nonzero differences."""
+    return min(1.0, 2 / 2 ** n)
+
+
 def verdict(gains: list[float]) -> str:
-    """With MIN_SEEDS_FOR_BOOTSTRAP seeds or more, the plans' bootstrap interval decides; with fewer,
-    the exact sign-flip test at ALPHA (two-sided) does."""
-    if len(gains) < MIN_SEEDS_FOR_BOOTSTRAP:
+    """A test's verdict. Where the design cannot reach ALPHA (n <= 5 seeds: the exact test's smallest p
+    is 2/2^n), "inconclusive at n seeds", never a tie; with fewer than MIN_SEEDS_FOR_BOOTSTRAP seeds
+    the exact sign-flip test at ALPHA (two-sided) decides; with more, the plans' bootstrap interval.
+    No difference shown is not "no difference": the page never says tie."""
+    n = len(gains)
+    if smallest_p(n) >= ALPHA:
+        return f"inconclusive at {n} seeds (exact p = {sign_flip_p(gains):.3f}; {smallest_p(n):.4g} at best)"
+    side = "above 0" if statistics.fmean(gains) > 0 else "below 0"
+    if n < MIN_SEEDS_FOR_BOOTSTRAP:
         p = sign_flip_p(gains)
-        side = "above 0" if statistics.fmean(gains) > 0 else "below 0"
-        return f"{side} (exact p = {p:.3f})" if p < ALPHA else f"tie (exact p = {p:.3f})"
+        return f"{side} (exact p = {p:.3f})" if p < ALPHA else f"no difference shown at {n} seeds (exact p = {p:.3f})"
     lo, hi = _interval(tuple(gains))
-    return "above 0" if lo > 0 else "below 0" if hi < 0 else "tie (interval includes 0)"
+    return "above 0" if lo > 0 else "below 0" if hi < 0 else f"no difference shown at {n} seeds (interval includes 0)"
+
+
+def description(gains: list[float]) -> str:
+    """What an exploratory contrast shows, in words that claim nothing (it is not tested for a claim)."""
+    n, up = len(gains), sum(g > 0 for g in gains)
+    down = sum(g < 0 for g in gains)
+    return (f"described, not tested: higher on {up} of {n} seeds, lower on {down}"
+            + (f"; inconclusive at {n} seeds" if smallest_p(n) >= ALPHA else ""))
 
 
 def reached(found: dict[str, dict], folder: str, algo: str, target: str) -> str:
@@ -328,21 +459,42 @@ def reached(found: dict[str, dict], folder: str, algo: str, target: str) -> str:
     return f"`{algo}` {len(hit)}/{len(per_seed)} seeds" + (f" (steps {', '.join(map(str, hit))})" if hit else "")
 
 
-A31, R31 = "arith31/ABC_pass@1", "react31/k2"
+A31, R31, R46 = "arith31/ABC_pass@1", "react31/k2", "react46/compare"
 CLAIMS = (
-    ("80% compile rate up to 1.9x sooner than GRPO (React; measured here as `all_ok`)",
+    ("80% compile rate up to 1.9x sooner than GRPO (React, `compile`; below 0 = fewer steps)",
+     (Contrast("bot_grpo - grpo, steps to 0.8 `compile`", (R46, "bot_grpo"), (R46, "grpo"), primary=True,
+               steps_to="0.8"),
+      Contrast("bot_grpo - grpo, final `compile`", (R46, "bot_grpo"), (R46, "grpo")),
+      Contrast("bot_grpo - grpo, final `all_ok`", ("react46/compare_all_ok", "bot_grpo"),
+               ("react46/compare_all_ok", "grpo")),
+      Contrast("bot_grpo - base, final `compile`", (R46, "bot_grpo"), (R46, "base")),
+      Contrast("grpo - base, final `compile`", (R46, "grpo"), (R46, "base")))),
+    ("the same, on react_synth k=2 (measured as `all_ok`, issue 31)",
      (Contrast("bot_grpo - grpo, final `all_ok`", (R31, "bot_grpo"), (R31, "grpo"), primary=True),
-      Contrast("bot_grpo_outcome - grpo, final `all_ok`", (R31, "bot_grpo_outcome"), (R31, "grpo")))),
+      Contrast("bot_grpo_outcome - grpo, final `all_ok`", (R31, "bot_grpo_outcome"), (R31, "grpo")),
+      Contrast("bot_grpo - base, final `all_ok`", (R31, "bot_grpo"), (R31, "base")))),
     ("ahead of GSPO, DAPO and PURE (React)",
      tuple(Contrast(f"bot_grpo - {o}, final `all_ok`", (R31, "bot_grpo"), (R31, o)) for o in ("gspo", "dapo", "pure", "dr_grpo"))),
     ("up to +8.1 Pass@k in half the steps (math)",
-     (Contrast("bot_grpo_outcome - grpo, final pass@1", (A31, "bot_grpo_outcome"), (A31, "grpo"), primary=True),
+     (Contrast("bot_grpo - grpo, final pass@1 (issue 46)", ("arith46/compare_pass@1", "bot_grpo"),
+               ("arith46/compare_pass@1", "grpo"), primary=True),
+      Contrast("bot_grpo - grpo, final pass@8 (issue 46)", ("arith46/compare_pass@8", "bot_grpo"),
+               ("arith46/compare_pass@8", "grpo")),
+      Contrast("grpo - base, final pass@1 (issue 46)", ("arith46/compare_pass@1", "grpo"),
+               ("arith46/compare_pass@1", "base")),
+      Contrast("bot_grpo - base, final pass@1 (issue 46)", ("arith46/compare_pass@1", "bot_grpo"),
+               ("arith46/compare_pass@1", "base")),
+      Contrast("bot_grpo_outcome - grpo, final pass@1", (A31, "bot_grpo_outcome"), (A31, "grpo"), primary=True),
       Contrast("bot_grpo - grpo, final pass@1", (A31, "bot_grpo"), (A31, "grpo")),
       Contrast("bot_grpo_outcome - grpo, final pass@8", ("arith31/ABC_pass@8", "bot_grpo_outcome"), ("arith31/ABC_pass@8", "grpo")),
       Contrast("bot_grpo - grpo, final pass@8", ("arith31/ABC_pass@8", "bot_grpo"), ("arith31/ABC_pass@8", "grpo")),
       Contrast("bot_grpo_outcome - grpo, final `faithful`", ("arith31/ABC_faithful", "bot_grpo_outcome"), ("arith31/ABC_faithful", "grpo")),
       Contrast("bot_grpo_outcome - base, final pass@1", (A31, "bot_grpo_outcome"), (A31, "base")),
+      Contrast("bot_grpo - base, final pass@1", (A31, "bot_grpo"), (A31, "base")),
       Contrast("grpo - base, final pass@1", (A31, "grpo"), (A31, "base")))),
+    ("token credit pays across repair turns (React, two turns)",
+     (Contrast("bot_grpo - grpo, final-attempt `all_ok`", ("react_repair", "bot_grpo"), ("react_repair", "grpo"),
+               primary=True),)),
     ("clean, bounded, stable token rewards beat noisy ones",
      (Contrast("noisy (D) - clean (C) spans, final pass@1", ("arith31/D_pass@1", "bot_grpo_outcome"), (A31, "bot_grpo_outcome")),
       Contrast("noisy (D) - clean (C) spans, final `faithful`", ("arith31/D_faithful", "bot_grpo_outcome"), ("arith31/ABC_faithful", "bot_grpo_outcome")))),
@@ -369,7 +521,7 @@ def claims_table(found: dict[str, dict]) -> list[str]:
             lo, hi = t_interval(gains)
             rows.append(f"| {shown} | {c.shown} | {gain_cell(gains)} | {sign_flip_p(gains):.3f} "
                         f"| [{lo:+.3f}, {hi:+.3f}] | {len(gains)} | {sum(g > 0 for g in gains)}/{len(gains)} "
-                        f"| {verdict(gains)} |")
+                        f"| {verdict(gains) if c.primary else description(gains)} |")
     if R31 in found:
         hits = "; ".join(cell for a in found[R31]["algorithms"] if (cell := reached(found, R31, a, "0.8")))
         every = found[R31]["settings"]["eval_every"]
@@ -402,12 +554,15 @@ HOW_TO_READ = (
     "Every comparison is paired by seed (same seed: same data order and held-out draw). Each shows the "
     "mean difference with the plans' 95% percentile bootstrap interval over seeds, the exact two-sided "
     "sign-flip p-value (all 2^n sign patterns of the n per-seed differences) and a Student t interval.",
-    f"The verdict: with {MIN_SEEDS_FOR_BOOTSTRAP} seeds or more, the plan's rule (the bootstrap interval "
-    f"above or below 0); with fewer, the exact test at the {ALPHA:.0%} level, since a percentile bootstrap over "
-    "a handful of differences is too narrow. With 5 seeds the exact test cannot go below p = 0.0625, so "
-    "a 5-seed contrast is at best a tie here, however consistent its seeds.",
+    f"The verdict of a primary contrast: with {MIN_SEEDS_FOR_BOOTSTRAP} seeds or more, the plan's rule (the "
+    f"bootstrap interval above or below 0); with fewer, the exact test at the {ALPHA:.0%} level, since a "
+    "percentile bootstrap over a handful of differences is too narrow. Where the design cannot reach 5% "
+    "(5 seeds: the exact test's smallest p is 0.0625; 2-3 seeds: 0.25 or more) the verdict is "
+    "\"inconclusive at n seeds\", however consistent its seeds; an interval that contains 0 at a design "
+    "that could have decided is \"no difference shown\". Neither is a tie: neither says the presets are equal.",
     "One contrast per plan is primary. Every other is exploratory ({exploratory} of them), not corrected "
-    "for multiplicity, so about one in twenty would clear 5% by chance; read them as descriptions, not findings.",
+    "for multiplicity, so about one in twenty would clear 5% by chance: their last column describes the "
+    "seeds and claims nothing.",
 )
 DEVIATIONS = (
     "**arith_synth: the step reward changed after the plan was committed.** The plan was committed on "
@@ -449,19 +604,30 @@ def render_results_page(found: dict[str, dict], source: str) -> str:
             continue
         out += [f"## {group.title}", "", *group.intro, ""]
         for rs in present:
-            out += set_table(rs, found[rs.folder]) + [""]
+            out += set_table(rs, found[rs.folder]) + ["", f"![{rs.label}: the metric against steps and against "
+                                                      f"training seconds]({source.removeprefix('research/')}/{rs.folder}/{CURVES_PNG})", ""]
         if group.caveats:
             out += ["Limits:", *(f"- {c}" for c in group.caveats), ""]
     return "\n".join(out).rstrip() + "\n"
 
 
-def generate(repo: Path, results_root: str = "research/results") -> dict[Path, str]:
-    """Path -> the text it should hold: the results page and (when there are records) the benchmark
-    figures page, both beside the results folder."""
+def same_content(path: Path, body: str | bytes) -> bool:
+    """Whether `path` already holds `body` (text pages compared as text, figures as bytes)."""
+    if not path.exists():
+        return False
+    return path.read_bytes() == body if isinstance(body, bytes) else path.read_text() == body
+
+
+def generate(repo: Path, results_root: str = "research/results", figures: bool = True) -> dict[Path, str | bytes]:
+    """Path -> what it should hold: the results page and (when there are records) the benchmark
+    figures page, both beside the results folder (text), and each set's curves (PNG bytes; drawing
+    them takes seconds, so `figures=False` leaves them out)."""
     found = load_sets(repo / results_root)
     if not found:
         raise FileNotFoundError(f"no convergence.json under {repo / results_root}")
     return {
         (repo / results_root).parent / "results.md": render_results_page(found, results_root),
         **figures_doc.pages(repo, results_root),
+        **{repo / results_root / rs.folder / CURVES_PNG: curves_png(rs, found[rs.folder])
+           for g in GROUPS for rs in g.sets if figures and rs.folder in found},
     }

@@ -118,7 +118,7 @@ def _info(completion: str, pos: int, code: str, message: str, stage: str) -> dic
 
 
 def _failed_metrics(opts: ReactOptions, n_errors: float) -> dict[str, float]:
-    return {"syntax_ok": 0.0, "n_errors": n_errors} | ({"types_ok": 0.0} if opts.types else {})
+    return {"syntax_ok": 0.0, "n_errors": n_errors} | ({"types_ok": 0.0, "compile": 0.0} if opts.types else {})
 
 
 def truncated_reasoning(opts: ReactOptions) -> ScoreResult:
@@ -157,7 +157,8 @@ def verdict(completion: str, code: str, offset: int, found: dict[str, Any], opts
     score = opts.syntax_weight + (opts.types_weight if types_ok else 0.0)
     info = {} if types_ok else _info(completion, offset + pos16.to_cp(found["types"][0]["start"]),
                                      found["types"][0]["code"], found["types"][0]["message"], "types")
-    metrics = {"syntax_ok": 1.0, "types_ok": float(types_ok), "n_errors": float(n_errors)}
+    # compile: parses and type-checks (the paper's compile rate); absent with types off, as types_ok is
+    metrics = {"syntax_ok": 1.0, "types_ok": float(types_ok), "compile": float(types_ok), "n_errors": float(n_errors)}
     return ScoreResult(score, _credited(completion, errors, lo, hi, opts.pass_credit), metrics, info)
 
 

@@ -69,6 +69,13 @@ def _check_outputs(out: Path) -> dict:
         final_cell = table[algo][header.index("final all_ok")]
         assert float(final_cell.split()[0]) == pytest.approx(s["final"]["median"], abs=6e-4)  # .3f rounds half to even
         base_counts.append(evals[0]["counts"])
+        assert {"compile", "spec_ok"} <= set(evals[0]["means"])  # the compile rate with the spec beside it
+        seconds = s["runs"]["0"]["seconds"]  # training seconds at each evaluated step, for curves against time
+        assert [st for st, _ in seconds] == [0, 1, 2] and seconds[0][1] == 0
+        assert seconds[-1][1] == pytest.approx(s["runs"]["0"]["train_seconds"], abs=0.02)
+        spec = [e["means"]["spec_ok"] for e in evals]
+        assert s["runs"]["0"]["guard"] == {"metric": "spec_ok", "base": spec[0], "min": min(spec[1:]),
+                                           "final": spec[-1], "gamed": min(spec[1:]) < spec[0] - 0.1}
     assert base_counts[0] == base_counts[1]  # step 0: the same base model, prompts and sampling seed
     return summary
 
@@ -101,6 +108,13 @@ def test_runs_every_pair_writes_consistent_outputs_and_resumes(cache, tmp_path):
     assert same == {k: v for k, v in before[1].items() if not k.startswith(TIMING)}  # exact resume
     resumed = _check_outputs(out)
     assert resumed["algorithms"]["grpo"]["curve"] == summary["algorithms"]["grpo"]["curve"]
+
+    # The work directory moved to another checkout (records committed, the model cached elsewhere
+    # under the same recipe-hash name): its finished pairs still carry over.
+    stored = json.loads((out / "runs" / "base_model.json").read_text())["path"]
+    (out / "runs" / "base_model.json").write_text(json.dumps({"path": "/elsewhere/models/" + Path(stored).name}))
+    moved = CliRunner().invoke(app, _args(out))
+    assert moved.exit_code == 0 and "2 finished pair(s) kept" in moved.output, moved.output
 
     changed = CliRunner().invoke(app, _args(out, steps=3))  # other settings in the same work dir: refused
     assert changed.exit_code != 0 and "other settings" in str(changed.exception)

@@ -54,6 +54,7 @@ def test_service_scores_example_rollouts():
         resp = got[rid]
         assert resp["status"] == "ok", resp
         assert (resp["metrics"]["syntax_ok"], resp["metrics"]["types_ok"]) == (syntax_ok, types_ok), (rid, resp)
+        assert resp["metrics"]["compile"] == syntax_ok * types_ok, (rid, resp)
         if span_text is None:
             assert resp["spans"] == [], (rid, resp)
         else:
@@ -61,3 +62,25 @@ def test_service_scores_example_rollouts():
             assert by_id[rid][first["start"]:first["end"]].startswith(span_text), (rid, resp)
     assert got["bad-option"]["status"] == "error" and "K" in got["bad-option"]["error"]["message"]
     assert got["p"]["op"] == "pong"
+
+
+def test_revise_corpus_rejections_are_the_services_first_diagnostic(react_pool):
+    """The revise warm start's rejection texts come from the react service, as a run's repair turn shows them."""
+    from botgrpo_cli.turns.feedback import service_rejections
+    from botgrpo_tasks import get_task
+    from botgrpo_tasks.react_synth import REPAIR_REQUEST, reference_row
+    from botgrpo_tasks.react_synth_grammar import render
+
+    task = get_task("react_synth", revise=True)
+    faulty = [it for it in task.corpus_items(40) if it.faults][:4]
+    items = [(reference_row(it.spec), render(it.spec, it.faults)) for it in faulty]
+    messages = service_rejections(task, react_pool)(items)
+    assert len(messages) == 4
+    for message in messages:
+        # the default faults are syntax faults: esbuild's words, line and column, as a run shows them
+        assert message.startswith("The checker rejected it: line ") and message.endswith(f" (syntax). {REPAIR_REQUEST}")
+    # ... and the bootstrap asks for them for the revise variant only
+    from botgrpo_cli.bootstrap.build import _corpus_extras
+
+    assert _corpus_extras(get_task("react_synth")) == {} == _corpus_extras(get_task("arith_synth"))
+    assert callable(_corpus_extras(task)["reject"])

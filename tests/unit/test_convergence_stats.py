@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from botgrpo_cli.bench.convergence_report import DIAGNOSTIC_COLUMNS, render_markdown, table_rows
-from botgrpo_cli.bench.convergence_report import (algo_summary, median_censored, metric_value, pass_k_of, speedups,
+from botgrpo_cli.bench.convergence_report import (algo_summary, guard, median_censored, seconds_at, metric_value, pass_k_of, speedups,
                                                  spread, steps_to_target)
 
 
@@ -63,3 +63,22 @@ def test_summary_speedups_and_table_come_from_the_same_numbers():
     assert rows[0][-1] == "train s/step" and rows[2][-2:] == ["130", "8.67"]  # 130 s over 15 steps
     md = render_markdown(summary)
     assert "| bot_grpo | 7.5 (5 to 10) | 1.67x |" in md and "| bot_grpo | all | 0.500 |" in md
+    assert "Gamed" not in md  # no run measured the guard
+    bot["runs"] = {"0": {"guard": {"gamed": True}}, "1": {"guard": {"gamed": False}}}
+    assert "at some evaluation): bot_grpo seed 0." in render_markdown(summary)
+
+
+def test_a_run_is_gamed_when_its_spec_falls_more_than_the_margin_below_the_base():
+    def records(spec: list[float]) -> list[dict]:
+        return [{"step": 5 * i, "means": {"compile": 0.5, "spec_ok": v}} for i, v in enumerate(spec)]
+
+    kept = guard(records([0.5, 0.45, 0.41]))
+    assert kept == {"metric": "spec_ok", "base": 0.5, "min": 0.41, "final": 0.41, "gamed": False}
+    assert guard(records([0.5, 0.3, 0.6]))["gamed"]  # a dip at any evaluation counts
+    assert guard([{"step": 0, "means": {"correct": 1.0}}, {"step": 5, "means": {"correct": 1.0}}]) is None
+
+
+def test_seconds_at_each_evaluated_step_sum_the_steps_before_it():
+    metrics = [{"step": s, "time/step_s": 1.5 * s} for s in range(1, 5)]  # 1.5, 3, 4.5, 6
+    assert seconds_at(metrics, [0, 2, 4]) == [(0, 0.0), (2, 4.5), (4, 15.0)]
+    assert seconds_at([{"step": 1, "time/step_s": None}, {"step": 2, "time/step_s": 1.0}], [0, 2]) is None

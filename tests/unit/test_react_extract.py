@@ -6,7 +6,7 @@ import pytest
 
 from botgrpo_rewards.backend import BackendError
 from botgrpo_rewards.react.extract import Utf16Map, extract_code
-from botgrpo_rewards.react.verdict import ReactOptions, diagnostic_range, disjoint, syntax_span
+from botgrpo_rewards.react.verdict import ReactOptions, diagnostic_range, disjoint, syntax_span, verdict
 
 F = "```"
 
@@ -72,3 +72,23 @@ def test_options_defaults_and_validation():
         with pytest.raises(BackendError) as err:
             ReactOptions.parse(bad)
         assert err.value.type == "bad_request"
+
+
+CODE = "export function A() {\n  return <div>{x}</div>;\n}\n"
+CLEAN = {"component": True, "syntax": None, "types": [], "n_type_errors": 0}
+TYPE_ERROR = {"component": True, "syntax": None, "n_type_errors": 1,
+              "types": [{"start": 32, "length": 1, "code": "TS2304", "message": "Cannot find name 'x'."}]}
+SYNTAX_ERROR = {"component": True, "syntax": {"start": 30, "message": "Expected '}'"}, "types": [], "n_type_errors": 0}
+NO_COMPONENT = {"component": False, "syntax": None, "types": [], "n_type_errors": 0}
+
+
+@pytest.mark.parametrize("found, compiled", [(CLEAN, 1.0), (TYPE_ERROR, 0.0), (SYNTAX_ERROR, 0.0), (NO_COMPONENT, 0.0)])
+def test_compile_is_parses_and_type_checks(found, compiled):
+    metrics = verdict(CODE, CODE, 0, found, ReactOptions()).metrics
+    assert metrics["compile"] == compiled == metrics["syntax_ok"] * metrics["types_ok"]
+
+
+def test_compile_absent_without_the_type_stage():
+    """Syntax alone is not the compile rate: with types off neither types_ok nor compile is reported."""
+    for found in (CLEAN, SYNTAX_ERROR):
+        assert "compile" not in verdict(CODE, CODE, 0, found, ReactOptions(types=False)).metrics

@@ -59,7 +59,7 @@ def test_react_examples_carry_prompt_and_reference_code():
         assert ex.reference["requirements"]["component"] == spec.component
         assert f"`{spec.component}`" in ex.prompt and spec.spec in ex.prompt
         assert "```tsx" in ex.prompt and "default-exports" in ex.prompt
-    assert (task.service, task.success_metric, task.eval_metrics) == ("react", "syntax_ok", ("syntax_ok", "types_ok", "spec_ok", "all_ok"))
+    assert (task.service, task.success_metric, task.eval_metrics) == ("react", "syntax_ok", ("compile", "syntax_ok", "types_ok", "spec_ok", "all_ok"))
     assert task.service_options == {"spec": True}
     assert task.max_new_tokens >= 1024
 

@@ -15,7 +15,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_committed_pages_equal_what_the_json_gives():
     pages = rd.generate(ROOT)
-    stale = [str(p.relative_to(ROOT)) for p, text in pages.items() if p.read_text() != text]
+    stale = [str(p.relative_to(ROOT)) for p, body in pages.items() if not rd.same_content(p, body)]
+    curves = [p for p in pages if p.name == rd.CURVES_PNG]  # generated with the page, byte for byte
+    page = pages[ROOT / "research" / "results.md"]
+    assert curves and all(f"]({p.relative_to(ROOT / 'research')})" in page for p in curves)  # and shown on it
     assert not stale, f"out of date: {stale}; run `python research/pages/make_pages.py` and commit"
 
 
@@ -74,7 +77,7 @@ def test_a_changed_number_in_the_json_changes_the_page(tmp_path):
     data = json.loads(changed.read_text())
     data["algorithms"]["bot_grpo"]["final"]["median"] = 0.999
     changed.write_text(json.dumps(data))
-    pages = rd.generate(tmp_path)
+    pages = rd.generate(tmp_path, figures=False)
     assert "0.999" in pages[tmp_path / "research" / "results.md"]
     assert pages[tmp_path / "research" / "results.md"] != (ROOT / "research" / "results.md").read_text()
 
@@ -97,7 +100,8 @@ def test_contrasts_pair_across_sets_by_seed_and_refuse_different_starts():
 def test_verdict_with_ten_seeds_follows_the_preregistered_bootstrap_rule():
     assert rd.verdict([0.02, 0.03, 0.04, 0.05, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06]) == "above 0"
     assert rd.verdict([-0.02, -0.03, -0.01, -0.02, -0.04, -0.01, -0.03, -0.02, -0.05, -0.01]) == "below 0"
-    assert rd.verdict([-0.05, 0.06, 0.01, -0.02, 0.03, -0.04, 0.02, -0.01, 0.0, 0.01]).startswith("tie")
+    assert rd.verdict([-0.05, 0.06, 0.01, -0.02, 0.03, -0.04, 0.02, -0.01, 0.0, 0.01]) == \
+        "no difference shown at 10 seeds (interval includes 0)"
 
 
 def test_sign_flip_p_is_exact_over_every_sign_pattern():
@@ -118,7 +122,10 @@ def test_with_fewer_than_ten_seeds_the_verdict_follows_the_exact_test():
     five = [0.062, 0.125, 0.004, 0.031, 0.012]  # every seed above 0, bootstrap interval above 0 ...
     lo, _ = rd.bootstrap_mean_interval(five)
     assert lo > 0
-    assert rd.verdict(five) == "tie (exact p = 0.062)"  # ... but 5 seeds cannot reach p < 0.05
+    # ... but 5 seeds cannot reach p < 0.05: inconclusive, never a tie
+    assert rd.verdict(five) == "inconclusive at 5 seeds (exact p = 0.062; 0.0625 at best)"
+    assert rd.verdict([0.1, -0.2, 0.3]).startswith("inconclusive at 3 seeds")
+    assert rd.verdict([0.02, -0.03, 0.04, 0.05, 0.01, 0.02]) == "no difference shown at 6 seeds (exact p = 0.219)"
     seven = [0.02, 0.03, 0.04, 0.05, 0.01, 0.02, 0.03]
     assert rd.verdict(seven) == "above 0 (exact p = 0.016)"  # 2/128
     assert rd.verdict([-v for v in seven]) == "below 0 (exact p = 0.016)"
@@ -127,7 +134,7 @@ def test_with_fewer_than_ten_seeds_the_verdict_follows_the_exact_test():
 def test_the_page_labels_exploratory_contrasts_and_names_the_react_metric_and_the_deviations():
     page = (ROOT / "research" / "results.md").read_text()
     primaries = [c for _, contrasts in rd.CLAIMS for c in contrasts if c.primary]
-    assert len(primaries) == 2  # one per plan
+    assert len(primaries) == 5  # one per plan's setting (issue 46's plan registers a React and a math one)
     for _, contrasts in rd.CLAIMS:
         for c in contrasts:
             assert f"| {c.shown} |" in page
@@ -139,6 +146,32 @@ def test_the_page_labels_exploratory_contrasts_and_names_the_react_metric_and_th
         assert "2026-12-03" in log
     assert "changed twice" in (ROOT / "research" / "preregistration" / "arith_synth_grounded.md").read_text()
     assert "abandoned" in (ROOT / "research" / "preregistration" / "react_synth_k2_all_presets.md").read_text()
+
+
+def test_exploratory_contrasts_are_described_and_the_page_never_says_tie():
+    assert rd.description([0.1, -0.2, 0.3, 0.0, 0.2]) == \
+        "described, not tested: higher on 3 of 5 seeds, lower on 1; inconclusive at 5 seeds"
+    page = (ROOT / "research" / "results.md").read_text()
+    assert "| tie" not in page and "tie (" not in page  # no verdict cell says tie
+    assert "| bot_grpo - base, final `all_ok` (exploratory) |" in page
+
+
+def test_steps_contrast_pairs_by_seed_and_censors_runs_that_never_reach_the_target():
+    data = _set({"grpo": {"0": 0.9, "1": 0.3}, "bot_grpo": {"0": 0.9, "1": 0.9}})
+    data["settings"]["targets"] = [0.8]
+    for algo, per_seed in (("grpo", {"0": 20, "1": None}), ("bot_grpo", {"0": 10, "1": 30})):
+        data["algorithms"][algo]["targets"]["0.8"] = {"per_seed": per_seed}
+    c = rd.Contrast("steps", ("x", "bot_grpo"), ("x", "grpo"), primary=True, steps_to="0.8")
+    assert rd.contrast_gains({"x": data}, c) == [10 - 20, 30 - (10 + 10)]  # never = steps + spacing
+
+
+def test_sets_with_the_spec_guard_count_their_gamed_runs():
+    data = _set({"grpo": {"0": 0.9, "1": 0.3}, "bot_grpo": {"0": 0.9, "1": 0.9}})
+    assert rd.gamed_lines(data) == []  # older sets: no guard measured, nothing said
+    for algo, flags in (("grpo", (False, False)), ("bot_grpo", (True, False))):
+        for run, gamed in zip(data["algorithms"][algo]["runs"].values(), flags):
+            run["guard"] = {"gamed": gamed}
+    assert rd.gamed_lines(data)[-1].endswith("`grpo` 0/2, `bot_grpo` 1/2.")
 
 
 def test_claims_not_run_say_so_instead_of_a_number():

@@ -112,7 +112,7 @@ def test_arith_reference_and_wiring():
 def test_react_wiring():
     task = get_task("react_synth")
     assert task.service == "react" and task.success_metric == "all_ok" and task.service_options == {"spec": True}
-    assert set(task.eval_metrics) == {"all_ok", "syntax_ok", "types_ok", "spec_ok"}
+    assert set(task.eval_metrics) == {"all_ok", "compile", "syntax_ok", "types_ok", "spec_ok"}
     ex = task.eval_examples()[0]
     assert ex.reference["spec"] == ex.prompt and "export function" in ex.reference["reference_code"]
     assert ex.reference["requirements"]["component"] in ex.prompt

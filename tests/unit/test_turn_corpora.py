@@ -8,7 +8,7 @@ import json
 from botgrpo_tasks import get_task
 from botgrpo_tasks.base import TURN_END
 from botgrpo_tasks.react_synth import REPAIR_REQUEST
-from botgrpo_tasks.react_synth_grammar import render
+from botgrpo_tasks.react_synth_grammar import render, requirements
 
 
 def test_calculator_solutions_ask_for_the_product_and_use_the_answer():
@@ -34,3 +34,23 @@ def test_repairs_follow_faulty_programs_with_the_clean_one():
         request, clean = second.split(REPAIR_REQUEST)
         assert request.startswith("\n\nThe checker rejected it: ") and clean.startswith("\n\n")
         assert clean[2:] == render(it.spec)  # the whole program, no fault left
+
+
+def test_repairs_quote_the_given_rejections_for_the_faulty_programs():
+    """The bootstrap passes a Reject that asks the react service; here one that records what it got."""
+    seen = []
+
+    def reject(items):
+        seen.extend(items)
+        return [f"The checker rejected it: line {i}: msg. {REPAIR_REQUEST}" for i in range(len(items))]
+
+    task = get_task("react_synth", revise=True)
+    plain, quoted = task.corpus_items(200), task.corpus_items(200, reject=reject)
+    repairs = [it for it in quoted if TURN_END in it.completion]
+    assert [it.spec for it in quoted] == [it.spec for it in plain]  # same draws, other words
+    assert len(seen) == len(repairs) > 0
+    for i, ((row, faulty), it) in enumerate(zip(seen, repairs)):
+        assert faulty == render(it.spec, it.faults) and row["requirements"] == requirements(it.spec)
+        assert f"line {i}: msg. {REPAIR_REQUEST}" in it.completion
+    assert task.corpus_version == 2 and get_task("react_synth").corpus_version == 1  # only revise is rebuilt
+
