@@ -28,7 +28,7 @@ compare|summaries)
   $BOT bench convergence "${COMMON[@]}" --metric $metric --seeds 10 --seed-start 0 --target 0.3 \
     --algo-set grpo:optim.lr=$LR_G --algo-set bot_grpo:optim.lr=$LR_B \
     --out $OUT/compare_$metric --work $OUT/compare/runs
-  [ "$1" = summaries ] && .venv/bin/python research/pages/make_pages.py ;;
+  if [ "$1" = summaries ]; then .venv/bin/python research/pages/make_pages.py; fi ;;
 *)
   sed -n 2,8p "$0"; exit 2 ;;
 esac
