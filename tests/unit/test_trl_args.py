@@ -135,3 +135,16 @@ def test_disable_dropout_zeroes_every_dropout_layer_of_the_trained_policy():
     assert not torch.equal(model(x), model(x))  # dropout on: two training forwards differ
     without_dropout(model)
     assert torch.equal(model(x), model(x)) and all(m.p == 0.0 for m in model if isinstance(m, torch.nn.Dropout))
+
+
+def test_load_model_applies_disable_dropout_to_the_trained_policy_lora_included(tmp_path):
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+    from botgrpo_cli.config import ModelConfig
+    from botgrpo_cli.trainer.policy import load_model
+
+    Qwen2ForCausalLM(Qwen2Config(vocab_size=50, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                 num_attention_heads=2, num_key_value_heads=1)).save_pretrained(tmp_path)
+    dropouts = lambda m: [x.p for x in m.modules() if isinstance(x, torch.nn.Dropout)]  # noqa: E731
+    lora = dict(lora_r=2, lora_dropout=0.3, lora_target_modules=["q_proj"])
+    assert set(dropouts(load_model(str(tmp_path), ModelConfig(**lora)))) == {0.3}  # LoRA's dropout, kept by default
+    assert set(dropouts(load_model(str(tmp_path), ModelConfig(**lora, disable_dropout=True)))) == {0.0}
