@@ -16,7 +16,7 @@ from botgrpo_cli.algos.options import trainer_inputs
 from botgrpo_cli.rollout.seeds import held_out_seed
 from botgrpo_cli.config import AlgoConfig, Config
 from botgrpo_cli.console import console
-from botgrpo_cli.errors import Interrupted, UserError
+from botgrpo_cli.errors import Interrupted
 from botgrpo_cli.evaluation.metrics import failed_scorings, success_defined, success_rate
 from botgrpo_cli.evaluation.sampling import Scoring, held_out
 from botgrpo_cli.reward_client.scored import to_token_rewards
