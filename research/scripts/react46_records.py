@@ -4,6 +4,7 @@
     react46_records.py choose PILOT_DIR OUT.json [RISE]         the plan's lr rule applied to the pilot
                                                                 (RISE: 0.10 for react compile, 0.03 for math)
     react46_records.py read-choice CHOICE.json                  "LR_GRPO LR_BOT_GRPO STEPS" for the comparison
+    react46_records.py read-sets CHOICE.json                    one `--algo-set ALGO:optim.lr=LR` pair per line
 """
 
 from __future__ import annotations
@@ -80,7 +81,9 @@ def choose(pilot: Path, out: Path, rise: float = RISE) -> dict:
                     f">= best - {STAY}) and is not gamed (spec_ok never more than {GAME_MARGIN} below base)",
             "facts": facts, "chosen_lr": chosen,
             "bot_grpo_by_fallback": bool(chosen.get("bot_grpo")) and not facts["bot_grpo"][chosen["bot_grpo"]]["meets_rule"],
-            "go": go, "comparison_steps": steps, "provenance": provenance()}
+            "go": go, "comparison_steps": steps,
+            "by_fallback": {algo: not facts[algo][lr]["meets_rule"] for algo, lr in chosen.items() if lr},
+            "provenance": provenance()}
 
 
 def main(argv: list[str]) -> int:
@@ -91,6 +94,10 @@ def main(argv: list[str]) -> int:
             print("the pilot found no lr at which grpo improves: the comparison is not run", file=sys.stderr)
             return 1
         print(choice["chosen_lr"]["grpo"], choice["chosen_lr"]["bot_grpo"], choice["comparison_steps"])
+        return 0
+    if mode == "read-sets":
+        for algo, lr in json.loads(Path(argv[1]).read_text())["chosen_lr"].items():
+            print(f"--algo-set\n{algo}:optim.lr={lr}")
         return 0
     out = Path(argv[2])
     if mode == "determinism":
