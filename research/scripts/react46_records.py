@@ -4,6 +4,7 @@
     react46_records.py choose PILOT_DIR OUT.json [RISE]         the plan's lr rule applied to the pilot
                                                                 (RISE: 0.10 for react compile, 0.03 for math)
     react46_records.py read-choice CHOICE.json                  "LR_GRPO LR_BOT_GRPO STEPS" for the comparison
+    react46_records.py same-runs WORK_A WORK_B OUT.json         do two work dirs' runs take the same steps?
     react46_records.py read-sets CHOICE.json                    one `--algo-set ALGO:optim.lr=LR` pair per line
 """
 
@@ -44,6 +45,25 @@ def determinism(runs: Path, out: Path, loads: str) -> dict:
     return {"what": "the same react_synth run (seed 100, lr 3e-3, 4 steps): training metrics except time/ and "
                     "perf/ compared", "steps": len(got["alone"]), "comparisons": result,
             "loadavg_1min_before_together_alone_end": loads.split(), "provenance": provenance()}
+
+
+def _untimed(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in m.items() if not k.startswith(TIMING) and k != "seconds"} for m in rows]
+
+
+def same_runs(work_a: Path, work_b: Path) -> dict:
+    """Each run of work_a against its namesake in work_b: training metrics (timing left out) and every
+    held-out evaluation (counts, means, failed scorings) must be identical."""
+    runs = {}
+    for result in sorted(work_a.glob("*-s*/result.json")):
+        a, b = json.loads(result.read_text()), json.loads((work_b / result.parent.name / "result.json").read_text())
+        diff = (_first_difference(_untimed(a["train_metrics"]), _untimed(b["train_metrics"]))
+                or _first_difference(_untimed(a["evals"]), _untimed(b["evals"])))
+        runs[result.parent.name] = {"identical": diff is None, "first_difference": diff,
+                                    "train_seconds": [a["train_seconds"], b["train_seconds"]]}
+    return {"what": f"the runs of {work_a} against those of {work_b}: training metrics except time/ and perf/, "
+                    "and every evaluation except its seconds", "all_identical": all(r["identical"] for r in runs.values()),
+            "runs": runs, "provenance": provenance()}
 
 
 def pilot_facts(run: dict, evals: list[dict], train_metrics: list[dict], rise: float = RISE) -> dict:
@@ -102,11 +122,13 @@ def main(argv: list[str]) -> int:
     out = Path(argv[2])
     if mode == "determinism":
         record = determinism(Path(argv[1]), out, argv[3])
+    elif mode == "same-runs":
+        record, out = same_runs(Path(argv[1]), Path(argv[2])), Path(argv[3])
     else:
         record = choose(Path(argv[1]), out, float(argv[3]) if len(argv) > 3 else RISE)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=1) + "\n")
-    print(json.dumps(record.get("comparisons") or record.get("chosen_lr"), indent=1))
+    print(json.dumps(record.get("comparisons") or record.get("chosen_lr") or record.get("all_identical"), indent=1))
     return 0
 
 
