@@ -19,6 +19,7 @@ from botgrpo_cli import learning_rate
 from botgrpo_cli.config_checks import check
 from botgrpo_cli.config_fields import choices_of, opt
 from botgrpo_cli.errors import UnknownName, UserError, known_hint
+from botgrpo_cli.turns.tools import MAX_MESSAGE_CHARS
 from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS, DEFAULT_MEMORY_MB
 from botgrpo_tasks.base import CHAT_TEMPLATE
 
@@ -105,10 +106,10 @@ class RolloutConfig:
     tool_memory_mb: int = opt(DEFAULT_MEMORY_MB, "how far each tool worker process may grow past its size once its "
                                                  "tools are loaded, in MB (RLIMIT_AS, as reward.function_memory_mb; a "
                                                  "call past it is an error for the model, counted); 0 = no bound")
-    max_message_chars: int = opt(100_000, "longest tool result or environment message (characters) put in a "
-                                          "transcript: a longer tool result becomes an error for the model, a "
-                                          "longer environment message ends its trajectory as a failed scoring; "
-                                          "both counted in turns/oversized_messages")
+    max_message_chars: int = opt(MAX_MESSAGE_CHARS, "longest tool result or environment message (characters) put "
+                                                    "in a transcript: a longer tool result becomes an error for the "
+                                                    "model, a longer environment message ends its trajectory as a "
+                                                    "failed scoring; both counted in turns/oversized_messages")
     environment_deadline_s: float = opt(30.0, "seconds an environment's reset, step or reward may take; past it (or "
                                               "when it raises) that trajectory ends and is counted as a failed scoring")
     max_staleness: int = opt(0, "asynchronous rollouts: a producer generates and scores the next batches while the "

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import torch
 from torch import Tensor
 
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.rollout.offsets import OffsetDecoder, cut_at_stop, truncate
+
+if TYPE_CHECKING:  # the config is read, never imported at run time
+    from botgrpo_cli.config import RolloutConfig
 
 OnDone = Callable[[int, str], None]  # (row, final text): called once per row the moment it ends
 Prompts = list[str] | list[list[int]]  # prompt texts (templated), or their token ids (used as they are)
@@ -28,6 +31,17 @@ class SamplingParams:
     seed: int = 0  # fixes the sampled tokens: same seed, prompts and weights -> same batch
     thinking_budget: int | None = None  # at most this many tokens inside the thinking block, then its close is forced
     think_tags: tuple[str, str] | None = None  # the thinking block's [open, close] (the task's think_tags)
+
+    @classmethod
+    def from_config(cls, rollout: RolloutConfig, task: Any, seed: int = 0) -> "SamplingParams":
+        """The one translation of the rollout settings into sampling parameters (training, `botgrpo
+        eval`, the benches): a setting left unset takes the task's (length, stop strings), and the
+        thinking budget the task's tags."""
+        return cls(max_new_tokens=rollout.max_new_tokens or task.max_new_tokens, temperature=rollout.temperature,
+                   top_p=rollout.top_p, top_k=rollout.top_k, min_p=rollout.min_p,
+                   repetition_penalty=rollout.repetition_penalty,
+                   stop=tuple(task.stop if rollout.stop is None else rollout.stop), seed=seed,
+                   thinking_budget=rollout.thinking_budget, think_tags=task.think_tags)
 
 
 @dataclass

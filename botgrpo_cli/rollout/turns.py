@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import torch
 
@@ -33,6 +33,9 @@ from botgrpo_cli.turns.render import appended_text, first_prompt, shows_tools
 from botgrpo_cli.turns.tool_calls import parse_tool_calls
 from botgrpo_cli.turns.tools import MAX_MESSAGE_CHARS, Toolbox
 from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS, DEFAULT_MEMORY_MB, ScoreResponse
+
+if TYPE_CHECKING:  # the config is read, never imported at run time
+    from botgrpo_cli.config import RolloutConfig, RunConfig
 
 Ended = Callable[[int, str, "ScoreResponse | None"], None]  # (row, transcript text, environment's reward)
 STATS = ("turns", "trajectories", "tool_calls", "tool_errors", "tool_timeouts", "env_errors", "oversized_messages",
@@ -85,6 +88,13 @@ def build_settings(tools: list[str], environment: str | None, max_turns: int | N
     return TurnSettings(max_turns=turns, tools=toolbox, environment=load_environment(environment) if environment else None,
                         environment_deadline_s=environment_deadline_s, template_kwargs=dict(template_kwargs),
                         system_prompt=system_prompt, max_message_chars=max_message_chars)
+
+
+def settings_from(rollout: RolloutConfig, run: RunConfig, task: Any) -> TurnSettings | None:
+    """build_settings from a config's rollout and run sections: training and `botgrpo eval` alike."""
+    return build_settings(list(run.tools), run.environment, rollout.max_turns, task, run.chat_template_kwargs,
+                          run.system_prompt, rollout.tool_workers, rollout.tool_deadline_s,
+                          rollout.environment_deadline_s, rollout.max_message_chars, rollout.tool_memory_mb)
 
 
 def revise_with(settings: TurnSettings, task: Any, pool: Any, options: dict, deadline_ms: int) -> None:

@@ -76,6 +76,8 @@ def test_every_module_and_data_file_under_the_import_roots_ships_and_nothing_els
     assert {"botgrpo_rewards/react/package-lock.json", "botgrpo_rewards/react/checker.js",
             "botgrpo_rewards/render/compiler.js", "botgrpo_tasks/data/react/specs.jsonl"} <= shipped
     assert shipped == expected, (sorted(expected - shipped)[:10], sorted(shipped - expected)[:10])
+    # the math checker's graded tables and peer corpora are test data (tests/data, tests/fixtures/peer)
+    assert not [n for n in shipped if n.startswith("botgrpo_rewards/math/") and ("cases" in n or "peer" in n)]
 
 
 def _module_level_imports(path: Path) -> set[str]:

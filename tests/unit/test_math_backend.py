@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from botgrpo_rewards.backend import BackendError, BackendTimeout
-from botgrpo_rewards.math.cases import CASES
+from math_cases import CASES
 from botgrpo_rewards.math.service import MathBackend
 from botgrpo_rewards.protocol import ScoreRequest, validate_spans
 
@@ -47,7 +47,7 @@ def test_table_through_the_backend(backend):
 
 def test_peer_format_table_through_the_backend(backend):
     # whole completions as models and datasets write them (Minerva, PRM800K, GSM8K, <think>, bare...)
-    from botgrpo_rewards.math.peer_cases import peer_rows
+    from math_peer_cases import peer_rows
 
     wrong = [(fmt, gold, completion[-60:]) for fmt, gold, completion, expected in peer_rows()
              if (score(backend, completion, gold, deadline_s=60.0).score == 1.0) is not expected]
