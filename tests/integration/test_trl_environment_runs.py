@@ -49,8 +49,8 @@ def exchanges(batch, i: int) -> list[tuple[list, list[str]]]:
             for (start, end), (following, _) in zip(spans, spans[1:])]
 
 
-def run_on_the_instance(call) -> bool:
-    """Whether a call reached the calculator method (a well-formed call naming it with its one argument)."""
+def well_formed(call) -> bool:
+    """A well-formed call naming the calculator with its one argument (one that reaches the tool)."""
     return call.error is None and call.name == "calculator" and set(call.arguments) == {"expression"}
 
 
@@ -127,7 +127,7 @@ def test_a_trl_script_with_an_environment_runs_with_one_changed_import(model_dir
             content = prompt[-1]["content"]  # TRL's reward functions get the prompt with reset's string appended
             assert content.endswith(INSTRUCTION) and content[:-len(INSTRUCTION)] in problems
             assert prompt_seen == content + "\n\n"  # and so did the model (no chat template: plain paragraphs)
-            ran = [c.arguments["expression"] for made, _ in exchanges(batch, i) for c in made if run_on_the_instance(c)]
+            ran = [c.arguments["expression"] for made, _ in exchanges(batch, i) for c in made if well_formed(c)]
             assert calls == ran  # this rollout's instance saw this rollout's calls, and no other's
             called += bool(calls)
         raw, ok, _ = scoring["scores"][step]
@@ -191,7 +191,7 @@ def test_a_dict_of_factories_follows_the_rows_environment_column(model_dir, prob
         for calls, answers in exchanges(batch, i):
             assert len(calls) == len(answers)  # one answer per call, in order
             for call, answer in zip(calls, answers):
-                if not run_on_the_instance(call):
+                if not well_formed(call):
                     continue
                 if kind == "broken":
                     assert answer == "{'error': 'the calculator is broken'}"  # TRL's answer to a raising tool
@@ -216,3 +216,43 @@ def test_a_reset_that_raises_ends_the_run_with_one_line(model_dir, problems, tmp
                                         r"\(.*line \d+\) \(row prompts/train/\d+\)$") as caught:
         trainer.train()
     assert "\n" not in str(caught.value)
+
+
+class Notes:
+    def reset(self, **kwargs) -> str:
+        self.notes = []
+        return INSTRUCTION
+
+    def note(self, text: str) -> str:
+        """Keep a note.
+
+        Args:
+            text: what to keep
+        """
+        self.notes.append(text)
+        return "kept"
+
+
+def no_reward(completions, **kwargs):
+    return [0.0] * len(completions)
+
+
+def test_tools_beside_an_environment_answer_the_calls_it_has_no_method_for(model_dir, problems, tmp_path, seen):
+    """TRL's tools=[...] with environment_factory: a call to the built-in calculator goes to the tool
+    workers, though the trajectory's environment (with a tool of its own) answers the others."""
+    rows = [{"prompt": [{"role": "user", "content": p}]} for p in problems]
+    trainer = Trainer(model=str(model_dir), reward_funcs=no_reward, train_dataset=Dataset.from_list(rows),
+                      args=_args(tmp_path), tools=["calculator"], environment_factory=Notes)
+    trainer.config.run.threads = 1
+    (m,) = trainer.train().metrics
+    (batch,) = seen["batches"]
+    answered = 0
+    for i, env in enumerate(batch.environments):
+        assert env.instance.notes == []  # the model calls only the calculator
+        for calls, answers in exchanges(batch, i):
+            for call, answer in zip(calls, answers):
+                if well_formed(call) and re.fullmatch(r"\s*\d+\s*\*\s*\d+\s*", call.arguments["expression"]):
+                    a, b = call.arguments["expression"].split("*")
+                    assert answer == str(int(a) * int(b))  # the built-in's answer, from a tool worker
+                    answered += 1
+    assert answered > 0 and m["turns/tool_calls"] >= answered

@@ -12,9 +12,12 @@ from trl import GRPOConfig
 from botgrpo_cli import Trainer
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.reward_client.functions import FunctionPool, LocalFunction
+from botgrpo_cli.rollout import FastEngine, SamplingParams
+from botgrpo_cli.rollout.turns import MultiTurn, TurnSettings
 from botgrpo_cli.trl_environments import EnvironmentBroken, Episode, TRLEnvironments, user_environment
 from botgrpo_cli.turns.tool_calls import ToolCall
 from botgrpo_rewards.protocol import ScoreRequest
+from rollout_models import model, tokenizer
 
 ROWS = [{"prompt": [{"role": "user", "content": f"Count to {n}."}], "target": n} for n in (2, 3)]
 
@@ -208,3 +211,26 @@ def test_no_reward_source_no_dataset_or_two_environments_are_refused():
         Trainer(reward_funcs=reward, environment_factory=Counter)
     with pytest.raises(UserError, match="get_reward is a reward function, which combines with reward functions only"):
         trainer(Counter, reward_funcs="math")
+
+
+LISTS_TOOLS = ("{% if tools %}tools: {% for t in tools %}{{ t.function.name }} {% endfor %}\n{% endif %}"
+               "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}"
+               "{% if add_generation_prompt %}assistant:{% endif %}")
+
+
+def test_each_rows_prompt_shows_its_own_environments_tools_on_the_engine():
+    """A dict of factories through MultiTurn on a real (random, tiny) model: each trajectory's first
+    prompt lists only its environment's tools, and the batch carries each row's own instance."""
+    tok = tokenizer()
+    tok.chat_template = LISTS_TOOLS
+    envs = TRLEnvironments({"count": Counter, "quiet": Quiet})
+    settings = TurnSettings(max_turns=2, environment=envs.for_task(None))
+    turns = MultiTurn(FastEngine(model("qwen2", tok), tok), tok, settings)
+    rows = [{"prompt": "count the apples:", "target": 3, "environment": "count"},
+            {"prompt": "x =", "environment": "quiet"}]
+    batch = turns.generate([r["prompt"] for r in rows], 2, SamplingParams(max_new_tokens=4, temperature=0.0), rows=rows)
+    assert batch.prompts[:2] == ["tools: increment user: count the apples: Use the tool.\nassistant:"] * 2
+    assert batch.prompts[2:] == ["user: x =\nassistant:"] * 2  # Quiet has no tools, and its reset returned None
+    instances = [user_environment(env) for env in batch.environments]
+    assert [type(i) for i in instances] == [Counter, Counter, Quiet, Quiet] and instances[0] is not instances[1]
+    assert instances[0].seen == {"prompt": "count the apples:", "target": 3}
