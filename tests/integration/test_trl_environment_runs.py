@@ -121,6 +121,13 @@ def test_a_trl_script_with_an_environment_runs_with_one_changed_import(model_dir
     called = 0
     for step, batch in enumerate(seen["batches"]):
         assert max(len(turns) for turns in batch.turns) == 2  # max_tool_calling_iterations=1: one round of calls
+        trained = torch.zeros_like(batch.mask)
+        for i, turns in enumerate(batch.turns):
+            for a, b in turns:
+                trained[i, a:b] = True  # the model's own tokens, by hand from its turns
+        mask, adv = seen["advantages"][step]
+        assert torch.equal(batch.trained, trained) and torch.equal(mask, trained)  # the tools' answers: not trained
+        assert bool((batch.mask & ~trained).any()) and bool((adv[~mask] == 0).all())
         for i, prompt_seen in enumerate(batch.prompts):
             serial, calls, prompt, completion = scored[8 * step + i]
             assert completion[-1]["content"] == batch.texts[i]  # the reward's row i is the batch's row i
