@@ -66,6 +66,9 @@ class RolloutBatch:
     # optimizer steps the sampling weights had taken (the trainer's step count when they were pushed
     # to the engine): a batch trained at step n is (n - 1) - policy_version steps off-policy
     policy_version: int = 0
+    # (B,) each row's environment instance (run.environment; None without one): TRL's reward
+    # functions read the instances' state (reward_client/functions.py, `environments`)
+    environments: list | None = None
 
     @property
     def lengths(self) -> Tensor:
@@ -86,7 +89,8 @@ class RolloutBatch:
             logp_old=None if self.logp_old is None else self.logp_old[rows],
             prompts=[self.prompts[i] for i in idx],
             loss_mask=None if self.loss_mask is None else self.loss_mask[rows],
-            turns=None if self.turns is None else [self.turns[i] for i in idx], policy_version=self.policy_version)
+            turns=None if self.turns is None else [self.turns[i] for i in idx], policy_version=self.policy_version,
+            environments=None if self.environments is None else [self.environments[i] for i in idx])
 
 
 def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
@@ -108,7 +112,9 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
         prompts=[p for b in batches for p in b.prompts],
         loss_mask=torch.cat([pad(b.trained, False) for b in batches]) if multi else None,
         turns=[t for b in batches for t in whole_turns(b)] if multi else None,
-        policy_version=min(b.policy_version for b in batches))  # the oldest weights bound the staleness
+        policy_version=min(b.policy_version for b in batches),  # the oldest weights bound the staleness
+        environments=None if all(b.environments is None for b in batches) else
+        [e for b in batches for e in (b.environments or [None] * len(b.texts))])
 
 
 def whole_turns(batch: RolloutBatch) -> Turns:

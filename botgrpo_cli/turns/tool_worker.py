@@ -30,15 +30,19 @@ def as_text(result: Any) -> str:
         return str(result)
 
 
+def oversized(name: str, chars: int, max_chars: int) -> str:
+    """Why a tool's result of `chars` characters is not put in the transcript."""
+    return (f"the tool {name} returned {chars} characters, more than the {max_chars} a message may hold "
+            "(rollout.max_message_chars); ask it for less")
+
+
 def handle(tools: dict[str, Callable[..., Any]], line: str, max_chars: int | None = None) -> dict:
     try:
         call = json.loads(line)
         fn = tools[call["name"]]
         result = as_text(fn(**call["arguments"]))
         if max_chars is not None and len(result) > max_chars:
-            return {"ok": False, "oversized": True,
-                    "error": f"the tool {call['name']} returned {len(result)} characters, more than the {max_chars} "
-                             "a message may hold (rollout.max_message_chars); ask it for less"}
+            return {"ok": False, "oversized": True, "error": oversized(call["name"], len(result), max_chars)}
         return {"ok": True, "result": result}
     except MemoryError:
         return {"ok": False, "error": "MemoryError: the tool allocated past its memory bound (rollout.tool_memory_mb)"}

@@ -13,7 +13,7 @@ import torch
 from botgrpo_cli.config import load_config
 from botgrpo_cli.rollout import FastEngine, HFEngine, SamplingParams
 from botgrpo_cli.rollout.turns import MultiTurn, TurnSettings
-from botgrpo_cli.trainer import ahead, loop, train
+from botgrpo_cli.trainer import train
 from botgrpo_cli.turns.tools import Toolbox
 
 SMALL = ["rollout.prompts_per_step=2", "rollout.group_size=4", "rollout.max_new_tokens=48", "run.threads=1",
@@ -236,47 +236,6 @@ def test_a_hanging_and_a_raising_tool_are_counted_and_the_run_finishes(model_dir
     calls = sum(m["turns/tool_calls"] for m in result.metrics)
     assert sum(m["turns/tool_timeouts"] for m in result.metrics) == 1  # the hang, cut at the deadline
     assert sum(m["turns/tool_errors"] for m in result.metrics) == calls >= 2  # every other call raised
-
-
-@pytest.fixture
-def seen(monkeypatch):
-    """Each step's batch and (mask, advantages), as the trainer computed them."""
-    out: dict[str, list] = {"batches": [], "advantages": []}
-    collect, advantages = ahead.collect_rollouts, loop.compute_advantages  # the step's rollouts come through ahead.py
-
-    def keep_batch(s, step):
-        ro = collect(s, step)
-        out["batches"].append(ro.batch)
-        return ro
-
-    def keep_advantages(name, **kwargs):
-        adv = advantages(name, **kwargs)
-        out["advantages"].append((kwargs["mask"].clone(), adv.clone()))
-        return adv
-
-    monkeypatch.setattr(ahead, "collect_rollouts", keep_batch)
-    monkeypatch.setattr(loop, "compute_advantages", keep_advantages)
-    return out
-
-
-@pytest.fixture
-def scoring(monkeypatch):
-    """Each step's (raw scores, ok, shaped scores) and the scores its advantages started from."""
-    out: dict[str, list] = {"scores": [], "advantage_scores": []}
-    to_token_rewards, advantages = loop.to_token_rewards, loop.compute_advantages
-
-    def keep_scores(scored, *args, **kwargs):
-        tr = to_token_rewards(scored, *args, **kwargs)
-        out["scores"].append((scored.scores.clone(), scored.ok.clone(), tr.scores.clone()))
-        return tr
-
-    def keep_advantage_scores(name, **kwargs):
-        out["advantage_scores"].append(kwargs["scores"].clone())
-        return advantages(name, **kwargs)
-
-    monkeypatch.setattr(loop, "to_token_rewards", keep_scores)
-    monkeypatch.setattr(loop, "compute_advantages", keep_advantage_scores)
-    return out
 
 
 def test_an_environment_trains_and_its_span_reaches_only_its_turn(model_dir, user_dir, pool, tmp_path, seen):

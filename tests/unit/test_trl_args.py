@@ -64,6 +64,16 @@ def test_fields_without_a_counterpart_pass_at_trls_default_and_name_what_to_do_o
         from_trl({**CPU, "max_steps": 1, "report_to": ["trackio"]})
 
 
+def test_reward_weights_weigh_the_reward_funcs_given_beside_them():
+    def a(completions, **kwargs):
+        return [0.0] * len(completions)
+
+    args = {**CPU, "max_steps": 1, "reward_weights": [1.0, 0.5]}
+    assert Trainer(reward_funcs=[a, a], args=args).config.reward.weights == [1.0, 0.5]
+    with pytest.raises(UserError, match=r"reward.weights must be 3 finite number\(s\), one per reward.function"):
+        Trainer(reward_funcs=[a, a, a], args=args)
+
+
 def test_a_dataset_without_a_prompt_column_is_refused_at_construction():
     with pytest.raises(UserError, match="has no 'prompt' column \\(its columns: question\\).*rename_column"):
         Trainer(train_dataset=[{"question": "1+1="}])
