@@ -409,10 +409,10 @@ def test_async_rollouts_from_the_server_stay_within_the_bound(server, small_dir,
     assert all(math.isfinite(m["loss"]) for m in metrics)
 
 
-def test_a_server_that_stops_answering_is_one_line(server, small_policy, small_tok, small_prompts):
+def test_a_server_that_stops_answering_is_one_line(server, small_policy, small_tok, small_prompts, stop_process):
     remote = _server_engine(small_policy, small_tok, server.url)
     remote.timeout_s = 3  # the wait this test sits through: a frozen server answers nothing, however long
-    os.kill(server.child.pid, signal.SIGSTOP)  # alive, holding its socket, answering nothing
+    stop_process(server.child.pid)  # alive, holding its socket, answering nothing
     try:
         with pytest.raises(UserError, match=r"vLLM server at http://127\.0\.0\.1:\d+ is not answering"):
             remote.generate(small_prompts, 2, SamplingParams(max_new_tokens=4))
