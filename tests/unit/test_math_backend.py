@@ -198,7 +198,7 @@ def test_overrunning_check_is_a_timeout_never_wrong_and_never_cached(backend):
     assert score(backend, "\\boxed{\\frac{2}{6}}", "1/3").score == 1.0
 
 
-def test_check_limit_counts_cpu_not_wall_time():
+def test_check_limit_counts_cpu_not_wall_time(stop_process):
     # A worker that is stopped (no CPU at all, as on a saturated machine) is not timed out by the
     # CPU limit; only the wall-clock bound (the request's deadline) ends the wait.
     from botgrpo_rewards.math.pool import JobTimeout, WorkerPool
@@ -207,7 +207,7 @@ def test_check_limit_counts_cpu_not_wall_time():
     pool.start()
     try:
         [pid] = pool.pids()
-        os.kill(pid, signal.SIGSTOP)
+        stop_process(pid)
         threading.Timer(1.5, os.kill, (pid, signal.SIGCONT)).start()
         start = time.monotonic()
         assert pool.run("answer", ["\\frac{1}{2}", "0.5"], 0.5, 10.0)[0] is True
