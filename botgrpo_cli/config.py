@@ -448,18 +448,22 @@ def explicit_values(path: str | Path | None = None, sets: list[str] | None = Non
     return raw
 
 
-def from_values(raw: dict) -> Config:
-    """A validated Config from {section: {key: value}} (typed values), with the preset applied."""
+def from_values(raw: dict, complete: bool = True) -> Config:
+    """A validated Config from {section: {key: value}} (typed values), with the preset applied.
+    complete=False: the range and cross-field checks are left to the caller's validate()."""
     cfg = Config(**{s: _CLASSES[s](**raw.get(s, {})) for s in _CLASSES})
     apply_preset(cfg.algo)
-    validate(cfg)
+    if complete:
+        validate(cfg)
     return cfg
 
 
-def checked(cfg: Config) -> Config:
+def checked(cfg: Config, complete: bool = True) -> Config:
     """A Config built in Python (the dataclasses, e.g. by `botgrpo_cli.Trainer`), checked as one read from
     YAML: each value against its field's type, then the preset and the range checks. A new Config; the
-    caller's is left as it was. A Python callable given as the reward function is taken as it is."""
+    caller's is left as it was. A Python callable given as the reward function is taken as it is.
+    complete=False: types and preset only, for a caller that fills more fields (the Trainer's reward_funcs,
+    which algo.reward_aggregation and reward.weights are checked against) and then calls validate()."""
     raw: dict[str, dict] = {}
     for section, cls in _CLASSES.items():
         part = getattr(cfg, section)
@@ -472,7 +476,7 @@ def checked(cfg: Config) -> Config:
                 raw.setdefault(section, {})[f.name] = value  # function objects, as given: validate checks them
             else:
                 _set(raw, section, f.name, copy.deepcopy(value))
-    return from_values(raw)
+    return from_values(raw, complete)
 
 
 def _holds_callable(value: Any) -> bool:

@@ -75,22 +75,20 @@ class Trainer:
         self.on_step = [] if on_step is None else list(on_step) if isinstance(on_step, (list, tuple)) else [on_step]
         if not all(callable(fn) for fn in self.on_step):
             raise UserError("on_step must be a function fn(step, metrics) or a list of them")
-        weights = None  # TRL's reward_weights: they weigh reward_funcs, which are set below
         if is_trl_args(args) or isinstance(args, dict):  # TRL's GRPOConfig, or a dict of its fields
             args = from_trl(args, len(train_dataset) if hasattr(train_dataset, "__len__") else None)
-            weights, args.reward.weights = args.reward.weights, None
         if args is not None and not isinstance(args, Config):
             raise UserError(f"args must be a botgrpo_cli.Config, a TRL GRPOConfig or a dict of its fields, got "
                             f"{type(args).__name__}")
-        cfg = checked(args if args is not None else Config())
+        # types now; the range and cross-field checks once the arguments below are in (validate, at the end):
+        # reward.weights and algo.reward_aggregation are checked against the reward_funcs given here
+        cfg = checked(args if args is not None else Config(), complete=False)
         if model is not None:
             _model(cfg, model)
         if peft_config is not None:
             _lora(cfg, peft_config)
         if reward_funcs is not None:
             _rewards(cfg, reward_funcs)
-        if weights is not None:
-            cfg.reward.weights = weights  # checked against the functions by validate, below
         if tools:
             tool_specs(cfg, tools)
         if environment_factory is not None:

@@ -10,7 +10,7 @@ from datasets import Dataset
 from transformers import get_scheduler
 from trl import GRPOConfig
 
-from botgrpo_cli import Config, OptimConfig, RunConfig, Trainer
+from botgrpo_cli import AlgoConfig, Config, OptimConfig, RunConfig, Trainer
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.trainer.update import make_optimizer
 from botgrpo_cli.trl_args import KEEP_ALL, from_trl
@@ -64,7 +64,7 @@ def test_fields_without_a_counterpart_pass_at_trls_default_and_name_what_to_do_o
         from_trl({**CPU, "max_steps": 1, "report_to": ["trackio"]})
 
 
-def test_reward_weights_weigh_the_reward_funcs_given_beside_them():
+def test_reward_options_are_checked_against_the_reward_funcs_given_beside_them():
     def a(completions, **kwargs):
         return [0.0] * len(completions)
 
@@ -72,6 +72,13 @@ def test_reward_weights_weigh_the_reward_funcs_given_beside_them():
     assert Trainer(reward_funcs=[a, a], args=args).config.reward.weights == [1.0, 0.5]
     with pytest.raises(UserError, match=r"reward.weights must be 3 finite number\(s\), one per reward.function"):
         Trainer(reward_funcs=[a, a, a], args=args)
+    # GDPO needs two reward functions: the ones given beside args count (as a GRPOConfig or a Config)
+    gdpo = {**args, "multi_objective_aggregation": "normalize_then_sum"}
+    assert Trainer(reward_funcs=[a, a], args=gdpo).config.algo.reward_aggregation == "normalize_then_sum"
+    native = Config(algo=AlgoConfig(reward_aggregation="normalize_then_sum"))
+    assert Trainer(reward_funcs=[a, a], args=native).config.reward.function == [a, a]
+    with pytest.raises(UserError, match="normalize_then_sum.*needs two or more"):
+        Trainer(reward_funcs=a, args=native)
 
 
 def test_a_dataset_without_a_prompt_column_is_refused_at_construction():
