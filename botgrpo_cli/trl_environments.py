@@ -265,5 +265,9 @@ def environment_setup(cfg: Config, factory: Any, reward_funcs_given: bool) -> No
                         "(a reward service runs inside one)")
     functions = [] if r.function is None else list(r.function) if isinstance(r.function, list) else [r.function]
     if r.weights is not None:
+        if len(r.weights) != len(functions):  # the weights are reward_funcs' only, as in TRL
+            raise UserError(f"reward_weights has {len(r.weights)} weights for {len(functions)} reward function(s) in "
+                            f"reward_funcs: give one per reward function (environment_factory's get_reward gets "
+                            f"weight 1 after them, as in TRL)")
         r.weights = [*r.weights, *[1.0] * len(rewards)]
     r.function = [*functions, *rewards]

@@ -118,6 +118,8 @@ def test_get_reward_is_one_more_reward_function_of_weight_one_named_after_the_cl
     args = GRPOConfig(output_dir="unused", use_cpu=True, report_to="none", reward_weights=[2.0])
     r = trainer(Counter, args=args).config.reward
     assert r.function[0] is reward and r.weights == [2.0, 1.0] and r.function[1].__name__ == "Counter"
+    with pytest.raises(UserError, match=r"^reward_weights has 2 weights for 1 reward function\(s\) in reward_funcs"):
+        trainer(Counter, args=GRPOConfig(output_dir="unused", use_cpu=True, report_to="none", reward_weights=[2.0, 1.0]))
     both = trainer({"a": Counter, "b": Counter, "q": Quiet}).config  # one reward per class
     assert [f.__name__ for f in both.reward.function[1:]] == ["Counter"] and both.run.environment.multi
     own = trainer(Counter, reward_funcs=None).config.reward
