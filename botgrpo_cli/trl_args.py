@@ -52,6 +52,9 @@ NO_COUNTERPART = {
 }
 for _name in ("ref_model_mixup_alpha", "ref_model_sync_steps"):
     NO_COUNTERPART[_name] = "it takes effect with sync_ref_model=True; set that, or drop it"
+for _name in ("vllm_gpu_memory_utilization", "vllm_tensor_parallel_size", "vllm_max_model_length",
+              "vllm_enable_sleep_mode"):
+    NO_COUNTERPART[_name] = "it takes effect with use_vllm=True (rollout.engine=vllm); set that, or drop it"
 for _name in ("entropy_coef_min", "entropy_coef_max", "entropy_coef_delta", "entropy_target"):
     NO_COUNTERPART[_name] = "it takes effect with use_adaptive_entropy=True; set that, or drop it"
 _VLLM_SERVER = ("vllm_server_base_url", "vllm_server_host", "vllm_server_port", "vllm_server_timeout",
@@ -178,6 +181,7 @@ def from_trl(args: Any, rows: int | None = None) -> Config:
     # importance sampling against vLLM's numerics: TRL applies it only to rows vLLM sampled
     correct, mode, high, low = take("vllm_importance_sampling_correction", "vllm_importance_sampling_mode",
                                     "vllm_importance_sampling_clip_max", "vllm_importance_sampling_clip_min")
+    used.add("vllm_importance_sampling_cap")  # TRL's deprecated name: GRPOConfig copied it to clip_max
     cfg.algo.mismatch_is, cfg.algo.mismatch_is_min = (mode, low) if correct and a.use_vllm else ("off", None)
     cfg.algo.mismatch_is_max = high
     if take("sync_ref_model"):

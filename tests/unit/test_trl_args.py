@@ -62,6 +62,11 @@ def test_fields_without_a_counterpart_pass_at_trls_default_and_name_what_to_do_o
     assert from_trl({**CPU, "max_steps": 1, "model_init_kwargs": {"dtype": "bfloat16"}}).model.dtype == "bfloat16"
     with pytest.raises(UserError, match="report_to.*trackio"):
         from_trl({**CPU, "max_steps": 1, "report_to": ["trackio"]})
+    # vLLM's settings have a counterpart, with use_vllm; TRL's deprecated clip name means clip_max, as in TRL
+    with pytest.raises(UserError, match=r"^GRPOConfig\(vllm_gpu_memory_utilization=0.5\): it takes effect with use_vllm"):
+        from_trl({**CPU, "max_steps": 1, "vllm_gpu_memory_utilization": 0.5})
+    with pytest.warns(FutureWarning):
+        assert from_trl({**CPU, "max_steps": 1, "vllm_importance_sampling_cap": 2.5}).algo.mismatch_is_max == 2.5
 
 
 def test_reward_options_are_checked_against_the_reward_funcs_given_beside_them():
