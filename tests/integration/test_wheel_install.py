@@ -178,9 +178,11 @@ def test_a_fresh_venv_trains_evaluates_and_scores_from_the_wheel(wheel, botgrpo_
             "--set", "rollout.prompts_per_step=2", "--set", "rollout.group_size=2",
             "--set", "rollout.max_new_tokens=16", "--set", "log.tensorboard=false")
         assert len((work / "run" / "metrics.jsonl").read_text().splitlines()) == 1
-        run("eval", "--task", "arith_synth", "--model", str(tiny_arith_model_dir), "--out", "ev", "--n", "2",
+        # the run directory train just wrote, as a user evaluates it: its checkpoint loads from the wheel's code
+        run("eval", "--task", "arith_synth", "--model", "run", "--out", "ev", "--n", "2",
             "--k", "1", "--limit", "2", "--max-new-tokens", "16", "--threads", "1")
-        assert json.loads((work / "ev" / "eval.json").read_text())
+        (evaluated,) = json.loads((work / "ev" / "eval.json").read_text())["evaluations"]
+        assert evaluated["step"] == 1 and evaluated["aggregates"]["failed_scoring"] == 0
 
     def score_math_then_react() -> None:
         (work / "math.jsonl").write_text(json.dumps({"id": "m", "prompt": "2+2?", "completion": "So \\boxed{4}.",
