@@ -228,8 +228,10 @@ def from_trl(args: Any, rows: int | None = None) -> Config:
     cfg.run.out_dir = take("output_dir")
     cfg.log.every = in_steps(take("logging_steps")) or 1
     strategy = getattr(a.save_strategy, "value", a.save_strategy)
+    # an epoch: one pass over the dataset's prompts (whatever max_steps is); a stream's is the whole run
+    epoch = cfg.run.steps if rows is None else math.ceil(rows / cfg.rollout.prompts_per_step)
     cfg.run.save_every = 0 if strategy == "no" else in_steps(take("save_steps")) if strategy == "steps" else \
-        max(1, math.ceil(cfg.run.steps / max(1.0, train_epochs)))
+        max(1, epoch)
     limit = take("save_total_limit")
     cfg.run.keep_last = KEEP_ALL if limit is None else limit
     reporters = set(take("report_to") or [])
