@@ -244,6 +244,8 @@ def from_trl(args: Any, rows: int | None = None) -> Config:
     eval_strategy = getattr(a.eval_strategy, "value", a.eval_strategy)
     if eval_strategy == "steps":
         cfg.run.eval_every = in_steps(a.eval_steps or a.logging_steps)
+    elif eval_strategy == "epoch":
+        cfg.run.eval_every = max(1, epoch)
 
     _refuse_the_rest(a, baseline, used)
     return cfg

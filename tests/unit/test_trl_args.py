@@ -42,10 +42,13 @@ def test_the_batch_arithmetic_is_trls():
     # max_steps=-1: num_train_epochs over the dataset's prompts
     rows = Dataset.from_list([{"prompt": str(i)} for i in range(10)])
     assert Trainer(args={**CPU, "num_train_epochs": 2, "num_generations": 2}, train_dataset=rows).config.run.steps == 5
-    # save_strategy="epoch": a save per pass over the dataset (3 steps of 4 prompts), max_steps or not
+    # "epoch" strategies: a save (an evaluation) per pass over the dataset (3 steps of 4 prompts), max_steps or not
     for length in ({"num_train_epochs": 2}, {"max_steps": 12}):
-        args = {**CPU, **length, "num_generations": 2, "save_strategy": "epoch"}
-        assert Trainer(args=args, train_dataset=rows).config.run.save_every == 3
+        args = {**CPU, **length, "num_generations": 2, "save_strategy": "epoch", "eval_strategy": "epoch"}
+        run = Trainer(args=args, train_dataset=rows).config.run
+        assert (run.save_every, run.eval_every) == (3, 3)
+    run = Trainer(args={**CPU, "max_steps": 12, "eval_strategy": "steps", "eval_steps": 2}, train_dataset=rows).config.run
+    assert run.eval_every == 2
     with pytest.raises(UserError, match="set max_steps"):
         from_trl({**CPU})
     with pytest.raises(UserError, match="not a multiple of gradient_accumulation_steps"):
