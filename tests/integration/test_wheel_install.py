@@ -192,7 +192,8 @@ def test_a_fresh_venv_trains_evaluates_and_scores_from_the_wheel(wheel, botgrpo_
         component = "```tsx\nexport default function A() { return <div>hi</div>; }\n```"
         (work / "react.jsonl").write_text(json.dumps({"id": "r", "prompt": "a div", "completion": component}) + "\n")
         refused = botgrpo("reward", "score", "react.jsonl", "-s", "react")  # before the setup: says what to run
-        assert refused.returncode == 1 and "run `botgrpo setup react`" in refused.stdout + refused.stderr
+        said = [line for line in (refused.stdout + refused.stderr).splitlines() if line.startswith("error:")]
+        assert refused.returncode == 1 and len(said) == 1 and said[0].endswith("run `botgrpo setup react`"), said
         assert str(cache / "node") in run("setup", "react")
         run("reward", "score", "react.jsonl", "-s", "react")
         assert json.loads((work / "react.scored.jsonl").read_text())["score"] == 1.0
