@@ -58,22 +58,31 @@ def _protocol_stdout() -> TextIO:
     return proto
 
 
-def main() -> int:
+def serve(load: Callable[[], dict[str, Callable[..., Any]]], memory_mb: int, max_chars: int) -> int:
+    """The worker's loop on fds 0 and 1 (module docstring); `load` returns the tools by name. Run by
+    main (a fresh interpreter importing specs) or in a fork of the trainer (tools.Toolbox: functions
+    given from Python, inherited as they are)."""
     out = _protocol_stdout()
     try:
-        tools = {spec.rpartition(":")[2]: load_function(spec) for spec in sys.argv[3:]}
+        tools = load()
     except FunctionLoadError as err:
         out.write(json.dumps({"ok": False, "error": str(err)}) + "\n")
         out.flush()
         return 1
-    bound_memory(int(sys.argv[1]))
+    bound_memory(memory_mb)
     out.write('{"ok": true, "result": "ready"}\n')
     out.flush()
-    for line in sys.stdin:
+    for line in open(0, encoding="utf-8", closefd=False):
         if line.strip():
-            out.write(json.dumps(handle(tools, line, int(sys.argv[2])), ensure_ascii=True) + "\n")
+            out.write(json.dumps(handle(tools, line, max_chars), ensure_ascii=True) + "\n")
             out.flush()
     return 0
+
+
+def main() -> int:
+    specs = sys.argv[3:]
+    return serve(lambda: {spec.rpartition(":")[2]: load_function(spec) for spec in specs},
+                 int(sys.argv[1]), int(sys.argv[2]))
 
 
 if __name__ == "__main__":

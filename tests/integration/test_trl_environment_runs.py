@@ -2,7 +2,8 @@
 (task option calculator=true): a TRL script with an environment class runs with one changed import;
 each rollout's calls reach its own instance; reset's string completes the prompt the model sees;
 get_reward adds to reward_funcs' weighted sum with weight 1; a dict of factories follows the rows'
-`environment` column; a raising tool answers the model as TRL does; a raising reset is one line."""
+`environment` column; a raising tool answers the model as TRL does; a raising reset is one line;
+and TRL's tools=[fn] from a script without a main guard answers the model from forked tool workers."""
 
 from __future__ import annotations
 
@@ -261,5 +262,56 @@ def test_tools_beside_an_environment_answer_the_calls_it_has_no_method_for(model
                 if well_formed(call) and re.fullmatch(r"\s*\d+\s*\*\s*\d+\s*", call.arguments["expression"]):
                     a, b = call.arguments["expression"].split("*")
                     assert answer == str(int(a) * int(b))  # the built-in's answer, from a tool worker
+                    answered += 1
+    assert answered > 0 and m["turns/tool_calls"] >= answered
+
+
+UNGUARDED = '''
+from datasets import Dataset
+from trl import GRPOConfig
+from botgrpo_cli import Trainer as GRPOTrainer  # the one changed line: was `from trl import GRPOConfig, GRPOTrainer`
+
+
+def calculator(expression: str) -> str:
+    """Multiply two whole numbers written as "a * b".
+
+    Args:
+        expression: the product to compute
+    """
+    a, b = expression.split("*")
+    return f"product: {int(a) * int(b)}"
+
+
+def no_reward(completions, **kwargs):
+    return [0.0] * len(completions)
+
+
+dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": p + INSTRUCTION}]} for p in PROBLEMS])
+args = GRPOConfig(output_dir=OUT, use_cpu=True, report_to="none", num_generations=4, per_device_train_batch_size=8,
+                  max_steps=1, max_completion_length=48, max_tool_calling_iterations=1, learning_rate=1e-3,
+                  logging_steps=1, save_strategy="no")
+trainer = GRPOTrainer(model=MODEL, reward_funcs=no_reward, train_dataset=dataset, tools=[calculator], args=args)
+trainer.train()
+'''
+
+
+def test_a_tool_defined_in_a_script_without_a_main_guard_answers_the_model(model_dir, problems, tmp_path, seen):
+    """TRL's tool example as it is written: the tool defined in the script, training at its top level
+    (no `if __name__ == "__main__":`). The tool workers are forks that inherit the function: no
+    worker imports the script (which would start the training again), and the calls get its answers."""
+    script = tmp_path / "train_tools.py"
+    script.write_text(textwrap.dedent(UNGUARDED).replace("OUT", repr(str(tmp_path / "run")))
+                      .replace("MODEL", repr(str(model_dir))).replace("PROBLEMS", repr(problems))
+                      .replace("+ INSTRUCTION", "+ " + repr(INSTRUCTION)))
+    runpy.run_path(str(script), run_name="__main__")  # as `python train_tools.py` runs it
+    (m,) = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    (batch,) = seen["batches"]  # one training, in this process
+    answered = 0
+    for i in range(len(batch.texts)):
+        for calls, answers in exchanges(batch, i):
+            for call, answer in zip(calls, answers):
+                if well_formed(call) and re.fullmatch(r"\s*\d+\s*\*\s*\d+\s*", call.arguments["expression"]):
+                    a, b = call.arguments["expression"].split("*")
+                    assert answer == f"product: {int(a) * int(b)}"  # the script's own function answered
                     answered += 1
     assert answered > 0 and m["turns/tool_calls"] >= answered
