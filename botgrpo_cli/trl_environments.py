@@ -23,7 +23,6 @@ Where botgrpo differs from TRL 1.16, and why (docs/from-trl.md):
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -32,6 +31,7 @@ from botgrpo_cli.config import Config
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.turns.environment import EnvironmentBroken
 from botgrpo_cli.turns.tool_calls import ToolCall
+from botgrpo_cli.turns.tool_worker import awaited
 from botgrpo_cli.turns.tools import ToolResult, tool_schema
 from botgrpo_rewards.protocol import first_line, where_raised
 
@@ -86,16 +86,6 @@ def probe(name: str | None, factory: Any) -> Kind:
     return Kind(name, factory, cls, tools, schemas)
 
 
-def _awaited(value: Any) -> Any:
-    """An async method's result (TRL allows async tools and get_reward)."""
-    if inspect.isawaitable(value):
-        async def wait() -> Any:
-            return await value
-
-        return asyncio.run(wait())
-    return value
-
-
 def environment_reward(cls: type) -> Callable[..., list]:
     """TRL's reward function for an environment class with get_reward: each rollout whose instance
     is exactly that class is scored by it; others get None (not scored by this function). Without
@@ -103,7 +93,7 @@ def environment_reward(cls: type) -> Callable[..., list]:
 
     def get_reward(environments: list | None = None, completions: list | None = None, **kwargs: Any) -> list:
         envs = environments if environments is not None else [None] * len(completions or [])
-        return [_awaited(env.get_reward()) if type(env) is cls else None for env in envs]
+        return [awaited(env.get_reward()) if type(env) is cls else None for env in envs]
 
     get_reward.__name__ = get_reward.__qualname__ = cls.__name__  # logged as reward/<class>/mean, as in TRL
     get_reward.__module__ = cls.__module__
@@ -179,7 +169,7 @@ class Episode:
         self.instance = made(kind.factory, kind.where)
         messages, columns = self._prompt(row)
         try:
-            observation = _awaited(self.instance.reset(**columns))
+            observation = awaited(self.instance.reset(**columns))
         except Exception as err:
             raise EnvironmentBroken(f"{kind.where}: {kind.cls.__name__}.reset raised {type(err).__name__}: "
                                     f"{first_line(err)}{where_raised(err)} (row {row.get('id')})") from None
@@ -222,7 +212,7 @@ class Episode:
         if call.name not in self.tool_names:
             return ToolResult(call.name, str({"error": f"Tool {call.name} not found."}), "error")
         try:
-            result = _awaited(getattr(self.instance, call.name)(**call.arguments))
+            result = awaited(getattr(self.instance, call.name)(**call.arguments))
         except Exception as err:  # TRL's answer to a raising tool; the run goes on
             return ToolResult(call.name, str({"error": str(err)}), "error")
         return ToolResult(call.name, str(result))

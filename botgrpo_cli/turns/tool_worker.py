@@ -11,6 +11,8 @@ which is an error for the model, and the worker goes on. A result longer than MA
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import os
 import sys
@@ -18,6 +20,16 @@ from typing import Any, Callable, TextIO
 
 from botgrpo_rewards.protocol import FunctionLoadError, bound_memory, first_line, load_function
 from botgrpo_rewards.protocol import where_raised
+
+
+def awaited(value: Any) -> Any:
+    """An async function's result (TRL allows async tools, environment methods and get_reward)."""
+    if inspect.isawaitable(value):
+        async def wait() -> Any:
+            return await value
+
+        return asyncio.run(wait())
+    return value
 
 
 def as_text(result: Any) -> str:
@@ -40,7 +52,7 @@ def handle(tools: dict[str, Callable[..., Any]], line: str, max_chars: int | Non
     try:
         call = json.loads(line)
         fn = tools[call["name"]]
-        result = as_text(fn(**call["arguments"]))
+        result = as_text(awaited(fn(**call["arguments"])))
         if max_chars is not None and len(result) > max_chars:
             return {"ok": False, "oversized": True, "error": oversized(call["name"], len(result), max_chars)}
         return {"ok": True, "result": result}

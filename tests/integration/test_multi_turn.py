@@ -458,7 +458,8 @@ def test_a_tool_past_its_memory_bound_is_an_error_and_its_worker_goes_on(tmp_pat
 def test_tools_given_as_functions_run_in_forked_workers_answered_as_spec_tools_are():
     """Trainer(tools=[fn]) with a function that cannot be imported by name (a script's, a closure):
     the workers are forks that inherit it; a raise, a hang past the deadline (the worker replaced by
-    a new fork) and a result past max_chars answer the model as a worker started from a spec does."""
+    a new fork) and a result past max_chars answer the model as a worker started from a spec does;
+    an async tool is awaited."""
     import os
     import threading
 
@@ -478,12 +479,21 @@ def test_tools_given_as_functions_run_in_forked_workers_answered_as_spec_tools_a
             never.wait()
         return "7" * 2000 if kind == "big" else str(os.getpid())
 
-    with Toolbox([where], workers=1, deadline_s=1.0, max_chars=1000) as tools:
-        assert tools.schemas[0]["function"]["name"] == "where"
-        first, raised, hung, after, big = tools.run([ToolCall("where", {"kind": k})
-                                                     for k in ("pid", "raise", "hang", "pid", "big")])
+    async def later(n: int) -> int:
+        """An async tool, as TRL allows: its awaited result is the answer.
+
+        Args:
+            n: a number
+        """
+        return n + 1
+
+    with Toolbox([where, later], workers=1, deadline_s=1.0, max_chars=1000) as tools:
+        assert [s["function"]["name"] for s in tools.schemas] == ["where", "later"]
+        first, raised, hung, after, big, awaited = tools.run(
+            [*(ToolCall("where", {"kind": k}) for k in ("pid", "raise", "hang", "pid", "big")), ToolCall("later", {"n": 1})])
     assert first.error is None and int(first.content) != os.getpid()  # another process: a fork
     assert raised.error == "error" and raised.content.startswith("Error: ValueError: asked to (")
     assert (hung.error, hung.content) == ("timeout", "Error: the tool where did not answer within 1 s")
     assert after.error is None and int(after.content) != os.getpid() and tools.stats["restarts"] == 1  # a new fork
     assert big.error == "oversized" and "more than the 1000 a message may hold" in big.content
+    assert (awaited.error, awaited.content) == (None, "2")
