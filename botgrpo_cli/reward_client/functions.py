@@ -42,13 +42,13 @@ from typing import Any, Callable, Iterable, Sequence
 from botgrpo_cli.reward_client.pool import score_all
 from botgrpo_cli.reward_client.verdicts import checked
 from botgrpo_rewards.protocol import Batcher, Item
-from botgrpo_rewards.protocol.function_worker import handle
 from botgrpo_rewards.protocol import (
     DEFAULT_MEMORY_MB,
     NOT_SCORABLE,
     FunctionProcess,
     WorkerFailed,
     WorkerTimeout,
+    answer_function_batch,
     batch_line,
     callable_name,
     read_item,
@@ -144,11 +144,11 @@ class LocalFunction:
         pass
 
     def call(self, batch: dict, timeout_s: float, environments: list | None = None) -> dict:
-        """The answer a worker gives to `batch` (function_worker.handle), with `environments` passed."""
+        """The answer a worker gives to `batch` (the protocol's answer_function_batch), with `environments` passed."""
         box: dict[str, dict] = {}
         fn = functools.partial(self.fn, environments=environments)
         line = json.dumps(batch, ensure_ascii=True)
-        thread = threading.Thread(target=lambda: box.setdefault("reply", handle(fn, line)), name=f"reward-{self.name}",
+        thread = threading.Thread(target=lambda: box.setdefault("reply", answer_function_batch(fn, line)), name=f"reward-{self.name}",
                                   daemon=True)
         thread.start()
         thread.join(timeout_s)

@@ -104,7 +104,7 @@ class Toolbox:
     def _spawn(self) -> Any:
         if self.forked:
             from botgrpo_cli.turns.tool_worker import serve
-            from botgrpo_rewards.protocol.forked import ForkedChild
+            from botgrpo_rewards.protocol import ForkedChild
 
             functions, memory_mb, max_chars = dict(self.functions), self.memory_mb, self.max_chars
             child: Any = ForkedChild(lambda: serve(lambda: functions, memory_mb, max_chars), "tool-worker")
