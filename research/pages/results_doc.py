@@ -142,7 +142,11 @@ REACT46 = Group(
      "grpo seed 6, whose 37.9 training seconds lie inside the other runs' 35.3-43.2.",
      "Exploratory sets (`react46/explore`, `react46/noisy`): each preset at the lr the same rule picked on its "
      "own pilot (`results/react46/explore_pilot/choice.json`); described against the primary comparison's "
-     "runs of the same seeds, never tested for a claim.",),
+     "runs of the same seeds, never tested for a claim. In that pilot every exploratory preset was gamed at "
+     "every lr of the grid (`spec_ok` fell from 0.203 to at most 0.098), so none met the rule and each runs, "
+     "by the plan's fallback, at the lr with its highest final `compile` (1e-3 for dapo, gspo, pure and dr_grpo; "
+     "3e-3 for bot_grpo_outcome): their `compile` is partly bought by dropping the spec, as their gamed counts "
+     "show. The noisy-span arm runs at bot_grpo's lr, no pilot of its own.",),
 )
 ARITH46 = Group(
     "Pre-registered: arith_synth at a learning rate where grpo learns (issue 46)",
