@@ -19,6 +19,7 @@ from botgrpo_cli import learning_rate
 from botgrpo_cli.config_checks import check
 from botgrpo_cli.config_fields import choices_of, opt
 from botgrpo_cli.errors import UnknownName, UserError, known_hint
+from botgrpo_cli.turns.tools import MAX_MESSAGE_CHARS
 from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS, DEFAULT_MEMORY_MB
 from botgrpo_tasks.base import CHAT_TEMPLATE
 
@@ -105,10 +106,10 @@ class RolloutConfig:
     tool_memory_mb: int = opt(DEFAULT_MEMORY_MB, "how far each tool worker process may grow past its size once its "
                                                  "tools are loaded, in MB (RLIMIT_AS, as reward.function_memory_mb; a "
                                                  "call past it is an error for the model, counted); 0 = no bound")
-    max_message_chars: int = opt(100_000, "longest tool result or environment message (characters) put in a "
-                                          "transcript: a longer tool result becomes an error for the model, a "
-                                          "longer environment message ends its trajectory as a failed scoring; "
-                                          "both counted in turns/oversized_messages")
+    max_message_chars: int = opt(MAX_MESSAGE_CHARS, "longest tool result or environment message (characters) put "
+                                                    "in a transcript: a longer tool result becomes an error for the "
+                                                    "model, a longer environment message ends its trajectory as a "
+                                                    "failed scoring; both counted in turns/oversized_messages")
     environment_deadline_s: float = opt(30.0, "seconds an environment's reset, step or reward may take; past it (or "
                                               "when it raises) that trajectory ends and is counted as a failed scoring")
     max_staleness: int = opt(0, "asynchronous rollouts: a producer generates and scores the next batches while the "
@@ -447,18 +448,22 @@ def explicit_values(path: str | Path | None = None, sets: list[str] | None = Non
     return raw
 
 
-def from_values(raw: dict) -> Config:
-    """A validated Config from {section: {key: value}} (typed values), with the preset applied."""
+def from_values(raw: dict, complete: bool = True) -> Config:
+    """A validated Config from {section: {key: value}} (typed values), with the preset applied.
+    complete=False: the range and cross-field checks are left to the caller's validate()."""
     cfg = Config(**{s: _CLASSES[s](**raw.get(s, {})) for s in _CLASSES})
     apply_preset(cfg.algo)
-    validate(cfg)
+    if complete:
+        validate(cfg)
     return cfg
 
 
-def checked(cfg: Config) -> Config:
+def checked(cfg: Config, complete: bool = True) -> Config:
     """A Config built in Python (the dataclasses, e.g. by `botgrpo_cli.Trainer`), checked as one read from
     YAML: each value against its field's type, then the preset and the range checks. A new Config; the
-    caller's is left as it was. A Python callable given as the reward function is taken as it is."""
+    caller's is left as it was. A Python callable given as the reward function is taken as it is.
+    complete=False: types and preset only, for a caller that fills more fields (the Trainer's reward_funcs,
+    which algo.reward_aggregation and reward.weights are checked against) and then calls validate()."""
     raw: dict[str, dict] = {}
     for section, cls in _CLASSES.items():
         part = getattr(cfg, section)
@@ -471,7 +476,7 @@ def checked(cfg: Config) -> Config:
                 raw.setdefault(section, {})[f.name] = value  # function objects, as given: validate checks them
             else:
                 _set(raw, section, f.name, copy.deepcopy(value))
-    return from_values(raw)
+    return from_values(raw, complete)
 
 
 def _holds_callable(value: Any) -> bool:

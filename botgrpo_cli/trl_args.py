@@ -52,6 +52,9 @@ NO_COUNTERPART = {
 }
 for _name in ("ref_model_mixup_alpha", "ref_model_sync_steps"):
     NO_COUNTERPART[_name] = "it takes effect with sync_ref_model=True; set that, or drop it"
+for _name in ("vllm_gpu_memory_utilization", "vllm_tensor_parallel_size", "vllm_max_model_length",
+              "vllm_enable_sleep_mode"):
+    NO_COUNTERPART[_name] = "it takes effect with use_vllm=True (rollout.engine=vllm); set that, or drop it"
 for _name in ("entropy_coef_min", "entropy_coef_max", "entropy_coef_delta", "entropy_target"):
     NO_COUNTERPART[_name] = "it takes effect with use_adaptive_entropy=True; set that, or drop it"
 _VLLM_SERVER = ("vllm_server_base_url", "vllm_server_host", "vllm_server_port", "vllm_server_timeout",
@@ -178,6 +181,7 @@ def from_trl(args: Any, rows: int | None = None) -> Config:
     # importance sampling against vLLM's numerics: TRL applies it only to rows vLLM sampled
     correct, mode, high, low = take("vllm_importance_sampling_correction", "vllm_importance_sampling_mode",
                                     "vllm_importance_sampling_clip_max", "vllm_importance_sampling_clip_min")
+    used.add("vllm_importance_sampling_cap")  # TRL's deprecated name: GRPOConfig copied it to clip_max
     cfg.algo.mismatch_is, cfg.algo.mismatch_is_min = (mode, low) if correct and a.use_vllm else ("off", None)
     cfg.algo.mismatch_is_max = high
     if take("sync_ref_model"):
@@ -224,8 +228,10 @@ def from_trl(args: Any, rows: int | None = None) -> Config:
     cfg.run.out_dir = take("output_dir")
     cfg.log.every = in_steps(take("logging_steps")) or 1
     strategy = getattr(a.save_strategy, "value", a.save_strategy)
+    # an epoch: one pass over the dataset's prompts (whatever max_steps is); a stream's is the whole run
+    epoch = cfg.run.steps if rows is None else math.ceil(rows / cfg.rollout.prompts_per_step)
     cfg.run.save_every = 0 if strategy == "no" else in_steps(take("save_steps")) if strategy == "steps" else \
-        max(1, math.ceil(cfg.run.steps / max(1.0, train_epochs)))
+        max(1, epoch)
     limit = take("save_total_limit")
     cfg.run.keep_last = KEEP_ALL if limit is None else limit
     reporters = set(take("report_to") or [])
@@ -238,6 +244,8 @@ def from_trl(args: Any, rows: int | None = None) -> Config:
     eval_strategy = getattr(a.eval_strategy, "value", a.eval_strategy)
     if eval_strategy == "steps":
         cfg.run.eval_every = in_steps(a.eval_steps or a.logging_steps)
+    elif eval_strategy == "epoch":
+        cfg.run.eval_every = max(1, epoch)
 
     _refuse_the_rest(a, baseline, used)
     return cfg

@@ -16,6 +16,7 @@ from __future__ import annotations
 import botgrpo_cli  # noqa: F401
 
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -128,6 +129,41 @@ def _gone(pid: int, within_s: float = 0.0) -> bool:
 def pid_gone():
     """`pid_gone(pid, within_s=0)`: whether a process is dead, waiting up to within_s seconds."""
     return _gone
+
+
+def _thread_states(pid: int) -> list[str]:
+    """The /proc state letter of each thread of process `pid` (R running, S sleeping, T stopped, ...)."""
+    states = []
+    for task in sorted(Path(f"/proc/{pid}/task").iterdir()):
+        try:
+            states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
+        except (FileNotFoundError, ProcessLookupError):  # a thread that ended while being read
+            continue
+    return states
+
+
+def _stopped(pid: int) -> bool:
+    """Whether every thread of process `pid` is in a job-control stop (state T)."""
+    states = _thread_states(pid)
+    return bool(states) and all(state == "T" for state in states)
+
+
+def _stop(pid: int) -> None:
+    """SIGSTOP process `pid` and return once the stop has landed. kill() returns when the signal is
+    queued; the one thread the kernel wakes to take it stops the others only when it gets a CPU, and
+    until then they run: a loaded machine can leave a "stopped" process answering a request."""
+    os.kill(pid, signal.SIGSTOP)
+    end = time.monotonic() + 120
+    while not _stopped(pid):
+        assert time.monotonic() < end, f"process {pid} had not stopped 120 s after SIGSTOP"
+        time.sleep(0.005)
+
+
+@pytest.fixture
+def stop_process():
+    """`stop_process(pid)`: SIGSTOP a process (a hung service, worker or tool) and wait until every
+    thread of it has stopped, so that nothing it was sent afterwards can be answered."""
+    return _stop
 
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"

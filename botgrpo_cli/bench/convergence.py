@@ -329,6 +329,7 @@ def evaluate_model(model_dir: Path | str, spec: EvalSpec, pool: Any, threads: in
     from botgrpo_cli.evaluation import models
     from botgrpo_cli.evaluation.metrics import failed_scorings, metric_means
     from botgrpo_cli.evaluation.sampling import Scoring, held_out
+    from botgrpo_cli.config import RolloutConfig
     from botgrpo_cli.rollout import FastEngine, SamplingParams
     from botgrpo_cli.rollout.turns import MultiTurn, build_settings, turns_over
     from botgrpo_tasks import get_task
@@ -342,8 +343,8 @@ def evaluate_model(model_dir: Path | str, spec: EvalSpec, pool: Any, threads: in
             raise ValueError(f"task {spec.task} has only {len(task.eval_examples())} eval prompts; "
                              f"asked for {spec.prompts}")
         model, tok = models.load(models.Target("model", str(model_dir)))
-        params = SamplingParams(max_new_tokens=spec.max_new_tokens or task.max_new_tokens, seed=EVAL_SEED,
-                                temperature=spec.temperature, top_p=spec.top_p, stop=tuple(task.stop))
+        rollout = RolloutConfig(max_new_tokens=spec.max_new_tokens, temperature=spec.temperature, top_p=spec.top_p)
+        params = SamplingParams.from_config(rollout, task, seed=EVAL_SEED)
         scoring = Scoring.of_task(task, pool, options=spec.service_options)
         settings = build_settings(list(spec.tools), spec.environment, spec.max_turns, task, {}, None,
                                   tool_deadline_s=spec.tool_deadline_s,

@@ -33,17 +33,6 @@ class Row:
         return self.completions / self.median_s
 
 
-def _pools(stack: ExitStack, task, workers: int, render: bool):
-    from botgrpo_cli.evaluation.sampling import Scoring
-    from botgrpo_cli.reward_client import RewardPool
-
-    pool = stack.enter_context(RewardPool(task.service, workers=workers))
-    shown = None
-    if render and task.service in ("react", "render"):
-        shown = pool if task.service == "render" else stack.enter_context(RewardPool("render", workers=workers))
-    return Scoring.of_task(task, pool, shown)
-
-
 def _median_time(fn: Callable[[int], None], repeats: int) -> float:
     times = []
     for r in range(repeats):
@@ -56,7 +45,9 @@ def _median_time(fn: Callable[[int], None], repeats: int) -> float:
 def bench_task(name: str, workers: tuple[int, ...], problems: int, n: int, repeats: int, max_new_tokens: int | None,
                render: bool, progress: Callable[[str], None]) -> list[Row]:
     from botgrpo_cli.bootstrap import bootstrap
+    from botgrpo_cli.config import RewardConfig, RolloutConfig
     from botgrpo_cli.evaluation import models
+    from botgrpo_cli.evaluation.pools import open_scoring
     from botgrpo_cli.evaluation.sampling import evaluate
     from botgrpo_cli.rollout import FastEngine, SamplingParams
     from botgrpo_tasks import get_task
@@ -70,7 +61,7 @@ def bench_task(name: str, workers: tuple[int, ...], problems: int, n: int, repea
                         f"one from; use {' or '.join(TASKS)}") from None
     model, tok = models.load(models.Target("model", str(model_dir)))
     examples = task.eval_examples()[:problems]
-    params = SamplingParams(max_new_tokens=max_new_tokens or task.max_new_tokens, stop=tuple(task.stop))
+    params = SamplingParams.from_config(RolloutConfig(max_new_tokens=max_new_tokens), task)  # as eval samples
     prompts = [task.format_prompt(ex, tok) for ex in examples]
     engine = FastEngine(model, tok)
     progress(f"{name}: generation alone")
@@ -80,7 +71,7 @@ def bench_task(name: str, workers: tuple[int, ...], problems: int, n: int, repea
         progress(f"{name}: {w} reward worker(s)")
         with ExitStack() as stack:
             t0 = time.perf_counter()
-            scoring = _pools(stack, task, w, render)
+            scoring = open_scoring(stack, task, RewardConfig(workers=w), render)  # as eval opens them
             start_s = time.perf_counter() - t0
 
             def once(seed: int, k: int = problems) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -73,12 +73,12 @@ def run(task: str = "arith_synth", model: str | None = None, prompts: int = 8, g
     from botgrpo_cli.trainer.logprobs import batch_logps
     from botgrpo_cli.models.precision import autocast, cpu_bf16
     from botgrpo_cli.trainer.policy import resolve_model_path
-    from botgrpo_cli.config import ModelConfig
+    from botgrpo_cli.config import ModelConfig, RolloutConfig
 
     torch.set_num_threads(threads)
     task_obj, tok, texts, lm = _setup(task, model, prompts)
     engines: dict[str, Any] = {"hf generate": HFEngine(lm, tok), "botgrpo fast": FastEngine(lm, tok)}
-    params = SamplingParams(max_new_tokens=new_tokens, temperature=1.0, stop=tuple(task_obj.stop), seed=0)
+    params = SamplingParams.from_config(RolloutConfig(max_new_tokens=new_tokens), task_obj)
     if bf16 not in ("auto", "on", "off"):
         raise ValueError(f"bf16={bf16!r}: choose auto, on or off")
     modes = ["fp32", "bf16"] if bf16 == "on" or (bf16 == "auto" and cpu_bf16()) else ["fp32"]
@@ -108,7 +108,7 @@ def run(task: str = "arith_synth", model: str | None = None, prompts: int = 8, g
                     t0 = time.perf_counter()
                     engine.sync_weights()
                     syncs[mode].append(time.perf_counter() - t0)
-    greedy = SamplingParams(**{**params.__dict__, "temperature": 0.0})
+    greedy = replace(params, temperature=0.0)
     a, b = (engines[e].generate(texts, 1, greedy) for e in ("hf generate", "botgrpo fast"))
     diff = None
     if "bf16" in modes:

@@ -2,7 +2,8 @@
 or (run_scaling) one process against several on the same global batch.
 
 Each run is its own subprocess (so RSS high-water marks are per run) on the task's tiny model at
-8 prompts x 8 completions x 48 new tokens; the first step is a warm-up and not counted.
+SHAPE (8 prompts x 8 completions x 48 new tokens, unless --set changes it); the first step is a
+warm-up and not counted.
 """
 
 from __future__ import annotations
@@ -21,6 +22,15 @@ from botgrpo_cli.rundir import read_metrics
 
 SHAPE = ["rollout.prompts_per_step=8", "rollout.group_size=8", "rollout.max_new_tokens=48", "reward.workers=2",
          "log.tensorboard=false", "log.samples_every=0", "run.save_every=0"]  # micro-batch: by memory
+
+
+def shape_of(algo: str, sets: list[str] | tuple[str, ...] = ()) -> str:
+    """The batch a run of preset `algo` trains at, in words: SHAPE's, as `sets` (applied after it, as
+    the runs apply them) leave it."""
+    from botgrpo_cli.config import load_config
+
+    r = load_config(None, sets=[*SHAPE, *sets], algo=algo).rollout
+    return f"{r.prompts_per_step} prompts x {r.group_size} completions x {r.max_new_tokens} new tokens"
 
 
 @dataclass

@@ -19,6 +19,7 @@ def measure(task: Task, model: Any, tokenizer: Any, n: int, seed: int, progress:
     from botgrpo_cli.evaluation.metrics import metric_means, success_rate
     from botgrpo_cli.evaluation.sampling import Scoring, held_out
     from botgrpo_cli.reward_client import RewardPool, ServiceStartError
+    from botgrpo_cli.config import RolloutConfig
     from botgrpo_cli.rollout import FastEngine, SamplingParams
     from botgrpo_cli.rollout.turns import build_settings, turns_over
 
@@ -30,8 +31,7 @@ def measure(task: Task, model: Any, tokenizer: Any, n: int, seed: int, progress:
         done[0] += k
         progress("sample", done[0], total)
 
-    params = SamplingParams(max_new_tokens=task.max_new_tokens, temperature=1.0, top_p=1.0, stop=tuple(task.stop),
-                            seed=seed)
+    params = SamplingParams.from_config(RolloutConfig(), task, seed=seed)  # the defaults training samples with
     tools = list(getattr(task, "warm_start_tools", ()))
     settings = build_settings(tools, None, None, task, {}, None, tool_workers=1) if tools else None
     try:

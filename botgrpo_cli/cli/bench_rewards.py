@@ -1,5 +1,6 @@
-"""`botgrpo bench rewards --service NAME`: the service's own benchmark (botgrpo_rewards/<NAME>/bench.py),
-run as a child process, as the services themselves run: the client imports no backend code. With
+"""`botgrpo bench rewards --service NAME [--corpus FILE]`: the service's own benchmark
+(botgrpo_rewards/<NAME>/bench.py), run as a child process, as the services themselves run: the client
+imports no backend code; a corpus the user gives goes to it as a path. With
 --http: botgrpo_cli/bench/http_load.py loads the service's HTTP server as a client."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -27,11 +29,18 @@ def register(app: typer.Typer) -> None:
         function: Annotated[Optional[str], typer.Option("--function", help="With --service function: the reward "
                                                         "function (default: examples/extending/reward_function.py:"
                                                         "contains_answer), timed beside math, stdio and HTTP.")] = None,
+        corpus: Annotated[Optional[Path], typer.Option("--corpus", help="Also measure on this graded corpus "
+                                                       "(math): JSONL, each line a `reward score` request line with "
+                                                       "\"correct\": true|false and an optional \"group\" "
+                                                       "(docs/rewards.md); accuracy per group beside the speed.")] = None,
     ) -> None:
         """Benchmark a reward service: throughput and latency, figures measured side by side."""
         from botgrpo_cli.cli.reward import check_service_name
 
         check_service_name(service)
+        if corpus is not None and (http or service == "function"):
+            raise UserError("--corpus is measured by the service's own benchmark: leave out --http "
+                            "(and use a service such as math, not function)")
         if service == "function":  # a client of both services on both paths, side by side
             from botgrpo_cli.bench.reward_paths import run as run_paths
             from botgrpo_cli.console import out
@@ -44,7 +53,9 @@ def register(app: typer.Typer) -> None:
 
             run(console=out, service=service, n=n or 2000)
             return
-        code = _child_bench([sys.executable, "-m", "botgrpo_rewards.bench", service, str(workers), str(n or 200)])
+        corpus_args = ["--corpus", str(corpus)] if corpus is not None else []
+        code = _child_bench([sys.executable, "-m", "botgrpo_rewards.bench", service, str(workers), str(n or 200),
+                             *corpus_args])
         if code != 0:
             raise UserError(f"the {service} benchmark failed (exit code {code}); its message is above")
 

@@ -40,8 +40,9 @@ def register(app: typer.Typer) -> None:
                         "optim.lr=1e-30 (the weights then do not move, so the presets sample the same completions every "
                         "step and only their own cost differs). Repeatable; not with --vs or --num-processes.")] = None,
     ) -> None:
-        """Median step time (generate / reward / update) and peak RSS at 8 prompts x 8 completions x 48 tokens."""
-        from botgrpo_cli.bench.step import run
+        """Median step time (generate / reward / update) and peak RSS at 8 prompts x 8 completions x 48 tokens
+        (or the shape --set gives)."""
+        from botgrpo_cli.bench.step import run, shape_of
 
         names = comma_list(algos, "--algos", example="grpo,bot_grpo")
         if sets and (vs is not None or num_processes > 1):
@@ -72,10 +73,11 @@ def register(app: typer.Typer) -> None:
                 sets = [*(sets or []), f"run.eval_every={steps + 1}", f"run.eval_prompts={held_out}"]
         elif held_out:
             raise UserError("--held-out goes with --async (the held-out metric per staleness bound)")
+        shape = shape_of(names[0], sets or ())  # before the runs: a bad --set is refused at once
         results = run(names, steps, task, threads, model, repeats, counts, sets or (), bounds)
         base = results[0]
-        table = Table(title=f"training step on {task}: 8 prompts x 8 completions x 48 new tokens, "
-                            f"medians of {steps} steps x {repeats} runs" + (f"; {', '.join(sets)}" if sets else ""))
+        table = Table(title=f"training step on {task}: {shape}, medians of {steps} steps x {repeats} runs"
+                            + (f"; {', '.join(sets)}" if sets else ""))
         for col in ("preset", "step s", "gen s", "logp s", "reward s", "update s", "reward %", "RSS MB",
                     "x step", "x RSS", "updates", "clip", "tok/s", "stale", "held-out"):
             table.add_column(col, justify="left" if col == "preset" else "right")
@@ -95,13 +97,13 @@ def register(app: typer.Typer) -> None:
 
 
 def _scaling(n: int, algo: str, steps: int, task: str, threads: int, model: Optional[str], repeats: int) -> None:
-    from botgrpo_cli.bench.step import run_scaling
+    from botgrpo_cli.bench.step import run_scaling, shape_of
 
     console.print(f"[bold]bench step:[/] {algo} on {task}, 1 process vs {n}, {steps} timed steps x {repeats} runs each")
     figures = run_scaling(n, algo, steps, task, threads, model, repeats)
     one = figures[0]
-    table = Table(title=f"training step on {task}, global batch 8 prompts x 8 completions x 48 new tokens: "
-                        f"medians of {steps} steps x {repeats} runs")
+    table = Table(title=f"training step on {task}, global batch {shape_of(algo)}: medians of {steps} steps x "
+                        f"{repeats} runs")
     for col in ("procs", "threads", "step s", "gen s", "logp s", "reward s", "update s", "x step"):
         table.add_column(col, justify="right", no_wrap=True)
     for f in figures:

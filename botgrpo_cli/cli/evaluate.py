@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -28,13 +29,40 @@ def parse_task_options(pairs: list[str], flag: str = "--task-option") -> dict[st
 
 
 # flags that mean what a training config field means: their help is that field's (config.py), and
-# their defaults are EvalOptions' (evaluation/runner.py), which reads the config's (tested to agree)
+# their defaults are the field's (tested to agree)
 MIRRORS = {"temperature": "rollout.temperature", "top_p": "rollout.top_p", "top_k": "rollout.top_k",
            "min_p": "rollout.min_p", "repetition_penalty": "rollout.repetition_penalty", "max_new_tokens": "rollout.max_new_tokens",
            "system_prompt": "run.system_prompt", "chat_template_kwarg": "run.chat_template_kwargs",
            "chat_template": "run.chat_template",
            "thinking_budget": "rollout.thinking_budget", "autocast": "model.autocast", "tool": "run.tools",
            "environment": "run.environment", "max_turns": "rollout.max_turns"}
+# every flag that sets a config field (EvalOptions.config): the mirrors, and those with help of their own
+SETS = {**MIRRORS, "task": "run.task", "task_option": "run.task_options", "seed": "run.seed",
+        "workers": "reward.workers", "function": "reward.function", "url": "reward.url", "service": "reward.service"}
+
+
+def config_of(flags: dict[str, Any]) -> Any:
+    """The Config the flags {name: value} set (SETS), checked as training checks a config; an error
+    names the flag (--top-k) where the check names the field (rollout.top_k)."""
+    from botgrpo_cli.config import from_values
+
+    values: dict[str, dict[str, Any]] = {}
+    for name, value in flags.items():
+        section, key = SETS[name].split(".")
+        values.setdefault(section, {})[key] = value
+    try:
+        return from_values(values)
+    except UserError as err:
+        raise UserError(as_flags(str(err))) from None
+
+
+def as_flags(message: str) -> str:
+    """A config check's message with each field an eval flag sets named as that flag."""
+    for name, dotted in SETS.items():
+        message = re.sub(rf"{re.escape(dotted)}(?!\w)", "--" + name.replace("_", "-"), message)
+    return message
+
+
 # the registries whose names the help of these options lists
 EVAL_CHOICES = listing_choices(MIRRORS, task="botgrpo_tasks:list_tasks", split="botgrpo_cli.evaluation.runner:SPLITS",
                                judge="botgrpo_cli.evaluation.pairwise:JUDGES",
@@ -106,15 +134,16 @@ def register(app: typer.Typer) -> None:
         except ValueError as err:
             raise UserError(f"--k: {err}") from None
         set_threads(threads)
-        opts = EvalOptions(task=task, model=model, out=out, n=n, ks=ks, temperature=temperature, top_p=top_p,
-                           top_k=top_k, min_p=min_p, repetition_penalty=repetition_penalty,
-                           max_new_tokens=max_new_tokens, seed=seed, workers=workers, split=split, limit=limit,
-                           task_options=parse_task_options(task_option or []), against=against, judge=judge,
-                           render=render, batch_size=batch_size, system_prompt=system_prompt,
-                           chat_template_kwargs=parse_task_options(chat_template_kwarg or [], "--chat-template-kwarg"),
-                           chat_template=chat_template, thinking_budget=thinking_budget, autocast=autocast, reward_function=function,
-                           reward_url=list(url or []), reward_service=service, tools=list(tool or []),
-                           environment=environment, max_turns=max_turns)
+        config = config_of({
+            "task": task, "task_option": parse_task_options(task_option or []), "seed": seed, "workers": workers,
+            "temperature": temperature, "top_p": top_p, "top_k": top_k, "min_p": min_p,
+            "repetition_penalty": repetition_penalty, "max_new_tokens": max_new_tokens,
+            "system_prompt": system_prompt, "chat_template": chat_template, "thinking_budget": thinking_budget,
+            "chat_template_kwarg": parse_task_options(chat_template_kwarg or [], "--chat-template-kwarg"),
+            "autocast": autocast, "tool": list(tool or []), "environment": environment, "max_turns": max_turns,
+            "function": function, "url": list(url) if url else None, "service": service})
+        opts = EvalOptions(model=model, out=out, config=config, n=n, ks=ks, split=split, limit=limit,
+                           against=against, judge=judge, render=render, batch_size=batch_size)
         result = run_eval(opts)
         summary = (out / "eval.md").read_text(encoding="utf-8").split("\n## Per problem")[0].rstrip()
         stdout.print(summary, markup=False, soft_wrap=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import time
 from contextlib import ExitStack
@@ -9,16 +10,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from botgrpo_cli.config import AUTOCAST_SETTINGS, ModelConfig, RewardConfig, RolloutConfig, RunConfig
-from botgrpo_tasks.base import CHAT_TEMPLATE
+from botgrpo_cli.config import Config, checked
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.evaluation import models, pairwise, report, sheets, winrate
 from botgrpo_cli.evaluation.metrics import aggregate, success_defined, without_success
+from botgrpo_cli.evaluation.pools import open_scoring
 from botgrpo_cli.evaluation.results import Problem
 from botgrpo_cli.redact import redact
+from botgrpo_cli.reward_client.remote import url_list
 from botgrpo_cli.evaluation.sampling import Scoring, evaluate
-from botgrpo_cli.rollout.turns import MultiTurn, build_settings, turns_over
-from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS
+from botgrpo_cli.rollout.turns import MultiTurn, settings_from, turns_over
 
 SPLITS = ("eval", "train", "all")  # all: every problem the task has (for aime: the whole file)
 RENDER_FIGURES = ("rendered", "similarity", "judge")
@@ -26,46 +27,45 @@ ROLLOUTS = "rollouts.jsonl"  # every scored completion as a request line: `botgr
 PLOTTED = ("syntax_ok", "types_ok", "rendered", "similarity", "correct")  # rates, beside pass@k
 
 
+# The config fields eval reads, by the name eval.json's "config" gives each (the flat names of before)
+CONFIG_FIELDS = {"task": "run.task", "task_options": "run.task_options", "seed": "run.seed",
+                 "temperature": "rollout.temperature", "top_p": "rollout.top_p", "top_k": "rollout.top_k",
+                 "min_p": "rollout.min_p", "repetition_penalty": "rollout.repetition_penalty",
+                 "max_new_tokens": "rollout.max_new_tokens", "thinking_budget": "rollout.thinking_budget",
+                 "max_turns": "rollout.max_turns", "system_prompt": "run.system_prompt",
+                 "chat_template_kwargs": "run.chat_template_kwargs", "chat_template": "run.chat_template",
+                 "tools": "run.tools", "environment": "run.environment", "autocast": "model.autocast",
+                 "workers": "reward.workers", "deadline_ms": "reward.deadline_ms", "reward_function": "reward.function",
+                 "reward_url": "reward.url", "reward_service": "reward.service"}
+
+
 @dataclass
 class EvalOptions:
-    """Everything `botgrpo eval` takes (see its --help for each)."""
+    """Everything `botgrpo eval` takes (see its --help for each). What training also sets (the task
+    and its options, the seed, sampling, prompt formatting, precision, multi-turn settings and the
+    reward) is `config`, the training config's own sections, checked by the same rules
+    (config.checked) and read the same way: SamplingParams.from_config, rollout.turns.settings_from,
+    the reward through open_reward. Fields of it eval has no use for (optim, algo, log) are ignored."""
 
-    task: str
-    model: str
+    model: str  # hub id, model folder, .gguf file, checkpoint folder, or a run directory (every checkpoint)
     out: Path
+    config: Config = field(default_factory=Config)
     n: int = 4
     ks: list[int] = field(default_factory=lambda: [1])
-    temperature: float = RolloutConfig.temperature  # the flags that mirror config fields default as they do
-    top_p: float = RolloutConfig.top_p
-    top_k: int = RolloutConfig.top_k
-    min_p: float = RolloutConfig.min_p
-    repetition_penalty: float = RolloutConfig.repetition_penalty
-    max_new_tokens: int | None = RolloutConfig.max_new_tokens  # None = the task's default
-    seed: int = 0
-    workers: int = 1
     split: str = "eval"
     limit: int | None = None
-    task_options: dict[str, Any] = field(default_factory=dict)
     against: str | None = None
     judge: str = "auto"
     render: bool = True  # React tasks: screenshots, render rate, similarity
     batch_size: int = 32  # completions per generate call (whole problems: at least one problem's n)
-    deadline_ms: int = DEFAULT_DEADLINE_MS  # the protocol's, as in training (reward.deadline_ms)
-    system_prompt: str | None = RunConfig.system_prompt  # system message before each prompt (chat templates)
-    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # e.g. {"enable_thinking": False}
-    chat_template: str = RunConfig.chat_template  # which prompts go through the chat template (auto: the task's rule)
-    thinking_budget: int | None = RolloutConfig.thinking_budget  # reasoning tokens before the close tag is forced
-    autocast: str = ModelConfig.autocast  # bf16 autocast while sampling: the trainer's rule (models/precision.py)
-    reward_function: str | None = None  # score with this Python function instead of the task's service
-    reward_url: list[str] = field(default_factory=list)  # score on these endpoints (`reward serve NAME --http`)
-    reward_service: str | None = None  # score with this service instead of the task's
-    tools: list[str] = field(default_factory=list)  # multi-turn: tools the model may call (run.tools)
-    environment: str | None = RunConfig.environment  # multi-turn: an environment class (run.environment)
-    max_turns: int | None = RolloutConfig.max_turns  # model turns per sample (rollout.max_turns)
+
+    @property
+    def task(self) -> str:
+        return self.config.run.task
 
 
-def check(opts: EvalOptions) -> None:
-    """Reject bad option values before anything is loaded."""
+def check(opts: EvalOptions) -> Config:
+    """Reject bad option values before anything is loaded; the config, checked (a new Config)."""
     if opts.n < 1:
         raise UserError(f"--n must be at least 1, got {opts.n}")
     too_big = [k for k in opts.ks if k > opts.n]
@@ -78,20 +78,9 @@ def check(opts: EvalOptions) -> None:
         raise UserError(f"--limit must be at least 1, got {opts.limit}")
     if opts.judge not in pairwise.JUDGES:
         raise UserError(f"--judge must be one of {', '.join(pairwise.JUDGES)}, got {opts.judge!r}")
-    if min(opts.workers, opts.batch_size) < 1:
-        raise UserError("--workers and --batch-size must be at least 1")
-    if opts.autocast not in AUTOCAST_SETTINGS:
-        raise UserError(f"--autocast must be one of {', '.join(AUTOCAST_SETTINGS)}, got {opts.autocast!r}")
-    if opts.reward_function and opts.reward_url:
-        raise UserError("--function and --url both say where to score: give one (serve a function with "
-                        "`botgrpo reward serve function --function ... --http HOST:PORT`)")
-    if opts.top_k < 0 or not 0 <= opts.min_p <= 1 or opts.repetition_penalty <= 0:
-        raise UserError(f"--top-k must be >= 0 (0 = all tokens), --min-p in [0, 1] and --repetition-penalty > 0; got "
-                        f"{opts.top_k}, {opts.min_p}, {opts.repetition_penalty}")
-    if opts.chat_template not in CHAT_TEMPLATE:
-        raise UserError(f"--chat-template must be one of {', '.join(CHAT_TEMPLATE)}, got {opts.chat_template!r}")
-    if opts.thinking_budget is not None and opts.thinking_budget < 1:
-        raise UserError(f"--thinking-budget must be at least 1 token, got {opts.thinking_budget}")
+    if opts.batch_size < 1:
+        raise UserError(f"--batch-size must be at least 1, got {opts.batch_size}")
+    return checked(opts.config)
 
 
 def load_task(opts: EvalOptions) -> tuple[Any, list]:
@@ -99,7 +88,7 @@ def load_task(opts: EvalOptions) -> tuple[Any, list]:
     from botgrpo_tasks import get_task
 
     try:
-        task = get_task(opts.task, seed=opts.seed, **opts.task_options)
+        task = get_task(opts.task, seed=opts.config.run.seed, **opts.config.run.task_options)
     except TypeError as err:
         raise UserError(f"--task-option values do not fit task {opts.task!r}: {err}") from None
     examples = split_examples(task, opts.split)
@@ -163,22 +152,20 @@ def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOption
 
     from botgrpo_cli.models.loading import thinking_mismatch
 
+    cfg = opts.config
     model, tok = models.load(target)
-    bf16, why = choose(opts.autocast, model)  # the same rule as training's, so both sample alike
+    bf16, why = choose(cfg.model.autocast, model)  # the same rule as training's, so both sample alike
     console.print(f"{target.label}: precision: {why}", soft_wrap=True)
-    mismatch = thinking_mismatch(tok, task.think_tags, opts.thinking_budget, opts.chat_template_kwargs)
+    mismatch = thinking_mismatch(tok, task.think_tags, cfg.rollout.thinking_budget, cfg.run.chat_template_kwargs)
     if mismatch:  # as in training: the options would silently do nothing on this model
         console.print(f"[yellow]warning:[/] {target.label}: {mismatch}", soft_wrap=True)
-    params = SamplingParams(max_new_tokens=opts.max_new_tokens or task.max_new_tokens, temperature=opts.temperature,
-                            top_p=opts.top_p, top_k=opts.top_k, min_p=opts.min_p,
-                            repetition_penalty=opts.repetition_penalty, stop=tuple(task.stop), seed=opts.seed,
-                            thinking_budget=opts.thinking_budget, think_tags=task.think_tags)
+    params = SamplingParams.from_config(cfg.rollout, task, seed=cfg.run.seed)
     shots = shots_root / target.label / "png" if shots_root is not None else None
     per_call = max(1, opts.batch_size // opts.n)  # problems per generate call: bounded rows, whole problems
     tick = progress_ticker(progress, target.label, len(examples))
     with autocast(bf16), _turns(FastEngine(model, tok), tok, task, opts, scoring) as engine:
-        kwargs = engine.template_kwargs if isinstance(engine, MultiTurn) else opts.chat_template_kwargs
-        prompts = [task.format_prompt(ex, tok, opts.system_prompt, kwargs, opts.chat_template) for ex in examples]
+        kwargs = engine.template_kwargs if isinstance(engine, MultiTurn) else cfg.run.chat_template_kwargs
+        prompts = [task.format_prompt(ex, tok, cfg.run.system_prompt, kwargs, cfg.run.chat_template) for ex in examples]
         problems = evaluate(engine, examples, prompts, opts.n, params, scoring, per_call, shots, opts.out, tick=tick)
     figures = aggregate(problems, opts.ks, _figure_names(task, problems))
     if task.service is None and not success_defined(problems, task.success_metric):
@@ -193,9 +180,8 @@ def _evaluate(target: models.Target, task: Any, examples: list, opts: EvalOption
 
 def _turns(engine: Any, tok: Any, task: Any, opts: EvalOptions, scoring: Scoring) -> Any:
     """The engine, or multi-turn rollouts over it (tools started for the evaluation, closed after)."""
-    settings = build_settings(opts.tools, opts.environment, opts.max_turns, task, opts.chat_template_kwargs,
-                              opts.system_prompt)
-    return turns_over(engine, tok, task, settings, scoring.pool, scoring.options, opts.deadline_ms)
+    settings = settings_from(opts.config.rollout, opts.config.run, task)
+    return turns_over(engine, tok, task, settings, scoring.pool, scoring.options, scoring.deadline_ms)
 
 
 def progress_ticker(progress: Any, label: str, total: int) -> Callable[[int], None]:
@@ -215,26 +201,6 @@ def progress_ticker(progress: Any, label: str, total: int) -> Callable[[int], No
             console.print(f"{label}: sampled {done[0]}/{total} problems, {elapsed:.0f} s, about {left:.0f} s left",
                           soft_wrap=True)
     return tick
-
-
-def _pools(stack: ExitStack, task: Any, opts: EvalOptions, render: bool, shots_root: Path | None) -> Scoring:
-    from botgrpo_cli.reward_client import RewardPool
-    from botgrpo_cli.reward_client.opening import open_reward
-
-    saving = {"BOTGRPO_RENDER_SAVE_DIR": str(shots_root)} if shots_root is not None else {}  # the service's setting
-    renders_itself = task.service == task.render_service
-    if renders_itself and not (opts.reward_function or opts.reward_url or opts.reward_service):
-        pool = stack.enter_context(RewardPool(task.service, workers=opts.workers, env=saving))
-    else:
-        reward = RewardConfig(service=opts.reward_service, workers=opts.workers, deadline_ms=opts.deadline_ms,
-                              function=opts.reward_function, url=opts.reward_url or None)
-        pool = stack.enter_context(open_reward(reward, task.service))
-    pool = Recording(pool)
-    render_pool = None
-    if render:
-        render_pool = pool if renders_itself else stack.enter_context(
-            RewardPool(task.render_service, workers=opts.workers, env=saving))
-    return Scoring.of_task(task, pool, render_pool, deadline_ms=opts.deadline_ms, save_root=shots_root)
 
 
 class Recording:
@@ -282,7 +248,7 @@ def run_eval(opts: EvalOptions) -> dict[str, Any]:
     """Evaluate, write eval.json / eval.md (and screenshots, plots) under opts.out; return the report."""
     from botgrpo_cli.console import console, progress_bar
 
-    check(opts)
+    opts = dataclasses.replace(opts, config=check(opts))  # checked: typed values, the preset applied
     task, examples = load_task(opts)
     targets, against = _targets(opts)
     render = opts.render and task.render_service is not None
@@ -295,7 +261,7 @@ def run_eval(opts: EvalOptions) -> dict[str, Any]:
     shots_root = opts.out.resolve() / "screens" if render else None  # absolute: services save there
     evaluations, finals, other, win = [], [], None, None
     with ExitStack() as stack, progress_bar() as progress:
-        scoring = _pools(stack, task, opts, render, shots_root)
+        scoring = open_scoring(stack, task, opts.config.reward, render, shots_root, wrap=Recording)
         several = len(targets) > 1 or against is not None
         for target in targets:
             scoring.pool.label = target.label if several else ""
@@ -316,17 +282,29 @@ def run_eval(opts: EvalOptions) -> dict[str, Any]:
 def _win_rate(a: list[Problem], b: list[Problem], examples: list, judge: str, scoring: Scoring,
               opts: EvalOptions) -> dict[str, float]:
     """The judged win rate of the model over --against, with its bootstrap interval."""
-    outcomes, undecided = pairwise.judge_pairs(a, b, examples, judge, scoring.render_pool, opts.deadline_ms)
+    outcomes, undecided = pairwise.judge_pairs(a, b, examples, judge, scoring.render_pool, scoring.deadline_ms)
     if not any(outcomes):
         raise UserError(f"the {judge} judge could not decide any of the {undecided} pairs (service errors); "
                         "check the render service (`botgrpo reward serve render`) or use --judge score")
-    return {**winrate.summarize(outcomes, seed=opts.seed), "undecided": float(undecided)}
+    return {**winrate.summarize(outcomes, seed=opts.config.run.seed), "undecided": float(undecided)}
+
+
+def recorded(opts: EvalOptions) -> dict[str, Any]:
+    """eval.json's "config": eval's own options and the config fields it reads, flat (CONFIG_FIELDS)."""
+    own = {f.name: getattr(opts, f.name) for f in dataclasses.fields(opts) if f.name != "config"}
+    read = {name: _get(opts.config, dotted) for name, dotted in CONFIG_FIELDS.items()}
+    read["reward_url"] = url_list(read["reward_url"])  # a list, empty when none (as the flag gives it)
+    return {**own, **read, "out": str(opts.out)}
+
+
+def _get(cfg: Config, dotted: str) -> Any:
+    section, key = dotted.split(".")
+    return copy.deepcopy(getattr(getattr(cfg, section), key))
 
 
 def _report(opts: EvalOptions, task: Any, evaluations: list[dict], other: dict | None, judge: str,
             win: dict[str, float] | None) -> dict[str, Any]:
-    config = redact({**dataclasses.asdict(opts), "out": str(opts.out),
-                     "max_new_tokens": opts.max_new_tokens or task.max_new_tokens})  # eval.json: no secrets
+    config = redact({**recorded(opts), "max_new_tokens": opts.config.rollout.max_new_tokens or task.max_new_tokens})
     result: dict[str, Any] = {
         "config": config,
         "task": {"name": task.name, "service": task.service, "success_metric": task.success_metric,

@@ -115,9 +115,12 @@ def _submit_chunk(scoring: Scoring, requests: list, examples: list, lo: int, n: 
     keywords (as in training), a service one by one."""
     if not getattr(scoring.pool, "takes_batches", False):
         return [scoring.pool.submit(r) for r in requests]
+    from botgrpo_cli.trl_environments import with_environments
+
     ids = [row[keep].tolist() for row, keep in zip(batch.completion_ids, batch.mask)]
     messages = [scoring.messages(examples[lo + i // n]) for i in range(len(requests))]
-    return scoring.pool.submit_batch(requests, {"messages": messages, "completion_ids": ids})
+    extras = with_environments({"messages": messages, "completion_ids": ids}, batch)  # TRL's environments, if any
+    return scoring.pool.submit_batch(requests, extras)
 
 
 def _done(response: Any) -> Future:

@@ -22,12 +22,17 @@ own metrics under their names (its `success` is the task's success) and the othe
 log_metric's values under their own names. log_extra's columns go into each row's info.
 
 Each function runs in its own worker child (FunctionProcess, from the transport the client shares
-with the services: rewards/protocol/functions.py), all of a batch's functions at once. `submit_batch` is the trainer's call (the whole generation batch and
-TRL's keywords); `submit` (evaluation, `reward score`) batches the requests that arrive together.
+with the services: rewards/protocol/functions.py), all of a batch's functions at once; a function
+naming TRL's `environments` runs in this process instead (LocalFunction), where the instances are.
+`submit_batch` is the trainer's call (the whole generation batch and TRL's keywords); `submit`
+(evaluation, `reward score`) batches the requests that arrive together.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import json
 import math
 import threading
 import time
@@ -43,6 +48,7 @@ from botgrpo_rewards.protocol import (
     FunctionProcess,
     WorkerFailed,
     WorkerTimeout,
+    answer_function_batch,
     batch_line,
     callable_name,
     read_item,
@@ -113,6 +119,45 @@ def failure(err: WorkerFailed | WorkerTimeout) -> ScoreResponse:
     return error_response(None, err.type, str(err))
 
 
+def reads_environments(function: Any) -> bool:
+    """A callable naming TRL's `environments` parameter (the rollouts' environment instances)."""
+    if not callable(function):
+        return False
+    try:
+        return "environments" in inspect.signature(function).parameters
+    except (TypeError, ValueError):  # a builtin or C callable
+        return False
+
+
+class LocalFunction:
+    """A reward function that reads `environments`: the trajectories' environment instances live in
+    the trainer process, so it is called here (not in a worker), on a thread of its own with the
+    batch's deadline. It has no memory bound, and a call past its deadline is left running (Python
+    cannot stop a thread); the batch is answered as failed, as a worker's would be."""
+
+    restarts = 0  # nothing to restart
+
+    def __init__(self, function: Callable[..., Any], name: str):
+        self.fn, self.name, self.label = function, name, name
+
+    def close(self) -> None:
+        pass
+
+    def call(self, batch: dict, timeout_s: float, environments: list | None = None) -> dict:
+        """The answer a worker gives to `batch` (the protocol's answer_function_batch), with `environments` passed."""
+        box: dict[str, dict] = {}
+        fn = functools.partial(self.fn, environments=environments)
+        line = json.dumps(batch, ensure_ascii=True)
+        thread = threading.Thread(target=lambda: box.setdefault("reply", answer_function_batch(fn, line)), name=f"reward-{self.name}",
+                                  daemon=True)
+        thread.start()
+        thread.join(timeout_s)
+        if "reply" not in box:
+            raise WorkerTimeout(f"reward function {self.label} did not return within {timeout_s:.1f} s for a batch of "
+                                f"{len(batch['completions'])}")
+        return box["reply"]
+
+
 class FunctionPool:
     """The RewardPool interface (submit, score, stats, close) over reward functions scored as TRL
     scores them (the module docstring), plus `submit_batch` for a whole generation batch."""
@@ -130,9 +175,12 @@ class FunctionPool:
         self.weights = weights
         self.part_weights = dict(zip(self.names, weights))  # name -> weight in the combined score (GDPO reads it)
         self.service = "+".join(self.names)
-        self.processes: list[FunctionProcess] = []
+        self.processes: list[FunctionProcess | LocalFunction] = []
         try:
             for function, name in zip(functions, self.names):
+                if reads_environments(function):
+                    self.processes.append(LocalFunction(function, name))
+                    continue
                 process = FunctionProcess(function, name, memory_mb)
                 process.start()
                 self.processes.append(process)
@@ -160,6 +208,7 @@ class FunctionPool:
         `extras`: TRL's keywords for this batch, each a list over the rows where it is per row:
         messages (each row's prompt as a message list, or None), completion_ids, trainer_state."""
         extras = dict(extras or {})
+        environments = extras.pop("environments", None)  # live objects: for the functions called here only
         texts = [r.completion for r in requests]
         messages = extras.pop("messages", None)
         chat = messages is not None and len(messages) == len(requests) and all(map(is_conversational, messages))
@@ -170,8 +219,10 @@ class FunctionPool:
         replies: list[Any] = [None] * len(self.processes)
 
         def run(k: int) -> None:
+            process = self.processes[k]
             try:
-                replies[k] = self.processes[k].call(line, timeout_s)
+                replies[k] = (process.call(line, timeout_s, environments) if isinstance(process, LocalFunction)
+                              else process.call(line, timeout_s))
             except (WorkerFailed, WorkerTimeout) as err:
                 replies[k] = failure(err)
 

@@ -1,6 +1,6 @@
 """Open the reward a run names: a built-in or plugin service, a Python function, or endpoints elsewhere.
 
-`open_reward(reward, task_service)` is the one way the trainer and `botgrpo eval` turn their
+`open_reward(reward, task_service)` is the one way the trainer, `botgrpo eval` and `bench eval` turn their
 settings into a pool (`botgrpo reward score`, which reports each line's answer, calls open_pool) (RewardPool, RemotePool or CombinedPool:
 all answer submit / score / stats / close the same way). The first failure of each kind (per
 service and error type) is printed once, as one line: the completions are masked and counted;
@@ -47,17 +47,17 @@ def service_pool(spec: ServiceSpec, workers: int, deadline_ms: int = DEFAULT_DEA
 
 def open_pool(service: str, workers: int, command: list[str] | None, services: dict, *, function: Any = None,
               url: list[str] | None = None, deadline_ms: int = DEFAULT_DEADLINE_MS, weights: list | None = None,
-              memory_mb: int = DEFAULT_MEMORY_MB) -> Any:
+              memory_mb: int = DEFAULT_MEMORY_MB, env: dict | None = None) -> Any:
     """The run's reward pool: one pool for `service` (or for the endpoints given), a FunctionPool for
     Python reward functions (`function`: one or a list, with `weights`; or `services` whose entries
     are all functions: TRL's way of combining them, see functions.py), or a CombinedPool when
     `services` (the `reward.services` mapping) names several; `workers` is then each local
-    service's default."""
+    service's default; `env`, the one local service's own settings (the render service's save dir)."""
     if not services:
         if function is not None:
             functions = function if isinstance(function, list) else [function]
             return FunctionPool(functions, weights, memory_mb=memory_mb)
-        return service_pool(ServiceSpec(service, command=command, url=url), workers, deadline_ms)
+        return service_pool(ServiceSpec(service, command=command, url=url), workers, deadline_ms, env)
     specs = parse_services(services)
     if all(spec.function is not None for spec in specs):
         return FunctionPool([s.function for s in specs], [s.weight for s in specs], [s.name for s in specs], memory_mb)
@@ -74,11 +74,12 @@ def require_reward(reward: Any, task_service: str | None) -> None:
         raise UserError(NO_REWARD)
 
 
-def open_reward(reward: Any, task_service: str | None) -> Any:
+def open_reward(reward: Any, task_service: str | None, env: dict | None = None) -> Any:
     """The pool for a RewardConfig `reward` (service, command, workers, deadline_ms, services,
     function, url, success_threshold) and the task's own service (None: the task has none, the user
     names it: then success is the reward's `success` metric when it reports one, else score above
-    reward.success_threshold, which defaults to 0 for a service and to none for reward functions)."""
+    reward.success_threshold, which defaults to 0 for a service and to none for reward functions);
+    `env`: settings of the one local service it starts (see open_pool)."""
     from botgrpo_cli.reward_client.remote import url_list
 
     require_reward(reward, task_service)
@@ -87,7 +88,7 @@ def open_reward(reward: Any, task_service: str | None) -> Any:
     name = reward.service or ("function" if function else task_service)
     pool = open_pool(name or ("remote" if urls else "command"), reward.workers, reward.command, reward.services,
                      function=function, url=urls or None, deadline_ms=reward.deadline_ms,
-                     weights=reward.weights, memory_mb=reward.function_memory_mb)
+                     weights=reward.weights, memory_mb=reward.function_memory_mb, env=env)
     threshold = reward.success_threshold
     if threshold is None and not isinstance(pool, FunctionPool):
         threshold = 0.0  # a service's score lies in [-1, 1]: above 0 is its success by the protocol's convention

@@ -86,6 +86,10 @@ class Worker:
 
     def _start_error(self, what: str) -> ServiceStartError:
         tail = self.stderr_tail().strip() or "(nothing on stderr)"
+        own = tail.splitlines()[-1]
+        if own.startswith(f"error: reward service {self.service!r} could not "):
+            # the service's own one line (botgrpo_rewards.run.start_service) says why and what to do; by hand it says the same
+            return ServiceStartError(own.removeprefix("error: "))
         return ServiceStartError(
             f"reward service {self.service!r} {what}. Its stderr ended with:\n{tail}\n"
             f"Run `botgrpo reward serve {self.service}` by hand to see the problem."

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import torch
 from torch import Tensor
 
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.rollout.offsets import OffsetDecoder, cut_at_stop, truncate
+
+if TYPE_CHECKING:  # the config is read, never imported at run time
+    from botgrpo_cli.config import RolloutConfig
 
 OnDone = Callable[[int, str], None]  # (row, final text): called once per row the moment it ends
 Prompts = list[str] | list[list[int]]  # prompt texts (templated), or their token ids (used as they are)
@@ -28,6 +31,17 @@ class SamplingParams:
     seed: int = 0  # fixes the sampled tokens: same seed, prompts and weights -> same batch
     thinking_budget: int | None = None  # at most this many tokens inside the thinking block, then its close is forced
     think_tags: tuple[str, str] | None = None  # the thinking block's [open, close] (the task's think_tags)
+
+    @classmethod
+    def from_config(cls, rollout: RolloutConfig, task: Any, seed: int = 0) -> "SamplingParams":
+        """The one translation of the rollout settings into sampling parameters (training, `botgrpo
+        eval`, the benches): a setting left unset takes the task's (length, stop strings), and the
+        thinking budget the task's tags."""
+        return cls(max_new_tokens=rollout.max_new_tokens or task.max_new_tokens, temperature=rollout.temperature,
+                   top_p=rollout.top_p, top_k=rollout.top_k, min_p=rollout.min_p,
+                   repetition_penalty=rollout.repetition_penalty,
+                   stop=tuple(task.stop if rollout.stop is None else rollout.stop), seed=seed,
+                   thinking_budget=rollout.thinking_budget, think_tags=task.think_tags)
 
 
 @dataclass
@@ -52,6 +66,9 @@ class RolloutBatch:
     # optimizer steps the sampling weights had taken (the trainer's step count when they were pushed
     # to the engine): a batch trained at step n is (n - 1) - policy_version steps off-policy
     policy_version: int = 0
+    # (B,) each row's environment instance (run.environment; None without one): TRL's reward
+    # functions read the instances' state (reward_client/functions.py, `environments`)
+    environments: list | None = None
 
     @property
     def lengths(self) -> Tensor:
@@ -72,7 +89,8 @@ class RolloutBatch:
             logp_old=None if self.logp_old is None else self.logp_old[rows],
             prompts=[self.prompts[i] for i in idx],
             loss_mask=None if self.loss_mask is None else self.loss_mask[rows],
-            turns=None if self.turns is None else [self.turns[i] for i in idx], policy_version=self.policy_version)
+            turns=None if self.turns is None else [self.turns[i] for i in idx], policy_version=self.policy_version,
+            environments=None if self.environments is None else [self.environments[i] for i in idx])
 
 
 def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
@@ -94,7 +112,9 @@ def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
         prompts=[p for b in batches for p in b.prompts],
         loss_mask=torch.cat([pad(b.trained, False) for b in batches]) if multi else None,
         turns=[t for b in batches for t in whole_turns(b)] if multi else None,
-        policy_version=min(b.policy_version for b in batches))  # the oldest weights bound the staleness
+        policy_version=min(b.policy_version for b in batches),  # the oldest weights bound the staleness
+        environments=None if all(b.environments is None for b in batches) else
+        [e for b in batches for e in (b.environments or [None] * len(b.texts))])
 
 
 def whole_turns(batch: RolloutBatch) -> Turns:

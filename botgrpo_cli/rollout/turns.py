@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import torch
 
@@ -30,9 +30,13 @@ from botgrpo_cli.rollout.seeds import mix_seed
 from botgrpo_cli.turns.environment import (EnvironmentFailed, Transcript, as_messages, as_response,
                                            call_with_deadline, calls_with_deadline, failed_response)
 from botgrpo_cli.turns.render import appended_text, first_prompt, shows_tools
-from botgrpo_cli.turns.tool_calls import parse_tool_calls
-from botgrpo_cli.turns.tools import MAX_MESSAGE_CHARS, Toolbox
+from botgrpo_cli.turns.tool_calls import ToolCall, parse_tool_calls
+from botgrpo_cli.turns.tool_worker import oversized
+from botgrpo_cli.turns.tools import MAX_MESSAGE_CHARS, Toolbox, ToolResult
 from botgrpo_rewards.protocol import DEFAULT_DEADLINE_MS, DEFAULT_MEMORY_MB, ScoreResponse
+
+if TYPE_CHECKING:  # the config is read, never imported at run time
+    from botgrpo_cli.config import RolloutConfig, RunConfig
 
 Ended = Callable[[int, str, "ScoreResponse | None"], None]  # (row, transcript text, environment's reward)
 STATS = ("turns", "trajectories", "tool_calls", "tool_errors", "tool_timeouts", "env_errors", "oversized_messages",
@@ -66,13 +70,14 @@ def max_turns_of(max_turns: int | None, tools: list, environment: str | None) ->
     return 4 if tools or environment else 1
 
 
-def build_settings(tools: list[str], environment: str | None, max_turns: int | None, task: Any,
+def build_settings(tools: list[str], environment: Any, max_turns: int | None, task: Any,
                    template_kwargs: dict, system_prompt: str | None, tool_workers: int = 2,
                    tool_deadline_s: float = 10.0, environment_deadline_s: float = 30.0,
                    max_message_chars: int = MAX_MESSAGE_CHARS, tool_memory_mb: int = DEFAULT_MEMORY_MB
                    ) -> TurnSettings | None:
-    """The multi-turn settings (tools imported, not started; the environment class found), or None
-    for single turns. UserError when more turns are asked with nothing to answer between them."""
+    """The multi-turn settings (tools imported, not started; the environment class found, or TRL's
+    environments from Python bound to the task), or None for single turns. UserError when more turns
+    are asked with nothing to answer between them."""
     turns = max_turns_of(max_turns, tools, environment)
     if not (tools or environment or turns > 1):
         return None
@@ -82,9 +87,20 @@ def build_settings(tools: list[str], environment: str | None, max_turns: int | N
     from botgrpo_cli.turns.environment import load_environment
 
     toolbox = Toolbox(list(tools), tool_workers, tool_deadline_s, tool_memory_mb, max_message_chars) if tools else None
-    return TurnSettings(max_turns=turns, tools=toolbox, environment=load_environment(environment) if environment else None,
+    if isinstance(environment, str):
+        environment = load_environment(environment)
+    elif environment is not None:  # from Python: TRL's environment_factory (trl_environments.py)
+        environment = environment.for_task(task)
+    return TurnSettings(max_turns=turns, tools=toolbox, environment=environment,
                         environment_deadline_s=environment_deadline_s, template_kwargs=dict(template_kwargs),
                         system_prompt=system_prompt, max_message_chars=max_message_chars)
+
+
+def settings_from(rollout: RolloutConfig, run: RunConfig, task: Any) -> TurnSettings | None:
+    """build_settings from a config's rollout and run sections: training and `botgrpo eval` alike."""
+    return build_settings(list(run.tools), run.environment, rollout.max_turns, task, run.chat_template_kwargs,
+                          run.system_prompt, rollout.tool_workers, rollout.tool_deadline_s,
+                          rollout.environment_deadline_s, rollout.max_message_chars, rollout.tool_memory_mb)
 
 
 def revise_with(settings: TurnSettings, task: Any, pool: Any, options: dict, deadline_ms: int) -> None:
@@ -133,6 +149,12 @@ class _Trajectory:
     oversized: int = 0  # tool results and environment messages past rollout.max_message_chars
     error: str | None = None  # why an environment call ended the trajectory early
     transcript: Transcript | None = None  # set when it ends
+
+
+def _own_tools(env: Any) -> bool:
+    """Whether a trajectory's environment answers tool calls itself (TRL's environments, when one of
+    the run's environment classes has tool methods: trl_environments.Episode)."""
+    return bool(getattr(env, "takes_calls", False))
 
 
 def row_of(example: Any) -> dict[str, Any]:
@@ -233,8 +255,13 @@ class MultiTurn:
                 continue
             system = [{"role": "system", "content": s.system_prompt}] if s.system_prompt is not None else []
             t.messages = [*system, *first]
-            out.append(first_prompt(self.tok, t.messages, s.schemas, s.template_kwargs))
+            out.append(first_prompt(self.tok, t.messages, self._schemas(t), s.template_kwargs))
         return out
+
+    def _schemas(self, t: _Trajectory) -> list[dict] | None:
+        """The tools a trajectory's prompt shows: the run's, then its environment's own."""
+        own = getattr(t.env, "tool_schemas", None)
+        return [*(self.settings.schemas or []), *own] if own else self.settings.schemas
 
     def _add_model_turn(self, t: _Trajectory, batch: RolloutBatch, k: int) -> None:
         n = int(batch.mask[k].sum())
@@ -251,12 +278,11 @@ class MultiTurn:
         """Decide each live trajectory's next messages (tool results, the environment's answer) and
         append their tokens; mark the ones that are done."""
         s = self.settings
-        calls = {i: parse_tool_calls(trajectories[i].messages[-1]["content"]) if s.tools is not None else []
-                 for i in live}
+        calls = {i: parse_tool_calls(trajectories[i].messages[-1]["content"])
+                 if s.tools is not None or _own_tools(trajectories[i].env) else [] for i in live}
         pending = [(i, c) for i in live for c in calls[i]] if not last else []
-        results = s.tools.run([c for _, c in pending]) if pending and s.tools is not None else []
         by_row: dict[int, list] = {}
-        for (i, call), result in zip(pending, results):
+        for (i, call), result in zip(pending, self._run_calls(trajectories, pending)):
             by_row.setdefault(i, []).append((call, result))
         limit = getattr(self.engine, "context", None)
         asking = [i for i in live if not last and not calls[i] and trajectories[i].env is not None
@@ -284,7 +310,7 @@ class MultiTurn:
                 t.done = True
                 continue
             ended_by = self.tok.decode([t.ids[-1]]) if t.ids and t.ids[-1] in self.eos_ids else None
-            text = appended_text(self.tok, new, s.schemas, s.template_kwargs, ended_by)
+            text = appended_text(self.tok, new, self._schemas(t), s.template_kwargs, ended_by)
             ids = prompt_ids_of(self.tok, [text])[0]
             t.ids += ids
             t.trained += [False] * len(ids)
@@ -292,6 +318,35 @@ class MultiTurn:
             t.messages += new
             if limit is not None and length + len(t.ids) + 1 >= limit:  # no room left for another turn
                 t.done = True
+
+    def _run_calls(self, trajectories: list[_Trajectory], pending: list[tuple[int, ToolCall]]) -> list[ToolResult]:
+        """The results of `pending` (row, call), in order: a call the row's environment answers (a
+        tool of its own, or a name no tool worker knows) runs on that trajectory's own instance; the
+        others on the run's tool workers."""
+        s = self.settings
+        workers = s.tools.functions if s.tools is not None else {}
+        own = {k for k, (i, c) in enumerate(pending) if _own_tools(trajectories[i].env)
+               and (c.name in trajectories[i].env.tool_names or c.name not in workers)}
+        rest = [k for k in range(len(pending)) if k not in own]
+        results: dict[int, ToolResult] = {}
+        if rest:  # calls are read only when a tool or the environment can answer them: here the tools
+            results.update(zip(rest, s.tools.run([pending[k][1] for k in rest])))
+        by_row: dict[int, list[int]] = {}
+        for k in sorted(own):
+            by_row.setdefault(pending[k][0], []).append(k)
+        answers = calls_with_deadline([(trajectories[i].env.run_tools, ([pending[k][1] for k in ks],))
+                                       for i, ks in by_row.items()], s.environment_deadline_s)
+        for ks, answer in zip(by_row.values(), answers):  # each row's calls on a thread of their own, rows side by side
+            for n, k in enumerate(ks):
+                name = pending[k][1].name
+                if isinstance(answer, EnvironmentFailed):
+                    results[k] = ToolResult(name, f"Error: {answer}", "timeout")
+                elif len(answer[n].content) > s.max_message_chars:  # as the tool workers refuse it
+                    why = oversized(name, len(answer[n].content), s.max_message_chars)
+                    results[k] = ToolResult(name, f"Error: {why}", "oversized")
+                else:
+                    results[k] = answer[n]
+        return [results[k] for k in range(len(pending))]
 
     def _environment_steps(self, trajectories: list[_Trajectory]) -> list[list[dict] | None]:
         """Each trajectory's environment asked for its next messages, side by side."""
@@ -382,7 +437,8 @@ class MultiTurn:
         return RolloutBatch(prompt_ids=prompt_ids, completion_ids=completion, mask=mask, texts=texts, offsets=offsets,
                             group_ids=group_ids, finished=torch.tensor([t.finished for t in trajectories]),
                             logp_old=logp if has_logps else None, prompts=prompt_texts, loss_mask=loss_mask,
-                            turns=[list(t.turns) for t in trajectories])
+                            turns=[list(t.turns) for t in trajectories],
+                            environments=None if self.settings.environment is None else [t.env for t in trajectories])
 
     def _score(self, rows: list[int], trajectories: list[_Trajectory]) -> None:
         """The environment's rewards of these trajectories, when it gives them (kept in self.scores)."""

@@ -29,10 +29,6 @@ UNSUPPORTED = {
     "callbacks": "pass on_step=fn(step, metrics), or a list of such functions",
     "optimizers": "AdamW is configured by Config(optim=OptimConfig(lr=..., weight_decay=..., betas=..., "
                   "warmup_steps=...))",
-    "environment_factory": "TRL's environments (methods as tools bound to one instance per rollout) have no "
-                           "counterpart yet; botgrpo's own are a class with reset(row), step(transcript) and "
-                           "reward(transcript) (Config run.environment) beside plain-function tools=[...] "
-                           "(docs/multi-turn.md)",
     "rollout_func": "generation is botgrpo's engines' (rollout.engine fast, hf or vllm)",
     "quantization_config": "bitsandbytes models are not supported; a quantised .gguf file loads dequantised "
                            "to model.dtype (model='model.Q8_0.gguf')",
@@ -49,6 +45,10 @@ class Trainer:
         (botgrpo_cli/trl_args.py; a field without a counterpart set away from TRL's default is refused).
     tools: TRL's tools: plain functions with type hints and a docstring (botgrpo_cli/trl_tools.py),
         called between model turns (rollout.max_turns; GRPOConfig's max_tool_calling_iterations).
+    environment_factory: TRL's environments: a class (or a function making an instance) with
+        reset(**row) and tool methods, one instance per rollout; optionally get_reward(), one more
+        reward function of weight 1; or a dict of them chosen by the rows' `environment` column
+        (botgrpo_cli/trl_environments.py).
     model: a hub id, model folder, .gguf file or packaged GGUF name (as `botgrpo train --model`);
         None = args.model.name_or_path, else the task's bootstrapped tiny model.
     reward_funcs: one or a list of: a Python callable (TRL's reward-function convention),
@@ -66,7 +66,7 @@ class Trainer:
     def __init__(self, model: str | os.PathLike | None = None, reward_funcs: Any = None, args: Any = None,
                  train_dataset: Any = None, eval_dataset: Any = None, peft_config: Any = None,
                  on_step: OnStep | list[OnStep] | None = None, tools: list | None = None,
-                 **unsupported: Any):
+                 environment_factory: Any = None, **unsupported: Any):
         for name in unsupported:
             if name not in UNSUPPORTED:
                 raise TypeError(f"Trainer() got an unexpected keyword argument {name!r}")
@@ -80,7 +80,9 @@ class Trainer:
         if args is not None and not isinstance(args, Config):
             raise UserError(f"args must be a botgrpo_cli.Config, a TRL GRPOConfig or a dict of its fields, got "
                             f"{type(args).__name__}")
-        cfg = checked(args if args is not None else Config())
+        # types now; the range and cross-field checks once the arguments below are in (validate, at the end):
+        # reward.weights and algo.reward_aggregation are checked against the reward_funcs given here
+        cfg = checked(args if args is not None else Config(), complete=False)
         if model is not None:
             _model(cfg, model)
         if peft_config is not None:
@@ -89,6 +91,13 @@ class Trainer:
             _rewards(cfg, reward_funcs)
         if tools:
             tool_specs(cfg, tools)
+        if environment_factory is not None:
+            from botgrpo_cli.trl_environments import environment_setup  # the tool machinery: only when asked
+
+            if train_dataset is None:
+                raise UserError("environment_factory needs a train_dataset: rows whose columns each rollout's reset "
+                                "gets (an environment that makes its own prompts: rows it ignores)")
+            environment_setup(cfg, environment_factory, reward_funcs is not None)
         if train_dataset is not None:
             _datasets(cfg, train_dataset, eval_dataset)
         elif eval_dataset is not None:

@@ -9,8 +9,10 @@ batch; only rank 0 writes. With one process every helper here is the identity.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import queue
+import re
 import socket
 import sys
 from dataclasses import dataclass
@@ -183,18 +185,41 @@ def loss_weights(loss_agg: str, mb_masks: list[torch.Tensor], dist: Dist,
 
 
 def reduce_metrics(metrics: dict[str, float], dist: Dist) -> dict[str, float]:
-    """Step metrics over processes: counts and rates summed, times the slowest process's, the rest
-    averaged (exact for means over equal shares)."""
+    """Step metrics over processes (combine_metrics's rule, on every process's metrics)."""
     if dist.world == 1:
         return metrics
     seen: list[Any] = [None] * dist.world
-    torch.distributed.all_gather_object(seen, sorted(metrics))
-    keys = sorted(set().union(*seen))  # a metric some process lacks (no scored rows) counts as NaN there
-    summed = dist.sum([metrics.get(k, float("nan")) for k in keys])
-    times = [k for k in keys if k.startswith("time/")]
-    slowest = _all_reduce([metrics.get(k, 0.0) for k in times], torch.distributed.ReduceOp.MAX)
-    out = {k: (s if k in SUMMED or k.endswith("/failed") else s / dist.world) for k, s in zip(keys, summed)}
-    out.update(zip(times, slowest))
+    torch.distributed.all_gather_object(seen, metrics)
+    return combine_metrics(seen)
+
+
+def reduction(name: str) -> str:
+    """How a step metric combines over processes: "sum" for counts and rates, "max" for times (the
+    slowest process's) and for an extreme named NAME_max (its per-mini-batch NAME_max/mbK too), "min"
+    for NAME_min, "mean" for the rest."""
+    if name in SUMMED or name.endswith("/failed"):
+        return "sum"
+    head, _, tail = name.rpartition("/")
+    base = head if re.fullmatch(r"mb\d+", tail) else name
+    if name.startswith("time/") or base.endswith("_max"):
+        return "max"
+    return "min" if base.endswith("_min") else "mean"
+
+
+def combine_metrics(per_process: list[dict[str, float]]) -> dict[str, float]:
+    """One step's metrics from each process's (see `reduction`). A metric some process lacks (no
+    scored rows) counts as NaN there in a sum or mean (exact for means, since every process holds an
+    equal share); a max or min is over the processes that have a number (NaN when none has)."""
+    keys = sorted(set().union(*per_process))
+    out = {}
+    for k in keys:
+        values = [float(m.get(k, math.nan)) for m in per_process]
+        how = reduction(k)
+        if how in ("max", "min"):
+            known = [v for v in values if not math.isnan(v)]
+            out[k] = (max if how == "max" else min)(known) if known else math.nan
+        else:
+            out[k] = sum(values) if how == "sum" else sum(values) / len(values)
     return out
 
 

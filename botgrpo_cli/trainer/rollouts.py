@@ -127,11 +127,15 @@ def _round(s, step: int, round_: int) -> tuple[RolloutBatch, list, list]:
 
 def trl_extras(s, step: int, rows: list, batch: RolloutBatch) -> dict:
     """What TRL hands reward functions besides prompts, completions and columns: each row's prompt
-    as messages (None where it was text), its completion's token ids, the trainer's state."""
+    as messages (None where it was text), its completion's token ids, the trainer's state, and with
+    an environment each row's instance (trl_environments.with_environments)."""
+    from botgrpo_cli.trl_environments import with_environments
+
     ids = [row[keep].tolist() for row, keep in zip(batch.completion_ids, batch.mask)]
     epoch = s.stream.position / max(1, len(s.stream.items))  # passes over the training prompts, this step's drawn
     state = {"global_step": step - 1, "max_steps": s.cfg.run.steps, "epoch": epoch}  # TRL's state during this step
-    return {"messages": [s.task.messages(ex) for ex in rows], "completion_ids": ids, "trainer_state": state}
+    return with_environments({"messages": [s.task.messages(ex) for ex in rows], "completion_ids": ids,
+                              "trainer_state": state}, batch)
 
 
 def score_shaping(lengths: Tensor, algo: AlgoConfig, max_new_tokens: int) -> Tensor | None:

@@ -19,7 +19,7 @@ from botgrpo_cli.reward_client.span_noise import SpanNoise, parse_span_noise
 from botgrpo_cli.rollout import Engine, FastEngine, HFEngine, SamplingParams
 from botgrpo_cli.rollout.choice import choose_engine
 from botgrpo_cli.rollout.hf import own_copy
-from botgrpo_cli.rollout.turns import MultiTurn, TurnSettings, build_settings, revise_with
+from botgrpo_cli.rollout.turns import MultiTurn, revise_with, settings_from
 from botgrpo_cli.trainer import checkpoint, defaults
 from botgrpo_cli.trainer.checkpoint import TrainState
 from botgrpo_cli.trainer.degenerate import check_settings
@@ -131,13 +131,6 @@ def _engine(cfg: Config, model: Any, tok: Any, path: str) -> Engine:
     return engine
 
 
-def _turn_settings(cfg: Config, task: Any) -> TurnSettings | None:
-    r, run = cfg.rollout, cfg.run
-    return build_settings(list(run.tools), run.environment, r.max_turns, task, run.chat_template_kwargs,
-                          run.system_prompt, r.tool_workers, r.tool_deadline_s, r.environment_deadline_s,
-                          r.max_message_chars, r.tool_memory_mb)
-
-
 def _distributed(cfg: Config) -> Dist:
     from botgrpo_cli.trainer.distributed import make_accelerator
 
@@ -223,7 +216,7 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     task = _task(cfg)
     if shared_pool is None:
         require_reward(cfg.reward, task.service)  # before any model loads
-    settings = _turn_settings(cfg, task)  # a tool or environment that does not import fails here, before any model loads
+    settings = settings_from(cfg.rollout, cfg.run, task)  # a tool or environment that does not import fails here, before any model loads
     base = resolve_model_path(cfg.model, cfg.run.task, cfg.run.task_options)  # an offline hub id fails here, at once
     dist = _distributed(cfg)
     if cfg.rollout.max_staleness > 0 and cfg.algo.dynamic_sampling and dist.world > 1:
@@ -264,11 +257,7 @@ def _open(cfg: Config, resume: bool, shared_pool: Any) -> Iterator[Session]:
     if ckpt is not None:
         state = checkpoint.restore(loaded, opt, sched, dist.optimizer_loader(model, opt))
         stream.position = state.data_position
-    params = SamplingParams(
-        max_new_tokens=max_new, temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p, top_k=cfg.rollout.top_k,
-        min_p=cfg.rollout.min_p, repetition_penalty=cfg.rollout.repetition_penalty,
-        stop=tuple(task.stop if cfg.rollout.stop is None else cfg.rollout.stop),
-        thinking_budget=cfg.rollout.thinking_budget, think_tags=task.think_tags)
+    params = SamplingParams.from_config(cfg.rollout, task)
     pool = shared_pool or open_reward(cfg.reward, task.service)
     engine = None
     try:

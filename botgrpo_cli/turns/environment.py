@@ -15,11 +15,17 @@ The class named is instantiated once per trajectory (no arguments) and may keep 
             transcript coordinates (code points of transcript.text); a dict may hold score, spans
             and metrics. None (or no method): the task's reward scores the transcript.'''
 
+An environment may also answer tool calls itself, on its own instance (TRL's environments do:
+trl_environments.Episode): `takes_calls` (true), `tool_names`, `tool_schemas` (shown after the run's
+tools in its trajectory's prompt) and `run_tools(calls) -> [ToolResult]`.
+
 Each call runs with a deadline (`rollout.environment_deadline_s`). A call that raises or runs past
 it ends that trajectory (counted as an environment error; a reward that fails marks the row as a
-failed scoring: masked and counted), never the run. A call past its deadline is left running on a
-daemon thread, since Python cannot stop a thread: an environment that may hang for good belongs
-behind a tool or a reward service, which run in processes that are killed.
+failed scoring: masked and counted), never the run, unless what it raised is an EnvironmentBroken
+(an environment that cannot run at all: TRL's factory or reset failing), which ends the run with
+its line. A call past its deadline is left running on a daemon thread, since Python cannot stop a
+thread: an environment that may hang for good belongs behind a tool or a reward service, which run
+in processes that are killed.
 """
 
 from __future__ import annotations
@@ -50,6 +56,11 @@ class Transcript:
 
 class EnvironmentFailed(RuntimeError):
     """An environment call raised or ran past its deadline (the message says which)."""
+
+
+class EnvironmentBroken(UserError):
+    """An environment that cannot run at all (TRL's factory or reset raised): the run ends with this
+    line, as TRL's does, where an EnvironmentFailed costs one trajectory."""
 
 
 def load_environment(spec: str) -> Callable[[], Any]:
@@ -97,6 +108,8 @@ def calls_with_deadline(calls: list[tuple[Callable[..., Any], tuple]], deadline_
             out.append(EnvironmentFailed(f"{name} did not return within {deadline_s:g} s"))
         elif "error" in box:
             err = box["error"]
+            if isinstance(err, EnvironmentBroken):
+                raise err
             out.append(EnvironmentFailed(f"{name} raised {type(err).__name__}: {first_line(err)}"))
         else:
             out.append(box.get("value"))

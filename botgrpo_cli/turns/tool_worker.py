@@ -11,6 +11,8 @@ which is an error for the model, and the worker goes on. A result longer than MA
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import os
 import sys
@@ -18,6 +20,16 @@ from typing import Any, Callable, TextIO
 
 from botgrpo_rewards.protocol import FunctionLoadError, bound_memory, first_line, load_function
 from botgrpo_rewards.protocol import where_raised
+
+
+def awaited(value: Any) -> Any:
+    """An async function's result (TRL allows async tools, environment methods and get_reward)."""
+    if inspect.isawaitable(value):
+        async def wait() -> Any:
+            return await value
+
+        return asyncio.run(wait())
+    return value
 
 
 def as_text(result: Any) -> str:
@@ -30,15 +42,19 @@ def as_text(result: Any) -> str:
         return str(result)
 
 
+def oversized(name: str, chars: int, max_chars: int) -> str:
+    """Why a tool's result of `chars` characters is not put in the transcript."""
+    return (f"the tool {name} returned {chars} characters, more than the {max_chars} a message may hold "
+            "(rollout.max_message_chars); ask it for less")
+
+
 def handle(tools: dict[str, Callable[..., Any]], line: str, max_chars: int | None = None) -> dict:
     try:
         call = json.loads(line)
         fn = tools[call["name"]]
-        result = as_text(fn(**call["arguments"]))
+        result = as_text(awaited(fn(**call["arguments"])))
         if max_chars is not None and len(result) > max_chars:
-            return {"ok": False, "oversized": True,
-                    "error": f"the tool {call['name']} returned {len(result)} characters, more than the {max_chars} "
-                             "a message may hold (rollout.max_message_chars); ask it for less"}
+            return {"ok": False, "oversized": True, "error": oversized(call["name"], len(result), max_chars)}
         return {"ok": True, "result": result}
     except MemoryError:
         return {"ok": False, "error": "MemoryError: the tool allocated past its memory bound (rollout.tool_memory_mb)"}
@@ -54,22 +70,31 @@ def _protocol_stdout() -> TextIO:
     return proto
 
 
-def main() -> int:
+def serve(load: Callable[[], dict[str, Callable[..., Any]]], memory_mb: int, max_chars: int) -> int:
+    """The worker's loop on fds 0 and 1 (module docstring); `load` returns the tools by name. Run by
+    main (a fresh interpreter importing specs) or in a fork of the trainer (tools.Toolbox: functions
+    given from Python, inherited as they are)."""
     out = _protocol_stdout()
     try:
-        tools = {spec.rpartition(":")[2]: load_function(spec) for spec in sys.argv[3:]}
+        tools = load()
     except FunctionLoadError as err:
         out.write(json.dumps({"ok": False, "error": str(err)}) + "\n")
         out.flush()
         return 1
-    bound_memory(int(sys.argv[1]))
+    bound_memory(memory_mb)
     out.write('{"ok": true, "result": "ready"}\n')
     out.flush()
-    for line in sys.stdin:
+    for line in open(0, encoding="utf-8", closefd=False):
         if line.strip():
-            out.write(json.dumps(handle(tools, line, int(sys.argv[2])), ensure_ascii=True) + "\n")
+            out.write(json.dumps(handle(tools, line, max_chars), ensure_ascii=True) + "\n")
             out.flush()
     return 0
+
+
+def main() -> int:
+    specs = sys.argv[3:]
+    return serve(lambda: {spec.rpartition(":")[2]: load_function(spec) for spec in specs},
+                 int(sys.argv[1]), int(sys.argv[2]))
 
 
 if __name__ == "__main__":

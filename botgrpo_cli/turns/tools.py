@@ -3,8 +3,12 @@ through its chat template's tool schemas, run in worker processes with a deadlin
 
 A spec is `path/to/file.py:NAME`, `MODULE:NAME`, or a built-in's name (`calculator`). The functions
 are imported here once (to read their schemas: transformers' get_json_schema, as TRL does) and in
-each worker. A call that hangs past `deadline_s` (its worker is killed and started again), raises,
-names no known tool, passes arguments the function does not take or allocates past `memory_mb`
+each worker. A function given from Python that cannot be imported by name (Trainer(tools=[fn]) with
+one defined in the script being run, guarded by `if __name__ == "__main__":` or not: trl_tools.py)
+is given as itself: when the run has one, each worker is a fork of this process that inherits the
+functions as they are (rewards/protocol/forked.py, as for reward functions given from Python).
+A call that hangs past `deadline_s` (its worker is killed and started again), raises, names no
+known tool, passes arguments the function does not take or allocates past `memory_mb`
 (rollout.tool_memory_mb, RLIMIT_AS as for reward functions) or returns more than `max_chars`
 characters (rollout.max_message_chars) comes back as an error text for the model, and is counted:
 never the run's end.
@@ -70,35 +74,44 @@ def tool_schema(fn: Callable[..., Any], spec: str) -> dict:
 class Toolbox:
     """The run's tools: schemas for the template, and `run(calls)` through `workers` worker processes."""
 
-    def __init__(self, specs: list[str], workers: int = 2, deadline_s: float = 10.0,
+    def __init__(self, specs: list[str | Callable[..., Any]], workers: int = 2, deadline_s: float = 10.0,
                  memory_mb: int = DEFAULT_MEMORY_MB, max_chars: int = MAX_MESSAGE_CHARS):
         if not specs:
             raise UserError("run.tools is empty: name at least one tool, or leave it unset")
-        self.specs = [resolve_spec(s) for s in specs]
+        self.specs = [s if callable(s) else resolve_spec(s) for s in specs]
+        self.forked = any(callable(s) for s in self.specs)  # workers are forks: see the module docstring
         self.functions: dict[str, Callable[..., Any]] = {}
         for spec in self.specs:
             try:
-                fn = load_function(spec)
+                fn = spec if callable(spec) else load_function(spec)
             except FunctionLoadError as err:
                 raise UserError(_as_tool(err)) from None
-            name = split_spec(spec)[1]
+            name = fn.__name__ if callable(spec) else split_spec(spec)[1]
             if name in self.functions:
                 raise UserError(f"run.tools names two tools called {name!r}; tool names must be unique")
             self.functions[name] = fn
-        self.schemas = [tool_schema(fn, spec) for spec, fn in zip(self.specs, self.functions.values())]
+        self.schemas = [tool_schema(fn, spec if isinstance(spec, str) else name)
+                        for spec, (name, fn) in zip(self.specs, self.functions.items())]
         self.deadline_s, self.n_workers, self.memory_mb = deadline_s, max(1, workers), memory_mb
         self.max_chars = max_chars  # longest result sent back (rollout.max_message_chars)
-        self._free: queue.Queue[LineChild] = queue.Queue()
+        self._free: queue.Queue[Any] = queue.Queue()
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self.stats = {"calls": 0, "errors": 0, "timeouts": 0, "restarts": 0}
 
     # ---------------------------------------------------------------- workers
 
-    def _spawn(self) -> LineChild:
-        child = LineChild([sys.executable, "-m", "botgrpo_cli.turns.tool_worker", str(self.memory_mb),
-                           str(self.max_chars), *self.specs], "tool-worker",
-                          ready=is_ready_line, stderr="inherit")
+    def _spawn(self) -> Any:
+        if self.forked:
+            from botgrpo_cli.turns.tool_worker import serve
+            from botgrpo_rewards.protocol import ForkedChild
+
+            functions, memory_mb, max_chars = dict(self.functions), self.memory_mb, self.max_chars
+            child: Any = ForkedChild(lambda: serve(lambda: functions, memory_mb, max_chars), "tool-worker")
+        else:
+            child = LineChild([sys.executable, "-m", "botgrpo_cli.turns.tool_worker", str(self.memory_mb),
+                               str(self.max_chars), *self.specs], "tool-worker",
+                              ready=is_ready_line, stderr="inherit")
         try:
             return ready_child(child, "the tool worker")
         except RuntimeError as err:
@@ -161,7 +174,7 @@ class Toolbox:
             return ToolResult(call.name, f"Error: {msg.get('error')}", "oversized" if msg.get("oversized") else "error")
         return ToolResult(call.name, str(msg.get("result")))
 
-    def _replace(self, child: LineChild) -> LineChild:
+    def _replace(self, child: Any) -> Any:
         child.kill()
         with self._lock:
             self.stats["restarts"] += 1

@@ -41,7 +41,9 @@ from botgrpo_rewards.protocol.codec import (
 )
 from botgrpo_rewards.protocol.batcher import Batcher, Item
 from botgrpo_rewards.protocol.function_loader import FunctionLoadError, SpecError, first_line, load_function
+from botgrpo_rewards.protocol.forked import ForkedChild
 from botgrpo_rewards.protocol.function_worker import bound_memory, where_raised
+from botgrpo_rewards.protocol.function_worker import handle as answer_function_batch
 from botgrpo_rewards.protocol.functions import (
     NOT_SCORABLE,
     FunctionProcess,
@@ -89,7 +91,7 @@ from botgrpo_rewards.protocol.wire import (
 __all__ = [
     "Batcher", "DEFAULT_MEMORY_MB", "FunctionProcess", "Item", "NOT_SCORABLE", "WorkerFailed", "WorkerTimeout",
     "batch_line", "callable_name", "read_item", "split_spec", "FunctionLoadError", "SpecError", "first_line",
-    "load_function", "bound_memory", "where_raised", "absolute_spec", "is_ready_line", "ready_child",
+    "load_function", "bound_memory", "where_raised", "answer_function_batch", "ForkedChild", "absolute_spec", "is_ready_line", "ready_child",
     "CAPABILITY_DETERMINISTIC", "DEFAULT_TAGS", "Reasoning", "opens_reasoning", "split_reasoning",
     "ChildExited", "DEFAULT_DEADLINE_MS", "ErrorInfo", "Hello", "LineChild", "MAX_COMPLETION_CHARS",
     "MAX_DEADLINE_MS", "MAX_LINE_BYTES", "MAX_PROMPT_CHARS", "Message", "Ping", "Pong", "ProtocolError",

@@ -1,7 +1,9 @@
-"""A Python callable as a reward function worker: the calling process forks, and the child runs
-worker.serve on a pair of pipes. The child inherits the callable as it is (a lambda, a closure over
-a tokenizer), so nothing is pickled; it speaks the same lines as a worker started from a spec, and
-FunctionProcess (functions.py) drives both alike (send, receive, wait_ready, kill, returncode).
+"""A Python callable as a worker: the calling process forks, and the child runs a worker's loop
+(function_worker.serve for a reward function, botgrpo_cli's tool_worker.serve for tools) on a pair
+of pipes. The child inherits the callable as it is (a lambda, a closure over a tokenizer, a function
+of an unguarded script), so nothing is pickled and nothing is imported again; it speaks the same
+lines as a worker started from a spec, and FunctionProcess (functions.py) and Toolbox drive both
+alike (send, receive, wait_ready, kill, returncode).
 
 Linux and macOS only (fork). The child never returns into the caller's code: it leaves with
 os._exit, so no atexit handler, open file or thread of the parent runs twice.
@@ -38,11 +40,10 @@ def _close_other_pipes() -> None:
 
 
 class ForkedChild:
-    """The worker for `fn`, forked now (see the module docstring)."""
+    """A worker forked now, whose child runs `serve()` (a worker loop on fds 0 and 1 returning its exit
+    code); see the module docstring."""
 
-    def __init__(self, fn: Callable[..., Any], name: str, memory_mb: int):
-        from botgrpo_rewards.protocol.function_worker import serve
-
+    def __init__(self, serve: Callable[[], int], name: str):
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         pid = os.fork()
@@ -56,7 +57,7 @@ class ForkedChild:
                 for fd in (to_child_r, to_child_w, from_child_r, from_child_w):
                     os.close(fd)
                 _close_other_pipes()
-                code = serve(lambda: fn, name, memory_mb)
+                code = serve()
             finally:
                 os._exit(code)
         os.close(to_child_r)

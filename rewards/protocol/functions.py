@@ -102,8 +102,10 @@ class FunctionProcess:
         """A started child whose function imported; RuntimeError (one line: why) otherwise."""
         if self.fn is not None:
             from botgrpo_rewards.protocol.forked import ForkedChild
+            from botgrpo_rewards.protocol.function_worker import serve
 
-            child: Any = ForkedChild(self.fn, self.name, self.memory_mb)
+            fn, name, memory_mb = self.fn, self.name, self.memory_mb
+            child: Any = ForkedChild(lambda: serve(lambda: fn, name, memory_mb), name)
         else:
             child = LineChild([sys.executable, "-m", "botgrpo_rewards.protocol.function_worker", self.label, self.name,
                                str(self.memory_mb)], f"reward-function-{self.name}", ready=is_ready_line,

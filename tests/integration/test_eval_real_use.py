@@ -93,3 +93,17 @@ def test_eval_samples_under_the_trainers_precision_rule(tiny_arith_model_dir, tm
     assert report["config"]["autocast"] == "bfloat16" and report["scope"]["problems"] == 2
     bad = _run("--task", "arith_synth", "--model", model, "--autocast", "fp8", "--out", str(tmp_path / "bad"))
     assert bad.exit_code == 1 and "--autocast must be one of auto, bfloat16, off" in " ".join(str(bad.exception).split())
+
+
+def test_eval_from_python_samples_with_the_config_it_is_given(tiny_arith_model_dir, tmp_path):
+    """The library call: EvalOptions carries the training config's sections, and eval samples by
+    them (here rollout.max_new_tokens, read through SamplingParams.from_config)."""
+    from botgrpo_cli.config import Config, RolloutConfig, RunConfig
+    from botgrpo_cli.evaluation import EvalOptions, run_eval
+    from botgrpo_tasks import get_task
+
+    config = Config(run=RunConfig(task="arith_synth", seed=1), rollout=RolloutConfig(max_new_tokens=2))
+    report = run_eval(EvalOptions(model=str(tiny_arith_model_dir), out=tmp_path, config=config, n=2, limit=2))
+    samples = [s for p in report["evaluations"][0]["problems"] for s in p["samples"]]
+    assert len(samples) == 4 and max(s["tokens"] for s in samples) == 2 < get_task("arith_synth").max_new_tokens
+    assert report["config"]["max_new_tokens"] == 2 and report["config"]["seed"] == 1

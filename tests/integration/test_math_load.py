@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from botgrpo_rewards.math.peer_cases import peer_rows
+from math_peer_cases import peer_rows
 
 BUSY = "while True: pass"
 

@@ -13,7 +13,7 @@ import torch
 from botgrpo_cli.config import load_config
 from botgrpo_cli.rollout import FastEngine, HFEngine, SamplingParams
 from botgrpo_cli.rollout.turns import MultiTurn, TurnSettings
-from botgrpo_cli.trainer import ahead, loop, train
+from botgrpo_cli.trainer import train
 from botgrpo_cli.turns.tools import Toolbox
 
 SMALL = ["rollout.prompts_per_step=2", "rollout.group_size=4", "rollout.max_new_tokens=48", "run.threads=1",
@@ -238,47 +238,6 @@ def test_a_hanging_and_a_raising_tool_are_counted_and_the_run_finishes(model_dir
     assert sum(m["turns/tool_errors"] for m in result.metrics) == calls >= 2  # every other call raised
 
 
-@pytest.fixture
-def seen(monkeypatch):
-    """Each step's batch and (mask, advantages), as the trainer computed them."""
-    out: dict[str, list] = {"batches": [], "advantages": []}
-    collect, advantages = ahead.collect_rollouts, loop.compute_advantages  # the step's rollouts come through ahead.py
-
-    def keep_batch(s, step):
-        ro = collect(s, step)
-        out["batches"].append(ro.batch)
-        return ro
-
-    def keep_advantages(name, **kwargs):
-        adv = advantages(name, **kwargs)
-        out["advantages"].append((kwargs["mask"].clone(), adv.clone()))
-        return adv
-
-    monkeypatch.setattr(ahead, "collect_rollouts", keep_batch)
-    monkeypatch.setattr(loop, "compute_advantages", keep_advantages)
-    return out
-
-
-@pytest.fixture
-def scoring(monkeypatch):
-    """Each step's (raw scores, ok, shaped scores) and the scores its advantages started from."""
-    out: dict[str, list] = {"scores": [], "advantage_scores": []}
-    to_token_rewards, advantages = loop.to_token_rewards, loop.compute_advantages
-
-    def keep_scores(scored, *args, **kwargs):
-        tr = to_token_rewards(scored, *args, **kwargs)
-        out["scores"].append((scored.scores.clone(), scored.ok.clone(), tr.scores.clone()))
-        return tr
-
-    def keep_advantage_scores(name, **kwargs):
-        out["advantage_scores"].append(kwargs["scores"].clone())
-        return advantages(name, **kwargs)
-
-    monkeypatch.setattr(loop, "to_token_rewards", keep_scores)
-    monkeypatch.setattr(loop, "compute_advantages", keep_advantage_scores)
-    return out
-
-
 def test_an_environment_trains_and_its_span_reaches_only_its_turn(model_dir, user_dir, pool, tmp_path, seen):
     result = train(_cfg(model_dir, tmp_path / "run", f"run.environment={user_dir}/my_env.py:AskTwice",
                         "rollout.max_turns=2", algo="bot_grpo"), pool=pool)
@@ -494,3 +453,47 @@ def test_a_tool_past_its_memory_bound_is_an_error_and_its_worker_goes_on(tmp_pat
         over, under = tools.run([ToolCall("hungry", {"size_gib": 1}), ToolCall("hungry", {"size_gib": 0})])
     assert over.error == "error" and "memory bound (rollout.tool_memory_mb)" in over.content
     assert under.error is None and under.content == "allocated" and tools.stats["restarts"] == 0
+
+
+def test_tools_given_as_functions_run_in_forked_workers_answered_as_spec_tools_are():
+    """Trainer(tools=[fn]) with a function that cannot be imported by name (a script's, a closure):
+    the workers are forks that inherit it; a raise, a hang past the deadline (the worker replaced by
+    a new fork) and a result past max_chars answer the model as a worker started from a spec does;
+    an async tool is awaited."""
+    import os
+    import threading
+
+    from botgrpo_cli.turns.tool_calls import ToolCall
+
+    never = threading.Event()
+
+    def where(kind: str) -> str:
+        """Where the call ran, or fails as asked.
+
+        Args:
+            kind: pid, raise, hang or big
+        """
+        if kind == "raise":
+            raise ValueError("asked to")
+        if kind == "hang":
+            never.wait()
+        return "7" * 2000 if kind == "big" else str(os.getpid())
+
+    async def later(n: int) -> int:
+        """An async tool, as TRL allows: its awaited result is the answer.
+
+        Args:
+            n: a number
+        """
+        return n + 1
+
+    with Toolbox([where, later], workers=1, deadline_s=1.0, max_chars=1000) as tools:
+        assert [s["function"]["name"] for s in tools.schemas] == ["where", "later"]
+        first, raised, hung, after, big, awaited = tools.run(
+            [*(ToolCall("where", {"kind": k}) for k in ("pid", "raise", "hang", "pid", "big")), ToolCall("later", {"n": 1})])
+    assert first.error is None and int(first.content) != os.getpid()  # another process: a fork
+    assert raised.error == "error" and raised.content.startswith("Error: ValueError: asked to (")
+    assert (hung.error, hung.content) == ("timeout", "Error: the tool where did not answer within 1 s")
+    assert after.error is None and int(after.content) != os.getpid() and tools.stats["restarts"] == 1  # a new fork
+    assert big.error == "oversized" and "more than the 1000 a message may hold" in big.content
+    assert (awaited.error, awaited.content) == (None, "2")

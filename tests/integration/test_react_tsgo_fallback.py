@@ -2,8 +2,9 @@
 breaks again it falls back to TypeScript 5.9 with one warning line. No check is lost and every
 answer is the one TypeScript 5.9 gives. Real processes throughout: a SIGKILLed tsgo, and for the
 second failure a tsgo binary that will not start again (a wrapper that runs the real one once).
-A tsgo over its memory limit is replaced between batches; a hung tsgo (SIGSTOPped: it never answers)
-times the check out, and the second such timeout in a row restarts Node on TypeScript 5.9."""
+A tsgo over its memory limit is replaced between batches; a hung tsgo (SIGSTOPped, every thread of
+it stopped: it never answers) times the check out, and the second such timeout in a row restarts Node
+on TypeScript 5.9."""
 
 from __future__ import annotations
 
@@ -105,12 +106,12 @@ def test_a_tsgo_over_its_memory_limit_is_replaced_between_batches(checker, caplo
     assert nc.restarts == 0 and not warnings_in(caplog)
 
 
-def test_repeated_tsgo_hangs_end_on_typescript_5_9(checker, caplog):
+def test_repeated_tsgo_hangs_end_on_typescript_5_9(checker, caplog, stop_process):
     caplog.set_level(logging.INFO, logger="botgrpo_rewards.react")
     nc = checker()
     for hang in (1, 2):
         assert nc.checker == "tsgo"
-        os.kill(nc._checker_pid, signal.SIGSTOP)  # Node's next call into tsgo never returns
+        stop_process(nc._checker_pid)  # Node's next call into tsgo never returns (research/scripts/tsgo_stop_race.py)
         with pytest.raises(BackendTimeout):
             nc.check(TYPE_ERROR, True, 5, time.monotonic() + 3)
         assert nc.restarts == hang

@@ -2,7 +2,8 @@
 TRL's documented quickstart rewards copied into a file as a user copies them, a function using
 completion_ids, trainer_state and log_metric, one returning None for half the rows, TRL's own
 think_format_reward on conversational data, and a run whose every completion is masked, which
-fails in one line. Each run: 2 steps, 2 prompts x 2 completions, a few new tokens."""
+fails in one line. Each run: 2 prompts x 2 completions, a few new tokens; 2 steps where the trainer
+state's progress is checked, else 1."""
 
 from __future__ import annotations
 
@@ -75,8 +76,8 @@ def user(tmp_path_factory, smollm2_gguf) -> Path:
     return home
 
 
-def _train(user: Path, gguf: Path, out: Path, data: str, functions: list[str]):
-    cfg = load_config(None, algo="grpo", sets=[*SMALL, f"model.name_or_path={gguf}"])
+def _train(user: Path, gguf: Path, out: Path, data: str, functions: list[str], steps: int = 2):
+    cfg = load_config(None, algo="grpo", sets=[*SMALL, f"model.name_or_path={gguf}", f"run.steps={steps}"])
     cfg.run.out_dir, cfg.run.task_options = str(out), {"path": str(user / data)}
     cfg.reward.function = functions
     return train(cfg)
@@ -124,7 +125,8 @@ def test_each_function_is_shown_in_the_samples_page_and_the_curves(plain_run):
 
 def test_trl_think_format_reward_on_conversational_data(user, smollm2_gguf, tmp_path):
     result = _train(user, smollm2_gguf, tmp_path / "run", "chat.jsonl",
-                    ["trl.rewards:think_format_reward", f"{user}/chat_rewards.py:prompt_is_chat"])
+                    ["trl.rewards:think_format_reward", f"{user}/chat_rewards.py:prompt_is_chat"], steps=1)
+    assert len(result.metrics) == 1
     for m in result.metrics:
         assert m["reward/masked"] == 0 and m["reward/prompt_is_chat/mean"] == 1.0
         assert 0.0 <= m["reward/think_format_reward/mean"] <= 1.0
@@ -132,13 +134,13 @@ def test_trl_think_format_reward_on_conversational_data(user, smollm2_gguf, tmp_
 
 def test_a_run_with_every_completion_masked_exits_non_zero_in_one_line(user, smollm2_gguf, tmp_path):
     sets = [*SMALL, f"model.name_or_path={smollm2_gguf}", f"run.task_options={{path: {user / 'plain.jsonl'}}}",
-            f"reward.function={user}/more.py:never"]
+            f"reward.function={user}/more.py:never", "run.steps=1"]
     done = subprocess.run([sys.executable, "-m", "botgrpo_cli", "train", "--out", str(tmp_path / "run"),
                            *[a for s in sets for a in ("--set", s)]], capture_output=True, text=True, timeout=1200,
                           env={**os.environ, "COLUMNS": "80"})
     assert done.returncode == 1, done.stderr
     output = done.stdout + done.stderr
     lines = [line for line in output.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1 and "every completion of all 2 step(s) was masked" in lines[0], output
+    assert len(lines) == 1 and "every completion of all 1 step(s) was masked" in lines[0], output
     assert "every reward function (never) returned None" in lines[0] and "botgrpo reward score" in lines[0]
     assert "Traceback" not in output

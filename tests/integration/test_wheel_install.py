@@ -76,6 +76,8 @@ def test_every_module_and_data_file_under_the_import_roots_ships_and_nothing_els
     assert {"botgrpo_rewards/react/package-lock.json", "botgrpo_rewards/react/checker.js",
             "botgrpo_rewards/render/compiler.js", "botgrpo_tasks/data/react/specs.jsonl"} <= shipped
     assert shipped == expected, (sorted(expected - shipped)[:10], sorted(shipped - expected)[:10])
+    # the math checker's graded tables and peer corpora are test data (tests/data, tests/fixtures/peer)
+    assert not [n for n in shipped if n.startswith("botgrpo_rewards/math/") and ("cases" in n or "peer" in n)]
 
 
 def _module_level_imports(path: Path) -> set[str]:
@@ -176,9 +178,11 @@ def test_a_fresh_venv_trains_evaluates_and_scores_from_the_wheel(wheel, botgrpo_
             "--set", "rollout.prompts_per_step=2", "--set", "rollout.group_size=2",
             "--set", "rollout.max_new_tokens=16", "--set", "log.tensorboard=false")
         assert len((work / "run" / "metrics.jsonl").read_text().splitlines()) == 1
-        run("eval", "--task", "arith_synth", "--model", str(tiny_arith_model_dir), "--out", "ev", "--n", "2",
+        # the run directory train just wrote, as a user evaluates it: its checkpoint loads from the wheel's code
+        run("eval", "--task", "arith_synth", "--model", "run", "--out", "ev", "--n", "2",
             "--k", "1", "--limit", "2", "--max-new-tokens", "16", "--threads", "1")
-        assert json.loads((work / "ev" / "eval.json").read_text())
+        (evaluated,) = json.loads((work / "ev" / "eval.json").read_text())["evaluations"]
+        assert evaluated["step"] == 1 and evaluated["aggregates"]["failed_scoring"] == 0
 
     def score_math_then_react() -> None:
         (work / "math.jsonl").write_text(json.dumps({"id": "m", "prompt": "2+2?", "completion": "So \\boxed{4}.",
@@ -188,7 +192,8 @@ def test_a_fresh_venv_trains_evaluates_and_scores_from_the_wheel(wheel, botgrpo_
         component = "```tsx\nexport default function A() { return <div>hi</div>; }\n```"
         (work / "react.jsonl").write_text(json.dumps({"id": "r", "prompt": "a div", "completion": component}) + "\n")
         refused = botgrpo("reward", "score", "react.jsonl", "-s", "react")  # before the setup: says what to run
-        assert refused.returncode == 1 and "run `botgrpo setup react`" in refused.stdout + refused.stderr
+        said = [line for line in (refused.stdout + refused.stderr).splitlines() if line.startswith("error:")]
+        assert refused.returncode == 1 and len(said) == 1 and said[0].endswith("run `botgrpo setup react`"), said
         assert str(cache / "node") in run("setup", "react")
         run("reward", "score", "react.jsonl", "-s", "react")
         assert json.loads((work / "react.scored.jsonl").read_text())["score"] == 1.0

@@ -28,3 +28,20 @@ def test_bench_step_refuses_bad_mini_batch_counts_before_running_anything():
     for bad in ("1,two", "0,2"):
         result = runner.invoke(app, ["bench", "step", "--algos", "grpo", "--mini-batches", bad])
         assert result.exit_code != 0 and "--mini-batches" in str(result.exception)
+
+
+def test_bench_step_title_names_the_shape_the_runs_trained_at(monkeypatch):
+    """--set may change the batch the presets train at: the table's title says the shape they ran
+    (the runs themselves are replaced here; the title is what is checked)."""
+    import botgrpo_cli.bench.step as step
+
+    def timed(names, steps, task, threads, model, repeats, counts, sets, bounds):
+        return [step.StepFigures(name, 1.0, 0.5, 0.1, 0.1, 0.3, 100.0, steps) for name in names]
+
+    monkeypatch.setattr(step, "run", timed)
+    for sets, shape in (([], "8 prompts x 8 completions x 48 new tokens"),
+                        (["--set", "rollout.group_size=4", "--set", "rollout.max_new_tokens=16"],
+                         "8 prompts x 4 completions x 16 new tokens")):
+        result = runner.invoke(app, ["bench", "step", "--algos", "grpo", *sets])
+        assert result.exit_code == 0, result.output
+        assert f"training step on react_synth: {shape}, medians" in " ".join(result.output.split())

@@ -3,6 +3,7 @@ summed over micro-batches and averaged over ranks as DDP does, equal the full ba
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import pytest
@@ -11,7 +12,8 @@ import torch
 from botgrpo_cli.algos import policy_loss
 from botgrpo_cli.algos.losses import BY_TOKENS, LOSS_AGGS
 from botgrpo_cli.errors import UserError
-from botgrpo_cli.trainer.distributed import Dist, fully_shard_policy, is_fsdp, loss_weights, reduce_metrics, shard
+from botgrpo_cli.trainer.distributed import (Dist, combine_metrics, fully_shard_policy, is_fsdp, loss_weights,
+                                             reduce_metrics, shard)
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,23 @@ def test_shard_keeps_contiguous_equal_shares():
 def test_metrics_pass_through_with_one_process():
     m = {"loss": 0.5, "time/step_s": 1.0}
     assert reduce_metrics(m, Dist()) == m
+
+
+def test_extremes_over_processes_are_the_largest_and_smallest_not_the_mean():
+    """Two processes' step metrics: a NAME_max is the larger (the step's staleness bound is the most
+    stale batch of any process), a NAME_min the smaller, each mini-batch's too; a process without a
+    number (no valid token) does not make an extreme NaN; counts add up, times are the slowest's."""
+    nan = math.nan
+    a = {"loss": 1.0, "async/staleness_max": 2.0, "mismatch/abs_diff_max": 1e-3, "mismatch/is_weight_min": 0.5,
+         "ratio_max": 1.5, "ratio_max/mb1": 1.1, "ratio_min": nan, "reward/masked": 1.0, "time/step_s": 3.0}
+    b = {"loss": 3.0, "async/staleness_max": 0.0, "mismatch/abs_diff_max": 4e-3, "mismatch/is_weight_min": 0.9,
+         "ratio_max": 1.2, "ratio_max/mb1": 1.3, "ratio_min": 0.8, "reward/masked": 2.0, "time/step_s": 5.0}
+    assert combine_metrics([a, b]) == {
+        "loss": 2.0, "async/staleness_max": 2.0, "mismatch/abs_diff_max": 4e-3, "mismatch/is_weight_min": 0.5,
+        "ratio_max": 1.5, "ratio_max/mb1": 1.3, "ratio_min": 0.8, "reward/masked": 3.0, "time/step_s": 5.0}
+    both_missing = combine_metrics([{"ratio_min": nan, "loss": 1.0}, {"loss": 2.0}])
+    assert math.isnan(both_missing["ratio_min"]) and both_missing["loss"] == 1.5
+    assert math.isnan(combine_metrics([{"adv/std": 1.0}, {}])["adv/std"])  # a mean over a missing share: unknown
 
 
 def test_fsdp_needs_decoder_layers_to_shard():

@@ -73,7 +73,7 @@ def test_parse_ks():
 
 def test_k_larger_than_n_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="larger than --n 4"):
-        check(EvalOptions(task="arith_synth", model="m", out=tmp_path, n=4, ks=[1, 16]))
+        check(EvalOptions(model="m", out=tmp_path, n=4, ks=[1, 16]))
 
 
 def test_markdown_tables_show_figures_and_per_problem_pass_at_k():

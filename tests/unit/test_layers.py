@@ -167,3 +167,12 @@ def test_the_product_names_no_experiment():
              if path.is_file() and "node_modules" not in path.parts and path.suffix in (".py", ".md", ".js")
              for name in names if name in path.read_text(encoding="utf-8")]
     assert not found, found
+
+
+def test_the_product_carries_no_test_material():
+    """The math checker's graded tables and other projects' test cases are test data (tests/data,
+    tests/fixtures): no module the packages ship holds or reads them."""
+    names = ("math_verify_core", "hendrycks_math", "peer_rows", "tests/fixtures", "tests/data")
+    found = [f"{path}: {name}" for root in ROOTS.values() for path in sorted(root.rglob("*.py"))
+             for name in names if name in path.read_text(encoding="utf-8")]
+    assert not found, found

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from botgrpo_rewards.backend import BackendError, BackendTimeout
-from botgrpo_rewards.math.cases import CASES
+from math_cases import CASES
 from botgrpo_rewards.math.service import MathBackend
 from botgrpo_rewards.protocol import ScoreRequest, validate_spans
 
@@ -47,7 +47,7 @@ def test_table_through_the_backend(backend):
 
 def test_peer_format_table_through_the_backend(backend):
     # whole completions as models and datasets write them (Minerva, PRM800K, GSM8K, <think>, bare...)
-    from botgrpo_rewards.math.peer_cases import peer_rows
+    from math_peer_cases import peer_rows
 
     wrong = [(fmt, gold, completion[-60:]) for fmt, gold, completion, expected in peer_rows()
              if (score(backend, completion, gold, deadline_s=60.0).score == 1.0) is not expected]
@@ -198,7 +198,7 @@ def test_overrunning_check_is_a_timeout_never_wrong_and_never_cached(backend):
     assert score(backend, "\\boxed{\\frac{2}{6}}", "1/3").score == 1.0
 
 
-def test_check_limit_counts_cpu_not_wall_time():
+def test_check_limit_counts_cpu_not_wall_time(stop_process):
     # A worker that is stopped (no CPU at all, as on a saturated machine) is not timed out by the
     # CPU limit; only the wall-clock bound (the request's deadline) ends the wait.
     from botgrpo_rewards.math.pool import JobTimeout, WorkerPool
@@ -207,7 +207,7 @@ def test_check_limit_counts_cpu_not_wall_time():
     pool.start()
     try:
         [pid] = pool.pids()
-        os.kill(pid, signal.SIGSTOP)
+        stop_process(pid)
         threading.Timer(1.5, os.kill, (pid, signal.SIGCONT)).start()
         start = time.monotonic()
         assert pool.run("answer", ["\\frac{1}{2}", "0.5"], 0.5, 10.0)[0] is True

@@ -6,7 +6,7 @@ import pytest
 import sympy
 
 from botgrpo_rewards.math.answer import shape
-from botgrpo_rewards.math.cases import CASES
+from math_cases import CASES
 from botgrpo_rewards.math.compare import answers_equal
 from botgrpo_rewards.math.parse import ParseError, TooBig, parse
 

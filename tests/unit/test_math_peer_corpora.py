@@ -1,4 +1,4 @@
-"""The peer corpora (tests/fixtures/peer): well-formed, attributed, and graded as the benchmark grades them."""
+"""The peer corpora (tests/fixtures/peer): well-formed, attributed, and graded as the math service grades them."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from botgrpo_rewards.math import peer_corpora
+import math_peer_corpora as peer_corpora
 from botgrpo_rewards.protocol import ScoreRequest
 
 CASES = peer_corpora.load()

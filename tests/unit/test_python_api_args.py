@@ -56,8 +56,6 @@ def test_trl_arguments_without_a_counterpart_say_what_to_do_instead():
         Trainer(modle="x")
     with pytest.raises(UserError, match="args must be a botgrpo_cli.Config, a TRL GRPOConfig or a dict"):
         Trainer(args=["num_generations", 4])
-    with pytest.raises(UserError, match="environment_factory.*run.environment"):
-        Trainer(environment_factory=object)
 
 
 def test_datasets_are_written_once_by_content_and_streams_give_what_the_run_draws(tmp_path, monkeypatch):

@@ -36,9 +36,16 @@ def test_a_batch_takes_waiting_checks_up_to_the_count_and_the_code_budget():
 
 
 def test_a_check_finding_node_idle_waits_for_the_rest_of_a_burst(monkeypatch):
-    monkeypatch.setattr(checker, "LINGER_S", 0.5)  # wide, so a loaded machine cannot miss it
+    monkeypatch.setattr(checker, "LINGER_S", 1.0)  # wide, so a loaded machine cannot miss it
     nc = NodeChecker()
     nc.start()
+
+    def until(cond) -> None:  # the states are forced by the test, not hoped for: wait for each
+        end = time.monotonic() + 60
+        while not cond():
+            assert time.monotonic() < end
+            time.sleep(0.001)
+
     try:
         replies: list[dict] = []
 
@@ -48,14 +55,19 @@ def test_a_check_finding_node_idle_waits_for_the_rest_of_a_burst(monkeypatch):
         for k in range(3):  # one at a time: nobody to wait for, so nobody waits
             one(k)
         assert nc.lingered == 0 and nc.largest_batch == 1
-        ahead = threading.Thread(target=one, args=(3,))  # two together: the second finds the first ahead
-        ahead.start()
-        one(4)
+        with nc._lock:  # Node held busy: the second check surely arrives while the first is being sent
+            ahead = threading.Thread(target=one, args=(3,))
+            ahead.start()
+            until(lambda: nc._sending)
+            behind = threading.Thread(target=one, args=(4,))
+            behind.start()
+            until(lambda: len(nc._waiting) == 1)
         ahead.join()
+        behind.join()
         lingered = nc.lingered
         first = threading.Thread(target=one, args=(1,))  # now bursts are expected: the next lone check waits
         first.start()
-        time.sleep(0.05)  # arrives while the first lingers
+        until(lambda: nc.lingered == lingered + 1)  # the first lingers; the second arrives meanwhile
         one(2)
         first.join()
         assert nc.lingered == lingered + 1 and nc.largest_batch == 2

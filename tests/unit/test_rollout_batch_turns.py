@@ -1,4 +1,5 @@
-"""RolloutBatch's multi-turn fields: the trained-token mask and the model turns survive select and concat."""
+"""RolloutBatch's multi-turn fields: the trained-token mask, the model turns and each row's environment
+instance survive select and concat."""
 
 from __future__ import annotations
 
@@ -37,6 +38,18 @@ def test_select_and_concat_carry_loss_mask_and_turns():
     assert joined.turns == [[(0, 5)], [(0, 1), (3, 4)], [(0, 2)]]
     assert joined.loss_mask.tolist() == [[True] * 5, [True, False, False, True, False], [True, True] + [False] * 3]
     assert concat([_batch([2]), _batch([1])], pad_id=0).loss_mask is None
+
+
+def test_select_and_concat_keep_each_rows_environment_instance():
+    a, b, c = object(), object(), object()
+    with_envs = _batch([2, 1])
+    with_envs.environments = [a, b]
+    assert with_envs.select(torch.tensor([1, 0])).environments == [b, a]
+    other = _batch([1])
+    other.environments = [c]
+    assert concat([with_envs, other], pad_id=0).environments == [a, b, c]
+    assert concat([_batch([1]), with_envs], pad_id=0).environments == [None, a, b]  # a part without: None rows
+    assert concat([_batch([1]), _batch([2])], pad_id=0).environments is None
 
 
 def test_used_width_reaches_the_last_trained_token_past_a_hole():

@@ -10,7 +10,7 @@ from datasets import Dataset
 from transformers import get_scheduler
 from trl import GRPOConfig
 
-from botgrpo_cli import Config, OptimConfig, RunConfig, Trainer
+from botgrpo_cli import AlgoConfig, Config, OptimConfig, RunConfig, Trainer
 from botgrpo_cli.errors import UserError
 from botgrpo_cli.trainer.update import make_optimizer
 from botgrpo_cli.trl_args import KEEP_ALL, from_trl
@@ -42,6 +42,13 @@ def test_the_batch_arithmetic_is_trls():
     # max_steps=-1: num_train_epochs over the dataset's prompts
     rows = Dataset.from_list([{"prompt": str(i)} for i in range(10)])
     assert Trainer(args={**CPU, "num_train_epochs": 2, "num_generations": 2}, train_dataset=rows).config.run.steps == 5
+    # "epoch" strategies: a save (an evaluation) per pass over the dataset (3 steps of 4 prompts), max_steps or not
+    for length in ({"num_train_epochs": 2}, {"max_steps": 12}):
+        args = {**CPU, **length, "num_generations": 2, "save_strategy": "epoch", "eval_strategy": "epoch"}
+        run = Trainer(args=args, train_dataset=rows).config.run
+        assert (run.save_every, run.eval_every) == (3, 3)
+    run = Trainer(args={**CPU, "max_steps": 12, "eval_strategy": "steps", "eval_steps": 2}, train_dataset=rows).config.run
+    assert run.eval_every == 2
     with pytest.raises(UserError, match="set max_steps"):
         from_trl({**CPU})
     with pytest.raises(UserError, match="not a multiple of gradient_accumulation_steps"):
@@ -62,6 +69,28 @@ def test_fields_without_a_counterpart_pass_at_trls_default_and_name_what_to_do_o
     assert from_trl({**CPU, "max_steps": 1, "model_init_kwargs": {"dtype": "bfloat16"}}).model.dtype == "bfloat16"
     with pytest.raises(UserError, match="report_to.*trackio"):
         from_trl({**CPU, "max_steps": 1, "report_to": ["trackio"]})
+    # vLLM's settings have a counterpart, with use_vllm; TRL's deprecated clip name means clip_max, as in TRL
+    with pytest.raises(UserError, match=r"^GRPOConfig\(vllm_gpu_memory_utilization=0.5\): it takes effect with use_vllm"):
+        from_trl({**CPU, "max_steps": 1, "vllm_gpu_memory_utilization": 0.5})
+    with pytest.warns(FutureWarning):
+        assert from_trl({**CPU, "max_steps": 1, "vllm_importance_sampling_cap": 2.5}).algo.mismatch_is_max == 2.5
+
+
+def test_reward_options_are_checked_against_the_reward_funcs_given_beside_them():
+    def a(completions, **kwargs):
+        return [0.0] * len(completions)
+
+    args = {**CPU, "max_steps": 1, "reward_weights": [1.0, 0.5]}
+    assert Trainer(reward_funcs=[a, a], args=args).config.reward.weights == [1.0, 0.5]
+    with pytest.raises(UserError, match=r"reward.weights must be 3 finite number\(s\), one per reward.function"):
+        Trainer(reward_funcs=[a, a, a], args=args)
+    # GDPO needs two reward functions: the ones given beside args count (as a GRPOConfig or a Config)
+    gdpo = {**args, "multi_objective_aggregation": "normalize_then_sum"}
+    assert Trainer(reward_funcs=[a, a], args=gdpo).config.algo.reward_aggregation == "normalize_then_sum"
+    native = Config(algo=AlgoConfig(reward_aggregation="normalize_then_sum"))
+    assert Trainer(reward_funcs=[a, a], args=native).config.reward.function == [a, a]
+    with pytest.raises(UserError, match="normalize_then_sum.*needs two or more"):
+        Trainer(reward_funcs=a, args=native)
 
 
 def test_a_dataset_without_a_prompt_column_is_refused_at_construction():
@@ -96,24 +125,23 @@ def test_each_schedule_is_transformers_and_a_resume_restores_it(name, options):
     assert len(set(expected)) > 2  # the schedule moves
 
 
-def test_tools_become_specs_the_workers_import(tmp_path, monkeypatch):
+def test_tools_importable_by_name_become_specs_and_the_others_stay_functions(tmp_path):
     from botgrpo_cli.trl_tools import tool_spec
 
     assert Trainer(tools=["calculator", "my_tools.py:lookup"]).config.run.tools == ["calculator", "my_tools.py:lookup"]
     assert tool_spec(make_optimizer) == "botgrpo_cli.trainer.update:make_optimizer"  # from a package: by module
-    with pytest.raises(UserError, match="inside a function or is a lambda"):
-        tool_spec(lambda a: a)
     with pytest.raises(UserError, match="not a plain function"):
         tool_spec(str.upper)
-    script = tmp_path / "train.py"
+
+    def inner(a: int) -> int:
+        return a
+
+    script = tmp_path / "train.py"  # a script without `if __name__ == "__main__":`, as TRL's examples are
     script.write_text("def add(a: int) -> int:\n    return a\n\nadd\n")
     main = {"__name__": "__main__", "__file__": str(script)}
     exec(compile(script.read_text(), str(script), "exec"), main)
-    monkeypatch.setattr("sys.modules", {**__import__("sys").modules, "__main__": type("M", (), main)})
-    with pytest.raises(UserError, match="put the training under `if __name__ == \"__main__\":`"):
-        tool_spec(main["add"])  # the workers would run the training again
-    script.write_text(script.read_text() + "\nif __name__ == '__main__':\n    pass\n")
-    assert tool_spec(main["add"]) == f"{script.resolve()}:add"
+    for fn in (main["add"], inner):  # no worker imports them (turns/tools.py forks workers that inherit them)
+        assert tool_spec(fn) is fn
     with pytest.raises(UserError, match="both name the tools"):
         Trainer(tools=["calculator"], args=Config(run=RunConfig(tools=["calculator"])))
 

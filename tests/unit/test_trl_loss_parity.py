@@ -155,7 +155,7 @@ def test_token_advantages_equal_trl_given_the_same_token_advantages(loss_type):
                  "top_entropy_quantile": 0.5}, seed=3, token_advantages=True)
 
 
-@pytest.mark.parametrize("loss_type", ["grpo", "dapo", "bnpo"])
+@pytest.mark.parametrize("loss_type", ["grpo", "dapo", "bnpo", "dr_grpo", "luspo"])
 def test_sequence_level_ratio_equals_trl(loss_type):
     """importance_sampling_level="sequence" (GSPO's ratio) maps to the gspo loss, delta and KL correction included."""
     assert_same({"loss_type": loss_type, "importance_sampling_level": "sequence", "epsilon": 0.05, "delta": 1.02,

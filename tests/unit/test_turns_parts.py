@@ -160,10 +160,10 @@ def test_environment_rewards_that_are_not_finite_are_failures():
 
 def test_the_message_and_tool_memory_bounds_reach_the_turns_from_the_config():
     from botgrpo_cli.config import load_config
-    from botgrpo_cli.trainer.session import _turn_settings
+    from botgrpo_cli.rollout.turns import settings_from
     from botgrpo_tasks import get_task
 
     cfg = load_config(None, sets=["run.tools=[calculator]", "rollout.max_message_chars=123",
                                   "rollout.tool_memory_mb=77"])
-    settings = _turn_settings(cfg, get_task("arith_synth"))
+    settings = settings_from(cfg.rollout, cfg.run, get_task("arith_synth"))
     assert settings.max_message_chars == settings.tools.max_chars == 123 and settings.tools.memory_mb == 77

@@ -1,4 +1,6 @@
-"""Graded (gold, answer, verdict) pairs: the checker's unit-test table and the benchmark's corpus.
+"""Graded (gold, answer, verdict) pairs: the math checker's unit-test table (test data: importable
+by the tests, pyproject's pytest pythonpath; research/scripts/math_corpus.py writes it as a corpus
+for `botgrpo bench rewards --service math --corpus`).
 
 Each verdict is what a careful human grader would give; `category` groups them for reports.
 """

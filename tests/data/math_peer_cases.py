@@ -1,8 +1,9 @@
 """A peer-format table: whole completions written in the formats public models and datasets use.
 
-The benchmark (`botgrpo bench rewards --service math`) grades these with our checker and with
-math-verify and prints both accuracies per format next to the speed figures; the load test scores
-them quietly and under CPU stress. Written for this project from the formats' public descriptions
+Test data: test_math_backend grades every row, the load test scores them quietly and under CPU
+stress, and research/scripts/math_corpus.py writes them as a corpus (group = format) on which
+`botgrpo bench rewards --service math --corpus` prints our checker's and math-verify's accuracy per
+format next to the speed figures. Written for this project from the formats' public descriptions
 (Minerva / lm-eval answer lines, PRM800K `# Answer` solutions, GSM8K `#### 42`, WizardMath
 "The answer is:", reasoning models' <think> blocks, MATH-style boxed solutions, bare answers);
 not a copy of anyone's tests. Each row: (format, gold, completion, the verdict a careful grader gives).

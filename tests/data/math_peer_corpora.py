@@ -1,10 +1,10 @@
-"""Graded cases from other projects' own test suites (tests/fixtures/peer/*.jsonl), for the benchmark.
+"""Graded cases from other projects' own test suites (tests/fixtures/peer/*.jsonl): test data, read by
+test_math_peer_corpora and research/scripts/math_corpus.py.
 
 Each row: corpus, source (project, version, file::test), license, gold, prediction, expected (that
 project's verdict), options (the grader options its test passed), and, where our convention differs
 on purpose (rewards/math/README.md, "Where math-verify decides differently"), `ours` (our verdict)
 and `why`. Accuracy counts `ours` where it is given: a deliberate convention is not a misread.
-The files live in a source checkout, not in an installed package: without them this is empty.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "peer"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "peer"
 # math-verify's float_rounding default: a test that passes fewer digits asks for a tolerance
 MV_DEFAULT_PRECISION = 6
 
