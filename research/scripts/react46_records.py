@@ -119,12 +119,14 @@ def main(argv: list[str]) -> int:
         for algo, lr in json.loads(Path(argv[1]).read_text())["chosen_lr"].items():
             print(f"--algo-set\n{algo}:optim.lr={lr}")
         return 0
-    out = Path(argv[2])
-    if mode == "determinism":
+    if mode == "same-runs":  # WORK_A WORK_B OUT.json
+        out = Path(argv[3])
+        record = same_runs(Path(argv[1]), Path(argv[2]))
+    elif mode == "determinism":
+        out = Path(argv[2])
         record = determinism(Path(argv[1]), out, argv[3])
-    elif mode == "same-runs":
-        record, out = same_runs(Path(argv[1]), Path(argv[2])), Path(argv[3])
     else:
+        out = Path(argv[2])
         record = choose(Path(argv[1]), out, float(argv[3]) if len(argv) > 3 else RISE)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=1) + "\n")
